@@ -1,0 +1,62 @@
+#pragma once
+// Stage "load": a checkpoint's metadata read from safetensors headers only (never tensor data),
+// validated as the safetensors crate does (safetensors/src/tensor.rs `read_metadata`/`validate`).
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardcheck/diagnostics.hpp"
+#include "shardcheck/dtype.hpp"
+
+namespace shardcheck {
+
+// The format's cap on the JSON header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
+inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<std::int64_t> shape;
+  std::uint64_t begin = 0, end = 0;  // data_offsets, relative to the data region
+  std::uint32_t file = 0;            // index into CheckpointMeta::files
+  std::int64_t numel() const;        // 1 for a 0-rank scalar
+};
+
+struct SafetensorsFile {
+  std::string path;                  // as given / relative to the model directory
+  std::uint64_t header_len = 0;      // N from the first 8 bytes
+  std::uint64_t file_size = 0;
+  std::map<std::string, std::string> metadata;  // __metadata__
+  std::vector<TensorInfo> tensors;   // in header order
+};
+
+struct CheckpointMeta {
+  std::filesystem::path dir;
+  bool sharded = false;              // came from model.safetensors.index.json
+  std::optional<std::uint64_t> index_total_size;
+  std::vector<SafetensorsFile> files;
+  std::uint64_t header_bytes_read = 0;   // 8 + N summed over files
+};
+
+// Parses one header held in memory. `file_size` is the full file size (for coverage checks);
+// `label` names the file in diagnostics. Reports every problem it can find to `sink`.
+std::optional<SafetensorsFile> parse_safetensors_header(std::string_view header_json,
+                                                        std::uint64_t header_len,
+                                                        std::uint64_t file_size,
+                                                        const std::string& label,
+                                                        DiagnosticSink& sink);
+
+// Reads the 8-byte length and the header of one file (and nothing after it).
+std::optional<SafetensorsFile> read_safetensors_file(const std::filesystem::path& path,
+                                                     const std::string& label, DiagnosticSink& sink);
+
+// Loads a model directory: model.safetensors, or model.safetensors.index.json with its shards.
+// Returns nullopt when the directory holds no safetensors at all (config-only directory).
+std::optional<CheckpointMeta> load_checkpoint(const std::filesystem::path& dir, DiagnosticSink& sink);
+
+}  // namespace shardcheck

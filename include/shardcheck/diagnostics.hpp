@@ -1,0 +1,59 @@
+#pragma once
+// Diagnostics: the one currency every stage reports problems in. Loaders, resolvers and rules push
+// Diagnostic values into a DiagnosticSink instead of throwing, so one run reports every problem.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcheck/exit_codes.hpp"
+
+namespace shardcheck {
+
+enum class Severity { note, warning, error };
+const char* severity_name(Severity s);
+
+// A place in an input. Text files use 1-based line/column; binary files use a byte offset.
+struct SourceLocation {
+  std::string file;
+  int line = 0;          // 0 = unknown / not a text position
+  int column = 0;
+  int end_column = 0;    // exclusive; 0 = a single caret
+  std::optional<std::uint64_t> byte_offset;  // binary inputs (safetensors)
+};
+
+// A replacement of [offset, offset+length) in `file` by `text` (clang-tidy style).
+struct TextEdit {
+  std::string file;
+  std::size_t offset = 0;
+  std::size_t length = 0;
+  std::string text;
+};
+
+struct Diagnostic {
+  std::string code;        // stable id, e.g. "ST005" or "FSDP001"
+  Severity severity = Severity::error;
+  SourceLocation location;
+  std::string message;     // one line: what is wrong, with expected vs found
+  std::string help;        // what to do about it (may be empty)
+  std::vector<TextEdit> fix;   // machine-applicable fix (may be empty)
+  ExitCode exit_code = ExitCode::findings;  // the process exit code this problem maps to
+};
+
+class DiagnosticSink {
+ public:
+  void report(Diagnostic d);
+  const std::vector<Diagnostic>& items() const { return items_; }
+  std::vector<Diagnostic>& items() { return items_; }
+  bool has_errors() const;
+  std::size_t count(Severity s) const;
+  // Exit code of the first error-severity diagnostic (ok when there is none).
+  ExitCode first_error_exit_code() const;
+  void append(const DiagnosticSink& other);
+
+ private:
+  std::vector<Diagnostic> items_;
+};
+
+}  // namespace shardcheck

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs every system package shardcheck needs on a fresh Debian 12 machine (idempotent).
+# Only Debian packages are used; nothing is vendored or downloaded from elsewhere.
+set -euo pipefail
+
+need=(cmake g++ ninja-build ccache python3 clang
+      libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev doctest-dev libsimdjson-dev)
+# Optional extras (smoke runner, oracle): installed only when asked for.
+if [[ "${SHARDCHECK_WITH_TORCH:-0}" == 1 ]]; then
+  need+=(libtorch-dev libgloo-dev)
+fi
+
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

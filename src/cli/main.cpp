@@ -1,0 +1,52 @@
+// shardcheck CLI: a thin layer that parses flags, calls the library and maps results to exit codes.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "shardcheck/exit_codes.hpp"
+
+namespace {
+
+const char* kExitCodeTable = R"(Exit codes:
+  0  success, nothing found            6  safetensors file truncated or oversized
+  1  findings (errors; --strict: warnings)  7  index disagrees with shards
+  2  usage error                       8  malformed rules/ data
+  3  I/O error                         9  checkpoint disagrees with the registry
+  4  invalid config.json              10  unparsable accelerate config
+  5  invalid safetensors header       70  internal error)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace shardcheck;
+  CLI::App app{"shardcheck: pre-flight checks for FSDP training (accelerate + PyTorch FSDP)"};
+  app.set_version_flag("--version", std::string("shardcheck ") + SHARDCHECK_VERSION);
+  app.footer(kExitCodeTable);
+  app.require_subcommand(1);
+
+  cli::CliContext ctx;
+  if (const char* env = std::getenv("SHARDCHECK_RULES")) ctx.rules_dir = env;
+  if (ctx.rules_dir.empty()) ctx.rules_dir = SHARDCHECK_DEFAULT_RULES_DIR;
+  ctx.color = isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
+  app.add_option("--rules", ctx.rules_dir, "Directory of rule data (models/, accelerate/)")
+      ->check(CLI::ExistingDirectory);
+
+  cli::register_inspect(app, ctx);
+  cli::register_lint(app, ctx);
+  cli::register_rules(app, ctx);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : to_int(ExitCode::usage);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardcheck: internal error: %s\n", e.what());
+    return to_int(ExitCode::internal);
+  }
+  return ctx.exit_code;
+}
