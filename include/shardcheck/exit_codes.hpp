@@ -16,6 +16,7 @@ enum class ExitCode : int {
   bad_rules = 8,           // a file under rules/ is malformed
   model_mismatch = 9,      // checkpoint tensors disagree with the architecture registry
   bad_accelerate_config = 10,  // the accelerate YAML cannot be parsed at all
+  unknown_model = 11,      // model_type not in the registry and no checkpoint to infer from
   internal = 70,           // a bug in shardcheck
 };
 

@@ -17,7 +17,8 @@ const char* kExitCodeTable = R"(Exit codes:
   2  usage error                       8  malformed rules/ data
   3  I/O error                         9  checkpoint disagrees with the registry
   4  invalid config.json              10  unparsable accelerate config
-  5  invalid safetensors header       70  internal error)";
+  5  invalid safetensors header      11  unknown model_type, no checkpoint
+                                      70  internal error)";
 
 }  // namespace
 
@@ -36,8 +37,6 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
 
   cli::register_inspect(app, ctx);
-  cli::register_lint(app, ctx);
-  cli::register_rules(app, ctx);
 
   try {
     app.parse(argc, argv);

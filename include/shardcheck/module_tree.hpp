@@ -1,0 +1,77 @@
+#pragma once
+// Stage "resolve": the model's module tree as transformers would build it — every module path, its
+// class, its parameters in registration order (FSDP flattens in this order, not the checkpoint's),
+// tied aliases — from config.json + the registry, checked against the checkpoint when there is one.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcheck/checkpoint.hpp"
+#include "shardcheck/diagnostics.hpp"
+#include "shardcheck/dtype.hpp"
+#include "shardcheck/expr.hpp"
+#include "shardcheck/model_config.hpp"
+#include "shardcheck/registry.hpp"
+
+namespace shardcheck {
+
+struct ParamInfo {
+  std::string name;                  // attribute name inside its module ("weight")
+  std::vector<std::int64_t> shape;
+  DType dtype = DType::F32;
+  std::int64_t numel = 0;
+  std::string tied_to;               // full path of the tensor this one aliases ("" = its own storage)
+  bool buffer = false;               // persistent buffer: in state_dict, not in parameters()
+  bool in_checkpoint = false;        // matched a checkpoint tensor
+};
+
+struct Module {
+  std::string path;                  // "" for the root, else "model.layers.0.self_attn"
+  std::string name;                  // last path component
+  std::string cls;
+  int parent = -1;
+  std::vector<int> children;         // registration order
+  std::vector<ParamInfo> params;     // registration order
+  std::int64_t own_numel = 0;        // own parameters, tied aliases not counted
+  std::int64_t total_numel = 0;      // subtree, every storage counted once
+};
+
+struct ModuleTree {
+  std::string model_type;
+  std::string architecture;          // root class
+  Version transformers;
+  std::string attn_implementation;
+  std::vector<Module> modules;       // modules[0] is the root; parents precede children (pre-order)
+  std::map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
+  std::vector<std::string> no_split_modules;
+  std::vector<TiedWeight> tied;      // alias -> target, as applied
+  bool classes_guessed = false;      // fallback for an unknown model_type
+  bool from_checkpoint = false;      // shapes/dtypes confirmed by safetensors headers
+  std::int64_t num_params = 0;       // distinct parameter storages
+  std::int64_t num_tensors = 0;      // distinct parameter tensors
+  std::map<DType, std::int64_t> dtype_numel;   // parameter elements per dtype
+  std::int64_t checkpoint_only_numel = 0;      // tensors on disk that transformers drops on load
+  std::int64_t checkpoint_only_tensors = 0;
+
+  bool is_instance(const Module& m, const std::string& cls) const;
+};
+
+struct ResolveOptions {
+  Version transformers = TransformersVersions::newest();
+  std::string attn_implementation = "sdpa";
+  std::string architecture;          // override config.json's architectures[0]
+};
+
+// Builds the tree from the registry; with `ckpt`, every tensor is matched and checked. A model_type
+// the registry does not know falls back to inference from tensor names (needs a checkpoint).
+std::optional<ModuleTree> build_module_tree(const ModelConfig& config, const CheckpointMeta* ckpt,
+                                            const Registry& registry, const ResolveOptions& options,
+                                            DiagnosticSink& sink);
+
+// The fallback on its own: module tree inferred from tensor names, classes guessed.
+ModuleTree infer_module_tree(const ModelConfig& config, const CheckpointMeta& ckpt, DiagnosticSink& sink);
+
+}  // namespace shardcheck

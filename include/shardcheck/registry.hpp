@@ -1,0 +1,106 @@
+#pragma once
+// The architecture registry: rules/models/*.yaml turned into typed specs. Pure data: every
+// architecture is a YAML file, and adding one needs no C++ (see rules/models/README.md).
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcheck/diagnostics.hpp"
+#include "shardcheck/expr.hpp"
+
+namespace shardcheck {
+
+struct NamedExpr {
+  std::string name;
+  Expr expr;
+};
+
+struct ParamSpec {
+  std::string name;
+  std::vector<Expr> shape;
+  std::optional<Expr> condition;     // `if:`; absent = always
+  std::optional<Expr> dtype;         // safetensors dtype name; absent = the model's dtype
+  std::vector<std::string> from;     // checkpoint tensors (globs relative to the module) fused into this one
+  bool buffer = false;               // a persistent buffer: in the checkpoint, not a parameter
+};
+
+struct ClassVariant {
+  Expr condition;
+  std::string cls;
+};
+
+struct ChildSpec {
+  std::string name;
+  std::string cls;                   // for a repeated child: the container class (ModuleList)
+  std::vector<ClassVariant> variants;  // first whose condition holds replaces `cls`
+  std::vector<NamedExpr> args;       // evaluated in the parent's scope
+  std::optional<Expr> condition;
+  // repeat: the child is a container of `repeat` items named 0..n-1 of class `item`
+  std::optional<Expr> repeat;
+  std::string index = "i";
+  std::string item;
+  std::vector<ClassVariant> item_variants;
+  std::vector<NamedExpr> item_args;
+};
+
+struct ClassSpec {
+  std::string name;
+  std::vector<std::string> bases;    // Python base classes (isinstance); structure is inherited
+  std::vector<NamedExpr> arg_defaults;
+  std::vector<ChildSpec> children;   // registration order (the order of __init__ assignments)
+  std::vector<ParamSpec> params;     // registration order within the module
+  bool structure_declared = false;   // children/params given here (else taken from the first base)
+  std::string source;                // file it was defined in
+};
+
+struct TiedWeight {
+  std::string alias;                 // e.g. lm_head.weight
+  std::string target;                // e.g. model.embed_tokens.weight
+};
+
+struct CheckpointRename {
+  std::string from, to;              // substring replacement on checkpoint tensor names
+  std::optional<Expr> condition;
+};
+
+struct ArchSpec {
+  std::string model_type;
+  std::string source;                // rules/models/<file>.yaml
+  std::string since;                 // first transformers version with the model (informational)
+  std::vector<std::string> architectures;   // head classes; the first is the default root
+  std::string base_model_prefix;
+  std::string base_model_class;      // class of the `base_model_prefix` child (for checkpoints without head)
+  std::optional<Expr> no_split_modules;   // evaluates to a list of class names
+  std::vector<NamedExpr> defaults;   // config class defaults for absent keys
+  std::vector<NamedExpr> derived;    // computed fields, in order (may use earlier ones)
+  std::vector<TiedWeight> tied_weights;   // applied when tie_word_embeddings is true
+  std::vector<CheckpointRename> renames;
+  std::vector<std::string> ignore_unexpected;  // regexes (with ${expr} interpolation): tensors on disk
+                                               // that transformers drops on load (old buffers, MTP)
+  std::map<std::string, ClassSpec> classes;    // this file's classes (builtins live in Registry)
+};
+
+struct TransformersVersions {
+  static Version newest();           // the default of --transformers-version
+};
+
+class Registry {
+ public:
+  // Loads rules_dir/models/*.yaml. Malformed data is reported with ExitCode::bad_rules.
+  static std::optional<Registry> load(const std::filesystem::path& rules_dir, DiagnosticSink& sink);
+
+  const ArchSpec* find(const std::string& model_type) const;
+  const ClassSpec* find_class(const ArchSpec& arch, const std::string& cls) const;
+  std::vector<std::string> model_types() const;
+  // Every class name `cls` is an instance of (itself, then bases transitively): isinstance().
+  std::vector<std::string> class_chain(const ArchSpec& arch, const std::string& cls) const;
+
+ private:
+  std::map<std::string, ArchSpec> archs_;
+  std::map<std::string, ClassSpec> builtins_;   // torch.nn and transformers utility classes
+};
+
+}  // namespace shardcheck

@@ -1,0 +1,76 @@
+// `shardcheck inspect MODEL`: the module tree transformers would build, with parameter counts.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "shardcheck/model_source.hpp"
+#include "shardcheck/module_tree.hpp"
+#include "shardcheck/registry.hpp"
+#include "shardcheck/report.hpp"
+
+namespace shardcheck::cli {
+namespace {
+
+struct InspectArgs {
+  std::string model;
+  std::string format = "text";
+  std::string transformers_version;
+  std::string attn_implementation = "sdpa";
+  std::string architecture;
+  bool config_only = false;
+};
+
+int run_inspect(const InspectArgs& a, const CliContext& ctx) {
+  DiagnosticSink sink;
+  ResolveOptions opts;
+  if (!a.transformers_version.empty()) {
+    auto v = Version::parse(a.transformers_version);
+    if (!v) {
+      std::fprintf(stderr, "shardcheck: expected a version like 4.44.2 for --transformers-version, found '%s'\n",
+                   a.transformers_version.c_str());
+      return to_int(ExitCode::usage);
+    }
+    opts.transformers = *v;
+  }
+  opts.attn_implementation = a.attn_implementation;
+  opts.architecture = a.architecture;
+
+  std::optional<ModuleTree> tree;
+  if (auto inputs = load_model(a.model, a.config_only, sink)) {
+    // A checkpoint whose headers are broken is still reported in full, but no tree is built on it.
+    const bool headers_ok = !sink.has_errors();
+    if (auto registry = Registry::load(ctx.rules_dir, sink); registry && headers_ok)
+      tree = build_module_tree(inputs->config, inputs->checkpoint ? &*inputs->checkpoint : nullptr, *registry, opts,
+                               sink);
+  }
+  const TextStyle style{ctx.color};
+  if (a.format == "json" && tree) {
+    std::fputs(render_tree_json(*tree, sink.items()).c_str(), stdout);
+  } else {
+    if (tree) std::fputs(render_tree_text(*tree, style).c_str(), stdout);
+    std::fputs(render_diagnostics_text(sink.items(), TextStyle{false}).c_str(), stderr);
+  }
+  return to_int(sink.first_error_exit_code());
+}
+
+}  // namespace
+
+void register_inspect(CLI::App& app, CliContext& ctx) {
+  auto args = std::make_shared<InspectArgs>();
+  CLI::App* cmd = app.add_subcommand("inspect", "Print the module tree, parameter counts and dtypes of a model");
+  cmd->add_option("model", args->model, "Model directory (config.json, safetensors headers) or its config.json")
+      ->required();
+  cmd->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--transformers-version", args->transformers_version,
+                  "Module layout of this transformers release (default: newest known)");
+  cmd->add_option("--attn-implementation", args->attn_implementation,
+                  "Attention implementation for 4.x class names (eager, sdpa, flash_attention_2)")
+      ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
+  cmd->add_option("--architecture", args->architecture, "Head class to build instead of config.json's");
+  cmd->add_flag("--config-only", args->config_only, "Ignore safetensors files; shapes from config.json only");
+  cmd->callback([args, &ctx] { ctx.exit_code = run_inspect(*args, ctx); });
+}
+
+}  // namespace shardcheck::cli

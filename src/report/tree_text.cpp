@@ -1,0 +1,118 @@
+// The module tree as text, shaped like PyTorch's print(model) (torch/nn/modules/module.py
+// Module.__repr__ and ModuleList's "(0-31): 32 x Layer" collapsing of identical repeated items),
+// with parameter counts, shapes and dtypes.
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "shardcheck/report.hpp"
+
+namespace shardcheck {
+namespace {
+
+std::string shape_str(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// Structural signature id per module: equal ids = identical subtrees (class, params, children).
+std::vector<int> signatures(const ModuleTree& tree) {
+  std::vector<int> sig(tree.modules.size(), 0);
+  std::unordered_map<std::string, int> ids;
+  for (std::size_t i = tree.modules.size(); i-- > 0;) {
+    const Module& m = tree.modules[i];
+    std::string key = m.cls;
+    for (const auto& p : m.params) {
+      key += fmt::format("|{}{}{}{}", p.name, shape_str(p.shape), dtype_name(p.dtype), p.tied_to.empty() ? "" : "T");
+      if (p.buffer) key += "B";
+    }
+    for (int c : m.children) key += fmt::format("/{}={}", tree.modules[c].name, sig[c]);
+    sig[i] = ids.emplace(std::move(key), static_cast<int>(ids.size())).first->second;
+  }
+  return sig;
+}
+
+class TextTree {
+ public:
+  TextTree(const ModuleTree& tree, const TextStyle& style) : tree_(tree), style_(style), sig_(signatures(tree)) {}
+
+  std::string render() {
+    header();
+    module(0, "", 0, 1);
+    footer();
+    return out_;
+  }
+
+ private:
+  const ModuleTree& tree_;
+  const TextStyle& style_;
+  std::vector<int> sig_;
+  std::string out_;
+
+  std::string bold(const std::string& s) const { return style_.color ? "\x1b[1m" + s + "\x1b[0m" : s; }
+  std::string dim(const std::string& s) const { return style_.color ? "\x1b[2m" + s + "\x1b[0m" : s; }
+
+  void header() {
+    out_ += fmt::format("{} ({}), transformers {} layout{}\n", bold(tree_.architecture), tree_.model_type,
+                        tree_.transformers.str(), tree_.classes_guessed ? ", CLASS NAMES GUESSED" : "");
+    out_ += fmt::format("{} parameters ({}) in {} tensors", fmt::group_digits(tree_.num_params),
+                        human_count(tree_.num_params), tree_.num_tensors);
+    std::string dtypes;
+    for (const auto& [dt, n] : tree_.dtype_numel)
+      dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", dtype_name(dt), fmt::group_digits(n));
+    out_ += fmt::format("; {}\n", dtypes.empty() ? "no parameters" : dtypes);
+    out_ += fmt::format("source: {}\n", tree_.from_checkpoint ? "safetensors headers" : "config.json only (shapes from the registry)");
+    std::string ns;
+    for (const auto& c : tree_.no_split_modules) ns += (ns.empty() ? "" : ", ") + c;
+    out_ += fmt::format("_no_split_modules: [{}]\n\n", ns);
+  }
+
+  void footer() {
+    if (!tree_.tied.empty()) {
+      out_ += "\ntied weights (one storage, counted once):\n";
+      for (const auto& t : tree_.tied) out_ += fmt::format("  {} -> {}\n", t.alias, t.target);
+    }
+    if (tree_.checkpoint_only_tensors > 0)
+      out_ += fmt::format("\ncheckpoint also holds {} tensors ({} elements) that transformers drops on load\n",
+                          tree_.checkpoint_only_tensors, fmt::group_digits(tree_.checkpoint_only_numel));
+  }
+
+  std::string params_str(const Module& m) const {
+    std::string s;
+    for (const auto& p : m.params) {
+      if (!s.empty()) s += ", ";
+      if (!p.tied_to.empty()) s += fmt::format("{} -> {}", p.name, p.tied_to);
+      else s += fmt::format("{}{} {}{}", p.name, shape_str(p.shape), dtype_name(p.dtype), p.buffer ? " (buffer)" : "");
+    }
+    return s;
+  }
+
+  void module(int idx, const std::string& label, int depth, int repeat) {
+    const Module& m = tree_.modules[idx];
+    const std::string indent(static_cast<std::size_t>(depth) * 2, ' ');
+    std::string line = indent + (label.empty() ? "" : "(" + label + "): ");
+    line += repeat > 1 ? fmt::format("{} x {}", repeat, bold(m.cls)) : bold(m.cls);
+    if (m.total_numel > 0) line += "  " + human_count(m.total_numel) + " params";
+    if (!m.params.empty()) line += "  " + dim(params_str(m));
+    out_ += line + "\n";
+    // Consecutive children with identical structure and numeric names collapse into one line.
+    for (std::size_t k = 0; k < m.children.size();) {
+      const int c = m.children[k];
+      std::size_t run = 1;
+      const bool numeric = !tree_.modules[c].name.empty() && std::isdigit(static_cast<unsigned char>(tree_.modules[c].name[0]));
+      while (numeric && k + run < m.children.size() && sig_[m.children[k + run]] == sig_[c]) ++run;
+      const std::string child_label =
+          run > 1 ? fmt::format("{}-{}", tree_.modules[c].name, tree_.modules[m.children[k + run - 1]].name)
+                  : tree_.modules[c].name;
+      module(c, child_label, depth + 1, static_cast<int>(run));
+      k += run;
+    }
+  }
+};
+
+}  // namespace
+
+std::string render_tree_text(const ModuleTree& tree, const TextStyle& style) { return TextTree(tree, style).render(); }
+
+}  // namespace shardcheck

@@ -1,0 +1,209 @@
+// Matches safetensors tensors to the expanded module tree, the way from_pretrained pairs state-dict
+// keys with parameters (transformers modeling_utils.py: base_model_prefix added or stripped,
+// _keys_to_ignore_on_load_unexpected, 5.x weight conversions). Every disagreement is reported.
+#include <fmt/format.h>
+
+#include <regex>
+#include <unordered_map>
+
+#include "resolve/tree_internal.hpp"
+
+namespace shardcheck {
+namespace {
+
+std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+
+std::string shape_str(const std::vector<std::int64_t>& s) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// `*` stands for exactly one dotted component ("*.gate_proj.weight" matches "7.gate_proj.weight").
+bool glob_match(std::string_view glob, std::string_view name) {
+  std::size_t g = 0, n = 0;
+  while (g < glob.size()) {
+    if (glob[g] == '*') {
+      const std::size_t start = n;
+      while (n < name.size() && name[n] != '.') ++n;
+      if (n == start) return false;
+      ++g;
+    } else {
+      if (n >= name.size() || glob[g] != name[n]) return false;
+      ++g;
+      ++n;
+    }
+  }
+  return n == name.size();
+}
+
+// "^model\.layers\.${num_hidden_layers}\." -> "^model\.layers\.61\."
+std::string interpolate(const std::string& pattern, const Frame& globals) {
+  std::string out;
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '$' && i + 1 < pattern.size() && pattern[i + 1] == '{') {
+      const std::size_t close = pattern.find('}', i);
+      if (close == std::string::npos) throw ExprError("unterminated ${ in " + pattern);
+      Value v = Expr::parse(pattern.substr(i + 2, close - i - 2)).evaluate(globals.lookup());
+      out += v.as_string() ? *v.as_string() : v.repr();
+      i = close;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+std::string sample(const std::vector<std::string>& names, std::size_t max = 8) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < max; ++i) s += (i ? ", " : "") + names[i];
+  if (names.size() > max) s += fmt::format(", ... ({} more)", names.size() - max);
+  return s;
+}
+
+struct FusedAccumulator {
+  std::int64_t numel = 0;
+  std::size_t tensors = 0;
+  std::optional<DType> dtype;
+};
+
+}  // namespace
+
+void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMeta& ckpt, const FusedSources& fused,
+                      const Frame& globals, DiagnosticSink& sink) {
+  tree.from_checkpoint = true;
+  const std::string ckpt_label = ckpt.dir.string();
+  auto report = [&](std::string code, Severity sev, std::string msg, ExitCode ec, std::string help = {}) {
+    Diagnostic d;
+    d.code = std::move(code);
+    d.severity = sev;
+    d.location.file = ckpt_label;
+    d.message = std::move(msg);
+    d.help = std::move(help);
+    d.exit_code = ec;
+    sink.report(std::move(d));
+  };
+
+  std::unordered_map<std::string, std::pair<int, int>> by_path;
+  for (int mi = 0; mi < static_cast<int>(tree.modules.size()); ++mi) {
+    const Module& m = tree.modules[mi];
+    for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) by_path.emplace(join(m.path, m.params[pi].name), std::pair{mi, pi});
+  }
+  std::unordered_map<std::string, std::vector<std::pair<int, int>>> fused_by_module;
+  for (const auto& [key, globs] : fused) fused_by_module[tree.modules[key.first].path].push_back(key);
+  std::map<std::pair<int, int>, FusedAccumulator> fused_seen;
+
+  std::vector<std::pair<std::string, std::string>> renames;
+  std::vector<std::regex> ignores;
+  try {
+    for (const auto& r : arch.renames)
+      if (!r.condition || r.condition->evaluate(globals.lookup()).truthy()) renames.emplace_back(r.from, r.to);
+    for (const auto& pattern : arch.ignore_unexpected) ignores.emplace_back(interpolate(pattern, globals));
+  } catch (const std::exception& e) {
+    report("REG005", Severity::error, fmt::format("{}: bad checkpoint rule: {}", arch.source, e.what()), ExitCode::bad_rules);
+    return;
+  }
+
+  const bool head_root = tree.architecture != arch.base_model_class;
+  const std::string prefix = arch.base_model_prefix.empty() ? "" : arch.base_model_prefix + ".";
+  std::vector<std::string> unexpected, wrong_shape;
+
+  auto lookup = [&](const std::string& name) -> const std::pair<int, int>* {
+    if (auto it = by_path.find(name); it != by_path.end()) return &it->second;
+    // A base-model checkpoint loaded into a head class gains the prefix (gpt2's "h.0..." keys);
+    // a head checkpoint loaded into the base model loses it.
+    if (!prefix.empty() && head_root)
+      if (auto it = by_path.find(prefix + name); it != by_path.end()) return &it->second;
+    if (!prefix.empty() && !head_root && name.starts_with(prefix))
+      if (auto it = by_path.find(name.substr(prefix.size())); it != by_path.end()) return &it->second;
+    return nullptr;
+  };
+
+  auto match_fused = [&](const std::string& name, const TensorInfo& t) {
+    for (std::size_t dot = name.rfind('.'); dot != std::string::npos && dot > 0; dot = name.rfind('.', dot - 1)) {
+      auto it = fused_by_module.find(name.substr(0, dot));
+      if (it == fused_by_module.end()) continue;
+      const std::string rest = name.substr(dot + 1);
+      for (const auto& key : it->second)
+        for (const auto& glob : fused.at(key))
+          if (glob_match(glob, rest)) {
+            FusedAccumulator& acc = fused_seen[key];
+            acc.numel += t.numel();
+            acc.tensors += 1;
+            if (!acc.dtype) acc.dtype = t.dtype;
+            return true;
+          }
+    }
+    return false;
+  };
+
+  for (const auto& file : ckpt.files) {
+    for (const auto& t : file.tensors) {
+      std::string name = t.name;
+      for (const auto& [from, to] : renames)
+        for (std::size_t pos = 0; (pos = name.find(from, pos)) != std::string::npos; pos += to.size())
+          name.replace(pos, from.size(), to);
+      if (const auto* hit = lookup(name)) {
+        ParamInfo& p = tree.modules[hit->first].params[hit->second];
+        if (p.shape != t.shape) {
+          wrong_shape.push_back(t.name);
+          report("MT002", Severity::error,
+                 fmt::format("tensor '{}' in {} has shape {}, but the {} layout for this config.json expects {}",
+                             t.name, file.path, shape_str(t.shape), arch.model_type, shape_str(p.shape)),
+                 ExitCode::model_mismatch,
+                 "the checkpoint and config.json disagree, or the registry is wrong for this model");
+          continue;
+        }
+        p.dtype = t.dtype;
+        p.in_checkpoint = true;
+        continue;
+      }
+      if (match_fused(name, t)) continue;
+      bool ignored = false;
+      for (const auto& re : ignores)
+        if (std::regex_search(name, re)) { ignored = true; break; }
+      if (ignored) {
+        tree.checkpoint_only_numel += t.numel();
+        tree.checkpoint_only_tensors += 1;
+        continue;
+      }
+      unexpected.push_back(t.name);
+    }
+  }
+
+  for (const auto& [key, acc] : fused_seen) {
+    ParamInfo& p = tree.modules[key.first].params[key.second];
+    const std::string path = join(tree.modules[key.first].path, p.name);
+    if (acc.numel != p.numel) {
+      report("MT004", Severity::error,
+             fmt::format("'{}' {} fuses {} checkpoint tensors with {} elements, expected {}", path, shape_str(p.shape),
+                         acc.tensors, acc.numel, p.numel),
+             ExitCode::model_mismatch);
+      continue;
+    }
+    p.in_checkpoint = true;
+    p.dtype = *acc.dtype;
+  }
+
+  std::vector<std::string> missing;
+  for (const auto& m : tree.modules)
+    for (const auto& p : m.params)
+      if (!p.in_checkpoint && p.tied_to.empty() && !p.buffer) missing.push_back(join(m.path, p.name));
+  // A tied alias saved anyway (some writers keep lm_head.weight) is fine; an untied head absent
+  // from the checkpoint is not.
+  if (!unexpected.empty())
+    report("MT001", Severity::warning,
+           fmt::format("{} checkpoint tensor(s) have no place in the {} module tree and would be dropped on load: {}",
+                       unexpected.size(), tree.architecture, sample(unexpected)),
+           ExitCode::model_mismatch,
+           "check --transformers-version and the model_type; transformers warns \"Some weights of the model "
+           "checkpoint were not used\"");
+  if (!missing.empty())
+    report("MT003", Severity::error,
+           fmt::format("{} parameter(s) of {} are missing from the checkpoint and would be randomly initialised: {}",
+                       missing.size(), tree.architecture, sample(missing)),
+           ExitCode::model_mismatch,
+           "the download may be incomplete, or config.json describes a different model than the weights");
+}
+
+}  // namespace shardcheck

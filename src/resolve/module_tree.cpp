@@ -1,0 +1,327 @@
+// Expands an ArchSpec into the module tree transformers would build for a config.json: the head
+// class's children in registration order, repeated layers, parameters with shapes evaluated from
+// the config. Checkpoint matching lives in checkpoint_match.cpp, the fallback in infer_tree.cpp.
+#include "shardcheck/module_tree.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "resolve/scope.hpp"
+#include "resolve/tree_internal.hpp"
+
+namespace shardcheck {
+
+bool ModuleTree::is_instance(const Module& m, const std::string& cls) const {
+  auto it = class_chains.find(m.cls);
+  if (it == class_chains.end()) return m.cls == cls;
+  return std::find(it->second.begin(), it->second.end(), cls) != it->second.end();
+}
+
+namespace {
+
+class Expander {
+ public:
+  Expander(const ArchSpec& arch, const Registry& reg, ModuleTree& tree, DType default_dtype)
+      : arch_(arch), reg_(reg), tree_(tree), default_dtype_(default_dtype) {}
+
+  void expand_root(const std::string& cls, const Frame& globals) {
+    std::vector<std::pair<std::string, Value>> no_args;
+    expand(cls, "", "", -1, globals, no_args, "architecture");
+  }
+
+ private:
+  const ArchSpec& arch_;
+  const Registry& reg_;
+  ModuleTree& tree_;
+  DType default_dtype_;
+  std::unordered_map<std::string, const ClassSpec*> structure_cache_;
+
+  const ClassSpec& class_spec(const std::string& cls, const std::string& used_by) {
+    const ClassSpec* spec = reg_.find_class(arch_, cls);
+    if (!spec)
+      throw ExpandError(fmt::format("class '{}' (used by {}) is not declared in {} or the builtins", cls,
+                                    used_by.empty() ? "the root" : used_by, arch_.source));
+    return *spec;
+  }
+
+  // The class whose children/params describe `cls`: itself, or the first base that declares them
+  // (a Python subclass that only overrides forward(), like LlamaSdpaAttention).
+  const ClassSpec& structure_of(const ClassSpec& spec) {
+    auto cached = structure_cache_.find(spec.name);
+    if (cached != structure_cache_.end()) return *cached->second;
+    const ClassSpec* cur = &spec;
+    for (int depth = 0; !cur->structure_declared && !cur->bases.empty(); ++depth) {
+      if (depth > 32) throw ExpandError(fmt::format("class '{}' has a base-class cycle", spec.name));
+      cur = &class_spec(cur->bases.front(), spec.name);
+    }
+    structure_cache_[spec.name] = cur;
+    return *cur;
+  }
+
+  // Argument defaults along the base chain; the most derived declaration wins.
+  void add_defaults(const ClassSpec& spec, Frame& frame, int depth = 0) {
+    if (depth > 32) return;
+    for (const auto& d : spec.arg_defaults)
+      if (!frame.has_own(d.name)) frame.set(d.name, eval(d.expr, frame, spec.name + " argument " + d.name));
+    for (const auto& b : spec.bases)
+      if (const ClassSpec* base = reg_.find_class(arch_, b)) add_defaults(*base, frame, depth + 1);
+  }
+
+  Value eval(const Expr& e, const Frame& frame, const std::string& what) {
+    try {
+      return e.evaluate(frame.lookup());
+    } catch (const ExprError& err) {
+      throw ExpandError(fmt::format("{} (`{}`): {}", what, e.source(), err.what()));
+    }
+  }
+
+  std::int64_t eval_dim(const Expr& e, const Frame& frame, const std::string& what) {
+    Value v = eval(e, frame, what);
+    const std::int64_t* i = v.as_int();
+    if (!i || *i < 0)
+      throw ExpandError(fmt::format("{} (`{}`) must be a non-negative integer, got {}", what, e.source(), v.repr()));
+    return *i;
+  }
+
+  std::string pick_class(const std::string& cls, const std::vector<ClassVariant>& variants, const Frame& frame,
+                         const std::string& what) {
+    for (const auto& v : variants)
+      if (eval(v.condition, frame, what + " variant").truthy()) return v.cls;
+    return cls;
+  }
+
+  int add_module(const std::string& cls, const std::string& path, const std::string& name, int parent) {
+    Module m;
+    m.cls = cls;
+    m.path = path;
+    m.name = name;
+    m.parent = parent;
+    const int idx = static_cast<int>(tree_.modules.size());
+    tree_.modules.push_back(std::move(m));
+    if (parent >= 0) tree_.modules[parent].children.push_back(idx);
+    if (!tree_.class_chains.count(cls)) tree_.class_chains[cls] = reg_.class_chain(arch_, cls);
+    return idx;
+  }
+
+  static std::string join(const std::string& path, const std::string& name) {
+    return path.empty() ? name : path + "." + name;
+  }
+
+  int expand(const std::string& cls, const std::string& path, const std::string& name, int parent,
+             const Frame& caller, std::vector<std::pair<std::string, Value>>& args, const std::string& used_by) {
+    const ClassSpec& spec = class_spec(cls, used_by);
+    const ClassSpec& body = structure_of(spec);
+    Frame frame(&caller);
+    for (auto& [k, v] : args) frame.set(k, std::move(v));
+    add_defaults(spec, frame);
+
+    const int idx = add_module(cls, path, name, parent);
+    const std::string where = path.empty() ? cls : path;
+    for (const auto& child : body.children) {
+      if (child.condition && !eval(*child.condition, frame, where + "." + child.name + " condition").truthy())
+        continue;
+      const std::string child_path = join(path, child.name);
+      const std::string child_cls = pick_class(child.cls, child.variants, frame, child_path);
+      if (child.repeat) {
+        const std::int64_t n = eval_dim(*child.repeat, frame, child_path + " repeat count");
+        const int list = add_module(child_cls, child_path, child.name, idx);
+        for (std::int64_t i = 0; i < n; ++i) {
+          Frame loop(&frame);
+          loop.set(child.index, Value(i));
+          const std::string item_path = join(child_path, std::to_string(i));
+          const std::string item_cls = pick_class(child.item, child.item_variants, loop, item_path);
+          auto item_args = evaluate_args(child.item_args, loop, item_path);
+          expand(item_cls, item_path, std::to_string(i), list, loop, item_args, child_path);
+        }
+      } else {
+        auto child_args = evaluate_args(child.args, frame, child_path);
+        expand(child_cls, child_path, child.name, idx, frame, child_args, where);
+      }
+    }
+    for (const auto& p : body.params) add_param(idx, p, frame, where);
+    return idx;
+  }
+
+  std::vector<std::pair<std::string, Value>> evaluate_args(const std::vector<NamedExpr>& args, const Frame& frame,
+                                                           const std::string& where) {
+    std::vector<std::pair<std::string, Value>> out;
+    out.reserve(args.size());
+    for (const auto& a : args) out.emplace_back(a.name, eval(a.expr, frame, where + " argument " + a.name));
+    return out;
+  }
+
+  void add_param(int module, const ParamSpec& p, const Frame& frame, const std::string& where) {
+    const std::string what = join(where, p.name);
+    if (p.condition && !eval(*p.condition, frame, what + " condition").truthy()) return;
+    ParamInfo info;
+    info.name = p.name;
+    info.buffer = p.buffer;
+    info.numel = 1;
+    for (const auto& dim : p.shape) {
+      const std::int64_t d = eval_dim(dim, frame, what + " shape");
+      info.shape.push_back(d);
+      if (__builtin_mul_overflow(info.numel, d, &info.numel))
+        throw ExpandError(fmt::format("{}: element count overflows", what));
+    }
+    info.dtype = default_dtype_;
+    if (p.dtype) {
+      Value v = eval(*p.dtype, frame, what + " dtype");
+      if (!v.is_null()) {
+        auto d = v.as_string() ? parse_dtype(*v.as_string()) : std::nullopt;
+        if (!d) throw ExpandError(fmt::format("{}: dtype `{}` gave {}, not a safetensors dtype name", what,
+                                              p.dtype->source(), v.repr()));
+        info.dtype = *d;
+      }
+    }
+    tree_.modules[module].params.push_back(std::move(info));
+    if (!p.from.empty()) fused_sources[{module, static_cast<int>(tree_.modules[module].params.size()) - 1}] = p.from;
+  }
+
+ public:
+  std::map<std::pair<int, int>, std::vector<std::string>> fused_sources;
+};
+
+// config.json values become expression values; nested objects are reachable as "a.b".
+void add_json(Frame& frame, const std::string& prefix, const nlohmann::json& j) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    frame.set(key, json_to_value(it.value()));
+    if (it.value().is_object()) add_json(frame, key, it.value());
+  }
+}
+
+}  // namespace
+
+Value json_to_value(const nlohmann::json& j) {
+  switch (j.type()) {
+    case nlohmann::json::value_t::boolean: return Value(j.get<bool>());
+    case nlohmann::json::value_t::number_integer: return Value(j.get<std::int64_t>());
+    case nlohmann::json::value_t::number_unsigned: {
+      auto u = j.get<std::uint64_t>();
+      return u <= static_cast<std::uint64_t>(INT64_MAX) ? Value(static_cast<std::int64_t>(u)) : Value(static_cast<double>(u));
+    }
+    case nlohmann::json::value_t::number_float: return Value(j.get<double>());
+    case nlohmann::json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::json::value_t::array: {
+      ValueList items;
+      for (const auto& x : j) items.push_back(json_to_value(x));
+      return Value(std::move(items));
+    }
+    case nlohmann::json::value_t::object: return Value(true);  // present; fields via "a.b"
+    default: return Value();
+  }
+}
+
+std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const ArchSpec& arch, const Registry& reg,
+                                           const ResolveOptions& options, const std::string& root_cls,
+                                           DType default_dtype, Frame& globals,
+                                           std::map<std::pair<int, int>, std::vector<std::string>>& fused,
+                                           DiagnosticSink& sink) {
+  ModuleTree tree;
+  tree.model_type = arch.model_type;
+  tree.architecture = root_cls;
+  tree.transformers = options.transformers;
+  tree.attn_implementation = options.attn_implementation;
+
+  auto report = [&](std::string code, std::string msg, ExitCode ec) {
+    Diagnostic d;
+    d.code = std::move(code);
+    d.location.file = arch.source;
+    d.message = std::move(msg);
+    d.exit_code = ec;
+    sink.report(std::move(d));
+  };
+
+  // Globals: config.json fields, then the registry's defaults for absent ones, then derived fields.
+  add_json(globals, "", config.effective());
+  globals.set("transformers", Value(options.transformers));
+  globals.set("attn_implementation", Value(options.attn_implementation));
+  globals.set("dtype", Value(std::string(dtype_name(default_dtype))));
+  try {
+    for (const auto& d : arch.defaults)
+      if (!globals.has_own(d.name) || globals.get_own(d.name)->is_null())
+        globals.set(d.name, d.expr.evaluate(globals.lookup()));
+    for (const auto& d : arch.derived) {
+      try {
+        globals.set(d.name, d.expr.evaluate(globals.lookup()));
+      } catch (const ExprError& e) {
+        report("REG003",
+               fmt::format("cannot compute `{}` = `{}` from {}: {}", d.name, d.expr.source(), config.path, e.what()),
+               ExitCode::bad_model_config);
+        return std::nullopt;
+      }
+    }
+    if (arch.no_split_modules) {
+      Value v = arch.no_split_modules->evaluate(globals.lookup());
+      if (auto l = v.as_list())
+        for (const auto& item : *l)
+          if (item.as_string()) tree.no_split_modules.push_back(*item.as_string());
+    }
+  } catch (const ExprError& e) {
+    report("REG003", fmt::format("registry expression failed for {}: {}", config.path, e.what()), ExitCode::bad_rules);
+    return std::nullopt;
+  }
+
+  Expander ex(arch, reg, tree, default_dtype);
+  try {
+    ex.expand_root(root_cls, globals);
+  } catch (const ExpandError& e) {
+    // A formula that needs a config field the file lacks is the config's problem; anything else
+    // (an undeclared class) is the registry's.
+    const bool missing_field = std::string(e.what()).find("unknown name") != std::string::npos;
+    report(missing_field ? "CFG006" : "REG004",
+           missing_field ? fmt::format("{} lacks a field the {} layout needs: {}", config.path, arch.model_type, e.what())
+                         : e.what(),
+           missing_field ? ExitCode::bad_model_config : ExitCode::bad_rules);
+    return std::nullopt;
+  }
+  fused = std::move(ex.fused_sources);
+
+  // Tied weights (tie_word_embeddings): the alias keeps its place in the tree, shares the storage.
+  const Value* tie = globals.lookup()("tie_word_embeddings");
+  if (tie && tie->truthy()) {
+    for (const auto& t : arch.tied_weights) {
+      ParamInfo* alias = find_param(tree, t.alias);
+      ParamInfo* target = find_param(tree, t.target);
+      if (!alias || !target) continue;  // e.g. a base-model root without lm_head
+      alias->tied_to = t.target;
+      tree.tied.push_back(t);
+    }
+  }
+  return tree;
+}
+
+ParamInfo* find_param(ModuleTree& tree, const std::string& full_name) {
+  const auto dot = full_name.rfind('.');
+  const std::string mod = dot == std::string::npos ? "" : full_name.substr(0, dot);
+  const std::string name = dot == std::string::npos ? full_name : full_name.substr(dot + 1);
+  for (auto& m : tree.modules)
+    if (m.path == mod)
+      for (auto& p : m.params)
+        if (p.name == name) return &p;
+  return nullptr;
+}
+
+void finalize_counts(ModuleTree& tree) {
+  tree.num_params = 0;
+  tree.num_tensors = 0;
+  tree.dtype_numel.clear();
+  for (auto& m : tree.modules) {
+    m.own_numel = 0;
+    for (const auto& p : m.params) {
+      if (p.buffer || !p.tied_to.empty()) continue;
+      m.own_numel += p.numel;
+      tree.num_params += p.numel;
+      tree.num_tensors += 1;
+      tree.dtype_numel[p.dtype] += p.numel;
+    }
+    m.total_numel = m.own_numel;
+  }
+  // Pre-order storage: children come after parents, so a reverse sweep accumulates subtrees.
+  for (std::size_t i = tree.modules.size(); i-- > 1;)
+    tree.modules[tree.modules[i].parent].total_numel += tree.modules[i].total_numel;
+}
+
+}  // namespace shardcheck
