@@ -247,9 +247,14 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       try {
         globals.set(d.name, d.expr.evaluate(globals.lookup()));
       } catch (const ExprError& e) {
-        report("REG003",
-               fmt::format("cannot compute `{}` = `{}` from {}: {}", d.name, d.expr.source(), config.path, e.what()),
-               ExitCode::bad_model_config);
+        // Almost always a shape field missing from config.json: blame the config, name the field.
+        Diagnostic diag;
+        diag.code = "CFG006";
+        diag.location.file = config.path;
+        diag.message = fmt::format("cannot compute {} (`{}`, {}): {}", d.name, d.expr.source(), arch.source, e.what());
+        diag.help = fmt::format("config.json must give every field the {} layout uses", arch.model_type);
+        diag.exit_code = ExitCode::bad_model_config;
+        sink.report(std::move(diag));
         return std::nullopt;
       }
     }

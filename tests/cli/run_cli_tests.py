@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Runs the shardcheck binary on fixtures and checks exit codes and output.
+
+Every tests/cli/*_cases.py module exposes CASES: a list of dicts with
+  name, args (list; "{src}" and "{work}" and "{gen}" are substituted), exit (expected code),
+  stdout / stderr (substrings that must appear), not_stdout / not_stderr (must not appear),
+  json (callable taking the parsed stdout JSON, returning None or an error string),
+  env (extra environment variables), stdin (text).
+The last line printed is "N passed, M failed", the form CI reads.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+
+def load_cases(cli_dir):
+    cases = []
+    for path in sorted(cli_dir.glob("*_cases.py")):
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        for case in mod.CASES:
+            case.setdefault("name", " ".join(case["args"]))
+            cases.append((path.stem, case))
+    return cases
+
+
+def run_case(binary, subst, case):
+    args = [a.format(**subst) for a in case["args"]]
+    env = dict(os.environ)
+    env.update({k: v.format(**subst) for k, v in case.get("env", {}).items()})
+    env.setdefault("NO_COLOR", "1")
+    proc = subprocess.run([binary] + args, capture_output=True, text=True, env=env,
+                          input=case.get("stdin"), timeout=case.get("timeout", 120))
+    problems = []
+    if proc.returncode != case.get("exit", 0):
+        problems.append(f"exit code {proc.returncode}, expected {case.get('exit', 0)}")
+    for stream, text in (("stdout", proc.stdout), ("stderr", proc.stderr)):
+        for needle in case.get(stream, []):
+            if needle.format(**subst) not in text:
+                problems.append(f"{stream} lacks {needle!r}")
+        for needle in case.get("not_" + stream, []):
+            if needle.format(**subst) in text:
+                problems.append(f"{stream} has unexpected {needle!r}")
+    if "json" in case and not problems:
+        try:
+            doc = json.loads(proc.stdout)
+        except json.JSONDecodeError as e:
+            problems.append(f"stdout is not JSON: {e}")
+        else:
+            err = case["json"](doc)
+            if err:
+                problems.append(err)
+    return problems, proc
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--binary", required=True)
+    ap.add_argument("--source", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--only", default="", help="substring filter on case names")
+    opts = ap.parse_args()
+    source = pathlib.Path(opts.source)
+    work = pathlib.Path(opts.work)
+    work.mkdir(parents=True, exist_ok=True)
+    subst = {"src": str(source), "work": str(work), "gen": str(work.parent / "generated")}
+    passed = failed = 0
+    for module, case in load_cases(source / "tests" / "cli"):
+        if opts.only and opts.only not in case["name"]:
+            continue
+        problems, proc = run_case(opts.binary, subst, case)
+        if problems:
+            failed += 1
+            print(f"FAIL [{module}] {case['name']}")
+            for p in problems:
+                print(f"    {p}")
+            print("    --- stdout (tail) ---\n" + "\n".join("    " + l for l in proc.stdout.splitlines()[-15:]))
+            print("    --- stderr (tail) ---\n" + "\n".join("    " + l for l in proc.stderr.splitlines()[-15:]))
+        else:
+            passed += 1
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
