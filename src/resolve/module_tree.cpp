@@ -42,7 +42,8 @@ class Expander {
     const ClassSpec* spec = reg_.find_class(arch_, cls);
     if (!spec)
       throw ExpandError(fmt::format("class '{}' (used by {}) is not declared in {} or the builtins", cls,
-                                    used_by.empty() ? "the root" : used_by, arch_.source));
+                                    used_by.empty() ? "the root" : used_by, arch_.source),
+                        /*rules_bug=*/true);
     return *spec;
   }
 
@@ -53,7 +54,7 @@ class Expander {
     if (cached != structure_cache_.end()) return *cached->second;
     const ClassSpec* cur = &spec;
     for (int depth = 0; !cur->structure_declared && !cur->bases.empty(); ++depth) {
-      if (depth > 32) throw ExpandError(fmt::format("class '{}' has a base-class cycle", spec.name));
+      if (depth > 32) throw ExpandError(fmt::format("class '{}' has a base-class cycle", spec.name), true);
       cur = &class_spec(cur->bases.front(), spec.name);
     }
     structure_cache_[spec.name] = cur;
@@ -93,6 +94,13 @@ class Expander {
   }
 
   int add_module(const std::string& cls, const std::string& path, const std::string& name, int parent) {
+    // DeepSeek-V3 has ~110k modules; a config asking for millions is hostile or broken, and
+    // materialising it would exhaust memory instead of failing with a message.
+    constexpr std::size_t kMaxModules = 4'000'000;
+    if (tree_.modules.size() >= kMaxModules)
+      throw ExpandError(fmt::format("the layout would have more than {} modules (at {}); check the layer and "
+                                    "expert counts in config.json",
+                                    kMaxModules, path));
     Module m;
     m.cls = cls;
     m.path = path;
@@ -171,7 +179,8 @@ class Expander {
       if (!v.is_null()) {
         auto d = v.as_string() ? parse_dtype(*v.as_string()) : std::nullopt;
         if (!d) throw ExpandError(fmt::format("{}: dtype `{}` gave {}, not a safetensors dtype name", what,
-                                              p.dtype->source(), v.repr()));
+                                              p.dtype->source(), v.repr()),
+                                  true);
         info.dtype = *d;
       }
     }
@@ -227,8 +236,8 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
 
   auto report = [&](std::string code, std::string msg, ExitCode ec) {
     Diagnostic d;
+    d.location.file = code.starts_with("CFG") ? config.path : arch.source;
     d.code = std::move(code);
-    d.location.file = arch.source;
     d.message = std::move(msg);
     d.exit_code = ec;
     sink.report(std::move(d));
@@ -273,13 +282,13 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   try {
     ex.expand_root(root_cls, globals);
   } catch (const ExpandError& e) {
-    // A formula that needs a config field the file lacks is the config's problem; anything else
-    // (an undeclared class) is the registry's.
-    const bool missing_field = std::string(e.what()).find("unknown name") != std::string::npos;
-    report(missing_field ? "CFG006" : "REG004",
-           missing_field ? fmt::format("{} lacks a field the {} layout needs: {}", config.path, arch.model_type, e.what())
-                         : e.what(),
-           missing_field ? ExitCode::bad_model_config : ExitCode::bad_rules);
+    // A formula that cannot be evaluated on this config.json (a missing field, a negative or
+    // overflowing size) is the config's problem; an undeclared class is the registry's.
+    if (e.rules_bug)
+      report("REG004", e.what(), ExitCode::bad_rules);
+    else
+      report("CFG006", fmt::format("{} cannot be laid out as {}: {}", config.path, arch.model_type, e.what()),
+             ExitCode::bad_model_config);
     return std::nullopt;
   }
   fused = std::move(ex.fused_sources);

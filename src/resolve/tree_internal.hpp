@@ -14,8 +14,12 @@
 
 namespace shardcheck {
 
+// A failure while expanding the registry for one config.json. `rules_bug`: the registry itself is
+// inconsistent (an undeclared class); otherwise the config's values cannot produce a layout.
 struct ExpandError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit ExpandError(const std::string& what, bool rules_bug = false)
+      : std::runtime_error(what), rules_bug(rules_bug) {}
+  bool rules_bug;
 };
 
 // (module index, param index) -> checkpoint globs fused into that parameter (MoE experts in 5.x).
