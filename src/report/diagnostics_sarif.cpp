@@ -1,0 +1,103 @@
+// `--format sarif`: SARIF 2.1.0 in the shape GitHub code scanning accepts (docs.github.com, "SARIF
+// support for code scanning"): tool.driver with rules[], results[] with ruleId, level, message.text,
+// a physicalLocation with a repo-relative uri and region, and partialFingerprints.
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "report/json_writer.hpp"
+#include "shardcheck/report.hpp"
+
+namespace shardcheck {
+namespace {
+
+const char* sarif_level(Severity s) {
+  return s == Severity::error ? "error" : s == Severity::warning ? "warning" : "note";
+}
+
+std::string relative_uri(const std::string& file, const std::string& base) {
+  namespace fs = std::filesystem;
+  std::string out = file;
+  std::error_code ec;
+  if (!base.empty()) {
+    const fs::path abs = fs::weakly_canonical(fs::absolute(file, ec), ec);
+    const fs::path root = fs::weakly_canonical(fs::absolute(base, ec), ec);
+    const fs::path rel = abs.lexically_relative(root);
+    if (!rel.empty() && rel.native().rfind("..", 0) != 0) out = rel.generic_string();
+  }
+  while (out.rfind("./", 0) == 0) out = out.substr(2);
+  return out;
+}
+
+// FNV-1a: stable across runs and platforms, independent of line numbers.
+std::string fingerprint(const Diagnostic& d, const std::string& uri) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const std::string* s : {&d.code, &uri, &d.message})
+    for (unsigned char c : *s + "\x1f") {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace
+
+std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics, const std::vector<SarifRule>& rules,
+                                     const std::string& tool_version, const std::string& uri_base) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("$schema").value("https://json.schemastore.org/sarif-2.1.0.json");
+  w.key("version").value("2.1.0");
+  w.key("runs").begin_array().begin_object();
+  w.key("tool").begin_object().key("driver").begin_object();
+  w.key("name").value("shardcheck");
+  w.key("version").value(tool_version);
+  w.key("semanticVersion").value(tool_version);
+  w.key("informationUri").value("https://github.com/shardcheck/shardcheck");
+  w.key("rules").begin_array();
+  for (const auto& r : rules) {
+    w.begin_object();
+    w.key("id").value(r.id);
+    w.key("name").value(r.name);
+    w.key("shortDescription").begin_object().key("text").value(r.short_description).end_object();
+    w.key("fullDescription").begin_object().key("text").value(r.full_description).end_object();
+    w.key("helpUri").value(r.help_uri);
+    w.key("help").begin_object().key("text").value(r.full_description).end_object();
+    w.key("defaultConfiguration").begin_object().key("level").value(sarif_level(r.level)).end_object();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object().end_object();  // driver, tool
+  w.key("results").begin_array();
+  for (const auto& d : diagnostics) {
+    const std::string uri = relative_uri(d.location.file, uri_base);
+    w.begin_object();
+    w.key("ruleId").value(d.code);
+    for (std::size_t i = 0; i < rules.size(); ++i)
+      if (rules[i].id == d.code) w.key("ruleIndex").value(static_cast<std::uint64_t>(i));
+    w.key("level").value(sarif_level(d.severity));
+    std::string text = d.message;
+    if (!d.help.empty()) text += "\nhelp: " + d.help;
+    w.key("message").begin_object().key("text").value(text).end_object();
+    w.key("locations").begin_array().begin_object();
+    w.key("physicalLocation").begin_object();
+    w.key("artifactLocation").begin_object().key("uri").value(uri).end_object();
+    w.key("region").begin_object();
+    w.key("startLine").value(std::max(1, d.location.line));
+    w.key("startColumn").value(std::max(1, d.location.column));
+    w.key("endColumn").value(std::max(std::max(1, d.location.column) + 1, d.location.end_column));
+    w.end_object();
+    w.end_object();  // physicalLocation
+    w.end_object().end_array();
+    w.key("partialFingerprints").begin_object().key("primaryLocationLineHash").value(fingerprint(d, uri) + ":1").end_object();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object().end_array();  // run, runs
+  w.end_object();
+  out += '\n';
+  return out;
+}
+
+}  // namespace shardcheck

@@ -1,0 +1,38 @@
+// parallelism-requires-fsdp2: context parallelism with FSDP1 (or without FSDP).
+#include <fmt/format.h>
+
+#include "rules/rule_util.hpp"
+
+namespace shardcheck::rules {
+namespace {
+void check(LintContext& ctx);
+}
+
+extern const Rule kParallelismRequiresFsdp2;
+const Rule kParallelismRequiresFsdp2{
+    "parallelism-requires-fsdp2", Severity::error, "parallelism_config with context parallelism but not FSDP2",
+    "A non-empty parallelism_config turns on use_parallelism_config; accelerate launch refuses it on the command line "
+    "without FSDP2 (`You cannot use `--use_parallelism_config` without `--use_fsdp` and `--fsdp_version=2`.`), and "
+    "AcceleratorState (state.py, v1.10.0+) raises `Using `cp_size>1` requires FSDP2, but the provided `fsdp_plugin` "
+    "is using FSDP1.` or, with no FSDP plugin at all, `cp_size > 1 specified in the parallelism_config, but no "
+    "fsdp_plugin was provided.`",
+    "", check};
+
+namespace {
+void check(LintContext& ctx) {
+  const YamlNode* m = ctx.section_map("parallelism_config");
+  if (!m || ctx.version() < Version{1, 10, 0}) return;
+  const YamlEntry* cp = m->find("parallelism_config_cp_size");
+  if (!cp || !cp->value || cp->value->scalar().type != YamlType::integer || cp->value->scalar().integer <= 1) return;
+  if (ctx.is_fsdp() && ctx.fsdp_version() == 2) return;
+  const std::string msg =
+      ctx.is_fsdp() ? "`parallelism_config_cp_size` > 1 with FSDP1: accelerate fails with `Using `cp_size>1` requires "
+                      "FSDP2, but the provided `fsdp_plugin` is using FSDP1.`"
+                    : "`parallelism_config_cp_size` > 1 without FSDP: accelerate fails with `cp_size > 1 specified in "
+                      "the parallelism_config, but no fsdp_plugin was provided.`";
+  ctx.report(kParallelismRequiresFsdp2, ctx.doc.value_location(*cp), msg,
+             "set `distributed_type: FSDP` and `fsdp_version: 2` in fsdp_config");
+}
+}  // namespace
+
+}  // namespace shardcheck::rules

@@ -1,0 +1,48 @@
+// parallelism-size-product: parallelism_config sizes whose product is not num_processes.
+#include <fmt/format.h>
+
+#include "rules/rule_util.hpp"
+
+namespace shardcheck::rules {
+namespace {
+void check(LintContext& ctx);
+}
+
+extern const Rule kParallelismSizeProduct;
+const Rule kParallelismSizeProduct{
+    "parallelism-size-product", Severity::error, "parallelism_config sizes do not multiply to num_processes",
+    "ParallelismConfig (accelerate v1.10.0+) builds one device mesh whose dimensions are dp_replicate x dp_shard x "
+    "tp x cp; every process must sit in exactly one mesh position, so the product must equal num_processes. "
+    "Mismatches surface late and cryptically: `KeyError: \"A parameter in the optimizer couldn't be switched to its "
+    "sharded version.\"` (accelerate#3821) or `KeyError: \"Invalid mesh_dim_names ('dp_shard_cp',) specified.\"` "
+    "(accelerate#3798: 'You had FSDP enabled in the command, but gave all the ranks to TP').",
+    "", check};
+
+namespace {
+void check(LintContext& ctx) {
+  const YamlNode* m = ctx.section_map("parallelism_config");
+  const auto n = ctx.top_int("num_processes");
+  if (!m || !n || *n <= 0) return;
+  const SectionSpec* s = ctx.schema.section("parallelism_config");
+  if (!s) return;
+  std::int64_t product = 1;
+  std::string formula;
+  for (const char* dim : {"dp_replicate", "dp_shard", "tp", "cp", "sp"}) {
+    const std::string key = fmt::format("parallelism_config_{}_size", dim);
+    const YamlEntry* e = m->find(key);
+    if (!e || !e->value || !e->value->is_scalar()) continue;
+    const YamlScalar v = e->value->scalar();
+    if (v.type != YamlType::integer) return;  // wrong-type reports it
+    if (v.integer < 1) return;                // "auto" sizes (-1) are resolved at run time
+    product *= v.integer;
+    formula += fmt::format("{}{} {}", formula.empty() ? "" : " x ", dim, v.integer);
+    if (product > (1LL << 40)) return;
+  }
+  if (formula.empty() || product == *n) return;
+  ctx.report(kParallelismSizeProduct, ctx.doc.key_location(*ctx.top("parallelism_config")),
+             fmt::format("parallelism sizes multiply to {} ({}) but num_processes is {}", product, formula, *n),
+             "make dp_replicate x dp_shard x tp x cp equal num_processes");
+}
+}  // namespace
+
+}  // namespace shardcheck::rules

@@ -1,0 +1,105 @@
+#include "rules/rule_util.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace shardcheck::rules {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() > 200) return {};  // keep the quadratic distance bounded on hostile keys
+  std::string lower(word);
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(2, word.size() / 4) + 1;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(lower, c);
+    if (d < best_d) { best_d = d; best = c; }
+  }
+  return best;
+}
+
+std::string quoted_list(const std::vector<std::string>& items, std::string_view last_sep) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out += i + 1 == items.size() ? fmt::format(" {} ", last_sep) : ", ";
+    out += "`" + items[i] + "`";
+  }
+  return out;
+}
+
+std::string python_list(std::vector<std::string> items) {
+  std::sort(items.begin(), items.end());
+  std::string out = "[";
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", '" : "'") + items[i] + "'";
+  return out + "]";
+}
+
+std::size_t line_start(const ConfigDoc& doc, int line) {
+  if (line < 1) return 0;
+  if (line > static_cast<int>(doc.line_starts.size())) return doc.text.size();
+  return doc.line_starts[line - 1];
+}
+
+std::pair<std::size_t, std::size_t> line_span(const ConfigDoc& doc, std::size_t start, std::size_t end) {
+  const TextPos s = doc.pos_at(start);
+  const TextPos e = doc.pos_at(std::max(start, end == 0 ? start : end - 1));
+  return {line_start(doc, s.line), line_start(doc, e.line + 1)};
+}
+
+std::size_t entry_end(const YamlEntry& e) {
+  if (e.value && e.value->end) return e.value->end;
+  return e.key_end;
+}
+
+std::string single_quoted(std::string_view s) {
+  std::string out = "'";
+  for (char c : s) {
+    out += c;
+    if (c == '\'') out += '\'';
+  }
+  return out + "'";
+}
+
+std::string to_upper(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace shardcheck::rules
+
+namespace shardcheck::rules {
+
+SourceLocation env_location(const LintContext& ctx, const EnvVar& var, const YamlEntry* related) {
+  if (!ctx.opts.env_source.empty()) {
+    SourceLocation loc;
+    loc.file = ctx.opts.env_source;
+    loc.line = var.line;
+    loc.column = 1;
+    loc.end_column = static_cast<int>(var.name.size()) + 1;
+    return loc;
+  }
+  if (related) return ctx.doc.key_location(*related);
+  return ctx.file_location();
+}
+
+bool env_truthy(std::string value) {
+  for (auto& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return value == "1" || value == "true" || value == "yes" || value == "y" || value == "on" || value == "t";
+}
+
+}  // namespace shardcheck::rules

@@ -1,0 +1,39 @@
+#pragma once
+// Small helpers shared by rule files: spelling suggestions, list formatting, line arithmetic.
+
+#include <fmt/format.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardcheck/lint.hpp"
+
+namespace shardcheck::rules {
+
+// Optimal-string-alignment edit distance (a transposition counts 1).
+std::size_t edit_distance(std::string_view a, std::string_view b);
+// The closest candidate within a distance that scales with the word, or "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+// "a, b or c" with backticks.
+std::string quoted_list(const std::vector<std::string>& items, std::string_view last_sep = "or");
+// Python's repr of a sorted list of strings: ['a', 'b'].
+std::string python_list(std::vector<std::string> items);
+
+// Byte range of the whole lines [first line of `start`, end of the line holding `end`], newline included.
+std::pair<std::size_t, std::size_t> line_span(const ConfigDoc& doc, std::size_t start, std::size_t end);
+// Byte offset where line `line` (1-based) starts; text.size() past the end.
+std::size_t line_start(const ConfigDoc& doc, int line);
+// The offset just past an entry's last character (value end, else key end).
+std::size_t entry_end(const YamlEntry& e);
+// A YAML-1.1-safe single-quoted rendering of a string.
+std::string single_quoted(std::string_view s);
+std::string to_upper(std::string_view s);
+
+}  // namespace shardcheck::rules
+
+namespace shardcheck::rules {
+// Where an environment finding goes: the --env-file line, else the related key, else distributed_type.
+SourceLocation env_location(const LintContext& ctx, const EnvVar& var, const YamlEntry* related);
+bool env_truthy(std::string value);
+}  // namespace shardcheck::rules
