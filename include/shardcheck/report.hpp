@@ -28,3 +28,26 @@ std::string diagnostic_json(const Diagnostic& d);
 std::string human_count(std::int64_t n);
 
 }  // namespace shardcheck
+
+#include <functional>
+
+namespace shardcheck {
+
+// ---- Lint output. Snippets need the text of each file; `SourceLookup` returns it (or nullptr).
+using SourceLookup = std::function<const std::string*(const std::string& file)>;
+// Compiler-style text with the source line and a caret/underline under the span (actionlint style).
+std::string render_diagnostics_text(const std::vector<Diagnostic>& diagnostics, const SourceLookup& sources,
+                                    const TextStyle& style);
+// `{"diagnostics": [{"rule","severity","file","line","column","end_column","message","help","fix"}]}`
+std::string render_diagnostics_json(const std::vector<Diagnostic>& diagnostics);
+// SARIF 2.1.0 as GitHub code scanning accepts it. `uri_base`: paths are made relative to it.
+struct SarifRule {
+  std::string id, name, short_description, full_description, help_uri;
+  Severity level = Severity::error;
+};
+std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics, const std::vector<SarifRule>& rules,
+                                     const std::string& tool_version, const std::string& uri_base);
+// GitHub Actions workflow commands: `::error file=F,line=L,col=C,title=RULE::message`
+std::string render_diagnostics_github(const std::vector<Diagnostic>& diagnostics);
+
+}  // namespace shardcheck

@@ -15,5 +15,8 @@ struct CliContext {
 };
 
 void register_inspect(CLI::App& app, CliContext& ctx);
+void register_lint(CLI::App& app, CliContext& ctx);
+void register_rules(CLI::App& app, CliContext& ctx);
+void register_explain(CLI::App& app, CliContext& ctx);
 
 }  // namespace shardcheck::cli

@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
       ->check(CLI::ExistingDirectory);
 
   cli::register_inspect(app, ctx);
+  cli::register_lint(app, ctx);
+  cli::register_rules(app, ctx);
+  cli::register_explain(app, ctx);
 
   try {
     app.parse(argc, argv);
