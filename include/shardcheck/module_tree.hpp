@@ -48,6 +48,9 @@ struct ModuleTree {
   std::map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
   std::vector<std::string> no_split_modules;
   std::vector<TiedWeight> tied;      // alias -> target, as applied
+  std::string input_embeddings;      // get_input_embeddings() module path ("" if unknown)
+  std::string output_embeddings;     // get_output_embeddings() module path ("" if none)
+  std::string base_model_path;       // the base_model_prefix child ("model"), "" when the root is the base
   bool classes_guessed = false;      // fallback for an unknown model_type
   bool from_checkpoint = false;      // shapes/dtypes confirmed by safetensors headers
   std::int64_t num_params = 0;       // distinct parameter storages

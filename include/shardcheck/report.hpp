@@ -29,6 +29,20 @@ std::string human_count(std::int64_t n);
 
 }  // namespace shardcheck
 
+#include "shardcheck/settings.hpp"
+#include "shardcheck/shard_plan.hpp"
+
+namespace shardcheck {
+
+// `plan --format json`: {"world_size", "fsdp_version", "torch_version", "sharding_strategy",
+// "settings": {name: {"value", "source"}}, "units": [...], "diagnostics": [...]}.
+std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings,
+                             const std::vector<Diagnostic>& diagnostics);
+// The unit table with repeated identical units collapsed.
+std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& settings, const TextStyle& style = {});
+
+}  // namespace shardcheck
+
 #include <functional>
 
 namespace shardcheck {

@@ -18,5 +18,6 @@ void register_inspect(CLI::App& app, CliContext& ctx);
 void register_lint(CLI::App& app, CliContext& ctx);
 void register_rules(CLI::App& app, CliContext& ctx);
 void register_explain(CLI::App& app, CliContext& ctx);
+void register_plan(CLI::App& app, CliContext& ctx);
 
 }  // namespace shardcheck::cli

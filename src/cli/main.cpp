@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   cli::register_lint(app, ctx);
   cli::register_rules(app, ctx);
   cli::register_explain(app, ctx);
+  cli::register_plan(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -293,6 +293,21 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   }
   fused = std::move(ex.fused_sources);
 
+  // get_input_embeddings()/get_output_embeddings(): the module of the first tied-weight pair
+  // (the registry lists the head's weight -> the embedding's weight for every tied LM).
+  auto module_of = [](const std::string& fqn) { return fqn.substr(0, fqn.rfind('.')); };
+  if (!arch.tied_weights.empty()) {
+    const std::string in = module_of(arch.tied_weights.front().target);
+    const std::string out = module_of(arch.tied_weights.front().alias);
+    for (const auto& m : tree.modules) {
+      if (m.path == in) tree.input_embeddings = in;
+      if (m.path == out) tree.output_embeddings = out;
+    }
+  }
+  if (root_cls != arch.base_model_class)
+    for (int c : tree.modules[0].children)
+      if (tree.modules[c].name == arch.base_model_prefix) tree.base_model_path = tree.modules[c].path;
+
   // Tied weights (tie_word_embeddings): the alias keeps its place in the tree, shares the storage.
   const Value* tie = globals.lookup()("tie_word_embeddings");
   if (tie && tie->truthy()) {

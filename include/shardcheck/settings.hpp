@@ -1,0 +1,53 @@
+#pragma once
+// Stage "resolve": the effective FSDP settings, each value with where it came from (accelerate
+// config file, environment variable, command line or default), so the output can say why.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcheck/dtype.hpp"
+#include "shardcheck/expr.hpp"
+
+namespace shardcheck {
+
+// torch.distributed.fsdp.ShardingStrategy (values as in torch/distributed/fsdp/api.py).
+enum class ShardingStrategy { full_shard = 1, shard_grad_op = 2, no_shard = 3, hybrid_shard = 4, hybrid_shard_zero2 = 5 };
+const char* strategy_name(ShardingStrategy s);  // "FULL_SHARD" ...
+std::optional<ShardingStrategy> parse_strategy(std::string_view s);  // names or "1".."5"
+bool is_hybrid(ShardingStrategy s);
+
+enum class WrapPolicyKind { transformer, size, none };
+const char* policy_name(WrapPolicyKind k);
+
+template <class T>
+struct Setting {
+  T value{};
+  std::string source = "default";  // "default", "FILE:LINE", "env NAME", "--flag"
+};
+
+struct FsdpSettings {
+  Setting<int> world_size{8};
+  Setting<int> num_machines{1};
+  Setting<int> fsdp_version{1};
+  Setting<ShardingStrategy> sharding_strategy{ShardingStrategy::full_shard};
+  Setting<WrapPolicyKind> policy{WrapPolicyKind::transformer};
+  Setting<std::vector<std::string>> wrap_classes;      // empty: the model's _no_split_modules
+  Setting<std::int64_t> min_num_params{100'000'000};
+  Setting<bool> use_orig_params{false};
+  Setting<std::string> mixed_precision{"no"};          // "no", "bf16", "fp16"
+  Setting<bool> offload_params{false};
+  Setting<std::optional<bool>> reshard_after_forward;  // FSDP2; nullopt = torch's default
+  Setting<std::string> frozen;                          // regex over parameter FQNs (requires_grad=False)
+  Setting<Version> torch_version{Version{2, 9, 0}};
+  Setting<Version> accelerate_version{Version{1, 14, 0}};
+
+  int gpus_per_node() const { return world_size.value / std::max(1, num_machines.value); }
+  // The size of the group a flat parameter is sharded over: the node for hybrid strategies.
+  int shard_group_size() const;
+  // param_dtype under accelerate's mixed precision, or nullopt (no mixed precision).
+  std::optional<DType> param_dtype() const;
+};
+
+}  // namespace shardcheck

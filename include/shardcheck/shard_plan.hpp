@@ -1,0 +1,77 @@
+#pragma once
+// Stage "simulate": what FSDP will do with a module tree — which modules become units (FSDP1) or
+// fully_shard groups (FSDP2), which parameters each owns in which order, and how many elements of
+// each every rank holds. Pure functions of (ModuleTree, FsdpSettings); version differences are
+// explicit branches that cite the upstream file.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcheck/diagnostics.hpp"
+#include "shardcheck/module_tree.hpp"
+#include "shardcheck/settings.hpp"
+
+namespace shardcheck {
+
+// One slot of an FSDP1 FlatParameter: a parameter or alignment/world-size padding.
+struct FlatSlot {
+  std::string fqn;             // "" for padding
+  std::int64_t offset = 0;     // in the unsharded flat parameter
+  std::int64_t numel = 0;
+  bool padding = false;
+};
+
+// An FSDP2 parameter sharded on dim 0 (torch.chunk semantics).
+struct ParamShard {
+  std::string fqn;
+  std::vector<std::int64_t> shape;
+  std::int64_t rows_per_rank = 0;  // pad0 = ceil(dim0 / W): every rank's padded row count
+  std::int64_t row_numel = 0;      // numel / dim0
+};
+
+struct ShardUnit {
+  std::string path;                     // "" for the root
+  std::string cls;
+  int module = -1;                      // index into ModuleTree::modules
+  std::vector<std::string> modules;     // FSDP2: every module of a fully_shard([a, b]) group
+  std::vector<std::string> params;      // real parameters, flat (FSDP1) or group (FSDP2) order
+  std::vector<std::int64_t> param_numels;
+  std::vector<FlatSlot> layout;         // FSDP1: the FlatParameter with its padding
+  std::vector<ParamShard> shards;       // FSDP2: per-parameter dim-0 sharding
+  std::int64_t numel = 0;               // real elements (no padding)
+  std::int64_t padded_numel = 0;        // unsharded buffer = all-gather output (W * shard_numel)
+  std::int64_t shard_numel = 0;         // elements every rank stores (padding included)
+  std::vector<std::int64_t> rank_pad;   // padding elements on each rank of the shard group
+  DType dtype = DType::F32;             // the original (master) dtype
+  bool requires_grad = true;
+  std::optional<bool> reshard_after_forward;  // FSDP2 group setting after torch's defaults
+  std::vector<std::string> duplicated;  // tied parameters flattened again although another unit holds them
+};
+
+struct ShardPlan {
+  int fsdp_version = 1;
+  Version torch_version;
+  int world_size = 1;
+  int shard_group = 1;                  // W: ranks a unit is sharded over
+  int replicate_group = 1;              // R: HSDP replicas
+  ShardingStrategy strategy = ShardingStrategy::full_shard;  // after the world-size-1 clamp
+  std::vector<ShardUnit> units;         // pre-order of the module tree (root first)
+};
+
+// FSDP1: torch/distributed/fsdp/wrap.py `_recursive_wrap` + flat_param.py, per torch version.
+ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink);
+// FSDP2: `fully_shard` groups as accelerate's fsdp2_prepare_model calls them.
+ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink);
+
+// torch.chunk sharding of n elements over w ranks (flat_param.py FlatParamHandle._get_shard):
+// shard = ceil(n / w); rank r holds clamp(n - r*shard, 0, shard) real elements, the rest padding.
+struct ChunkSplit {
+  std::int64_t shard = 0;
+  std::vector<std::int64_t> real;  // per rank
+  std::vector<std::int64_t> pad;   // per rank
+};
+ChunkSplit chunk_split(std::int64_t n, int w);
+
+}  // namespace shardcheck

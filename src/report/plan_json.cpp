@@ -1,0 +1,124 @@
+// `plan --format json`: the contract CI jobs and the smoke runner read. Keep the names stable.
+#include "report/json_writer.hpp"
+#include "shardcheck/report.hpp"
+
+namespace shardcheck {
+namespace {
+
+template <class T, class F>
+void setting(JsonWriter& w, const char* name, const Setting<T>& s, F&& write_value) {
+  w.key(name).begin_object();
+  w.key("value");
+  write_value(s.value);
+  w.key("source").value(s.source);
+  w.end_object();
+}
+
+void settings_json(JsonWriter& w, const FsdpSettings& s) {
+  w.key("settings").begin_object();
+  auto integer = [&](std::int64_t v) { w.value(v); };
+  auto boolean = [&](bool v) { w.value(v); };
+  auto text = [&](const std::string& v) { w.value(v); };
+  auto version = [&](const Version& v) { w.value(v.str()); };
+  setting(w, "world_size", s.world_size, integer);
+  setting(w, "num_machines", s.num_machines, integer);
+  setting(w, "fsdp_version", s.fsdp_version, integer);
+  setting(w, "sharding_strategy", s.sharding_strategy, [&](ShardingStrategy v) { w.value(strategy_name(v)); });
+  setting(w, "auto_wrap_policy", s.policy, [&](WrapPolicyKind v) { w.value(policy_name(v)); });
+  setting(w, "transformer_layer_cls_to_wrap", s.wrap_classes, [&](const std::vector<std::string>& v) {
+    w.begin_array();
+    for (const auto& c : v) w.value(c);
+    w.end_array();
+  });
+  setting(w, "min_num_params", s.min_num_params, integer);
+  setting(w, "use_orig_params", s.use_orig_params, boolean);
+  setting(w, "mixed_precision", s.mixed_precision, text);
+  setting(w, "offload_params", s.offload_params, boolean);
+  setting(w, "reshard_after_forward", s.reshard_after_forward, [&](const std::optional<bool>& v) {
+    if (v) w.value(*v);
+    else w.null();
+  });
+  setting(w, "frozen", s.frozen, text);
+  setting(w, "torch_version", s.torch_version, version);
+  setting(w, "accelerate_version", s.accelerate_version, version);
+  w.end_object();
+}
+
+}  // namespace
+
+std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings,
+                             const std::vector<Diagnostic>& diagnostics) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("world_size").value(plan.world_size);
+  w.key("shard_group_size").value(plan.shard_group);
+  w.key("replicate_group_size").value(plan.replicate_group);
+  w.key("fsdp_version").value(plan.fsdp_version);
+  w.key("torch_version").value(plan.torch_version.str());
+  w.key("sharding_strategy").value(strategy_name(plan.strategy));
+  settings_json(w, settings);
+  w.key("units").begin_array();
+  for (const auto& u : plan.units) {
+    w.begin_object();
+    w.key("path").value(u.path);
+    w.key("class").value(u.cls);
+    if (!u.modules.empty()) {
+      w.key("modules").begin_array();
+      for (const auto& m : u.modules) w.value(m);
+      w.end_array();
+    }
+    w.key("numel").value(u.numel);
+    w.key("padded_numel").value(u.padded_numel);
+    w.key("shard_numel").value(u.shard_numel);
+    w.key("dtype").value(dtype_name(u.dtype));
+    w.key("requires_grad").value(u.requires_grad);
+    if (u.reshard_after_forward) w.key("reshard_after_forward").value(*u.reshard_after_forward);
+    w.key("params").begin_array();
+    for (const auto& p : u.params) w.value(p);
+    w.end_array();
+    w.key("param_numels").begin_array();
+    for (auto n : u.param_numels) w.value(n);
+    w.end_array();
+    w.key("rank_pad").begin_array();
+    for (auto n : u.rank_pad) w.value(n);
+    w.end_array();
+    if (!u.layout.empty()) {
+      w.key("layout").begin_array();
+      for (const auto& slot : u.layout) {
+        w.begin_object();
+        w.key("param").value(slot.padding ? std::string() : slot.fqn);
+        w.key("offset").value(slot.offset);
+        w.key("numel").value(slot.numel);
+        w.end_object();
+      }
+      w.end_array();
+    }
+    if (!u.shards.empty()) {
+      w.key("param_shards").begin_array();
+      for (const auto& ps : u.shards) {
+        w.begin_object();
+        w.key("param").value(ps.fqn);
+        w.key("rows_per_rank").value(ps.rows_per_rank);
+        w.key("row_numel").value(ps.row_numel);
+        w.end_object();
+      }
+      w.end_array();
+    }
+    if (!u.duplicated.empty()) {
+      w.key("duplicated").begin_array();
+      for (const auto& p : u.duplicated) w.value(p);
+      w.end_array();
+    }
+    w.end_object();
+  }
+  w.end_array();
+  w.key("diagnostics").begin_array();
+  for (const auto& d : diagnostics) w.raw(diagnostic_json(d));
+  w.end_array();
+  w.end_object();
+  out += '\n';
+  return out;
+}
+
+}  // namespace shardcheck

@@ -1,0 +1,92 @@
+// The shard plan as a table: one line per unit (FSDP1) or fully_shard group (FSDP2), identical
+// consecutive units collapsed ("model.layers.{0-31}  32 x LlamaDecoderLayer").
+#include <fmt/format.h>
+
+#include "shardcheck/report.hpp"
+
+namespace shardcheck {
+namespace {
+
+std::string pads(const std::vector<std::int64_t>& v) {
+  std::int64_t total = 0;
+  for (auto x : v) total += x;
+  if (total == 0) return "none";
+  std::string s;
+  for (std::size_t r = 0; r < v.size(); ++r)
+    if (v[r]) s += fmt::format("{}r{}:{}", s.empty() ? "" : " ", r, v[r]);
+  return s;
+}
+
+bool same_shape(const ShardUnit& a, const ShardUnit& b) {
+  return a.cls == b.cls && a.numel == b.numel && a.shard_numel == b.shard_numel && a.rank_pad == b.rank_pad &&
+         a.dtype == b.dtype && a.reshard_after_forward == b.reshard_after_forward;
+}
+
+// "model.layers.0.mlp" .. "model.layers.31.mlp" -> "model.layers.{0-31}.mlp": the one numeric
+// component that differs becomes a range.
+std::vector<std::string> split_path(const std::string& p) {
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  for (std::size_t dot; (dot = p.find('.', start)) != std::string::npos; start = dot + 1) parts.push_back(p.substr(start, dot - start));
+  parts.push_back(p.substr(start));
+  return parts;
+}
+
+std::string range_label(const std::string& first, const std::string& last) {
+  auto a = split_path(first), b = split_path(last);
+  if (a.size() == b.size()) {
+    int diff = -1, count = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (a[i] != b[i]) { diff = static_cast<int>(i); ++count; }
+    if (count == 1) {
+      a[static_cast<std::size_t>(diff)] = fmt::format("{{{}-{}}}", a[static_cast<std::size_t>(diff)], b[static_cast<std::size_t>(diff)]);
+      std::string out;
+      for (const auto& part : a) out += (out.empty() ? "" : ".") + part;
+      return out;
+    }
+  }
+  return first + " .. " + last;
+}
+
+}  // namespace
+
+std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const TextStyle& style) {
+  std::string out;
+  auto bold = [&](const std::string& x) { return style.color ? "\x1b[1m" + x + "\x1b[0m" : x; };
+  out += bold(fmt::format("FSDP{} {}: {} {} over {} rank(s) per shard group", plan.fsdp_version,
+                          strategy_name(plan.strategy), plan.units.size(), plan.fsdp_version == 1 ? "units" : "groups",
+                          plan.shard_group));
+  if (plan.replicate_group > 1) out += fmt::format(" x {} replicas", plan.replicate_group);
+  out += fmt::format(" (torch {}, accelerate {}, use_orig_params={})\n", plan.torch_version.str(),
+                     s.accelerate_version.value.str(), s.use_orig_params.value ? "True" : "False");
+  std::string classes;
+  for (const auto& c : s.wrap_classes.value) classes += (classes.empty() ? "" : ",") + c;
+  out += fmt::format("policy {}{} [{}]\n\n", policy_name(s.policy.value),
+                     s.policy.value == WrapPolicyKind::transformer ? " " + classes
+                     : s.policy.value == WrapPolicyKind::size
+                         ? fmt::format(" min_num_params={}", s.min_num_params.value)
+                         : std::string(),
+                     s.policy.value == WrapPolicyKind::transformer ? s.wrap_classes.source : s.policy.source);
+  out += fmt::format("  {:<34} {:<30} {:>15} {:>15}  {:<6} {}\n", "unit", "class", "numel", "shard/rank", "dtype",
+                     "padding by rank");
+  for (std::size_t i = 0; i < plan.units.size();) {
+    const ShardUnit& u = plan.units[i];
+    std::size_t run = 1;
+    while (i + run < plan.units.size() && same_shape(plan.units[i + run], u)) ++run;
+    const std::string label = run > 1 ? range_label(u.path, plan.units[i + run - 1].path)
+                                      : (u.path.empty() ? "<root>" : u.path);
+    std::string cls = run > 1 ? fmt::format("{} x {}", run, u.cls) : u.cls;
+    if (u.modules.size() > 1) {
+      cls.clear();
+      for (const auto& m : u.modules) cls += (cls.empty() ? "[" : ", ") + m;
+      cls += "]";
+    }
+    out += fmt::format("  {:<34} {:<30} {:>15} {:>15}  {:<6} {}{}\n", label, cls, fmt::group_digits(u.numel),
+                       fmt::group_digits(u.shard_numel), u.params.empty() ? "-" : dtype_name(u.dtype), pads(u.rank_pad),
+                       u.reshard_after_forward && !*u.reshard_after_forward ? "  (kept after forward)" : "");
+    i += run;
+  }
+  return out;
+}
+
+}  // namespace shardcheck

@@ -1,0 +1,52 @@
+#include "shardcheck/settings.hpp"
+
+#include <algorithm>
+
+namespace shardcheck {
+
+const char* strategy_name(ShardingStrategy s) {
+  switch (s) {
+    case ShardingStrategy::full_shard: return "FULL_SHARD";
+    case ShardingStrategy::shard_grad_op: return "SHARD_GRAD_OP";
+    case ShardingStrategy::no_shard: return "NO_SHARD";
+    case ShardingStrategy::hybrid_shard: return "HYBRID_SHARD";
+    case ShardingStrategy::hybrid_shard_zero2: return "_HYBRID_SHARD_ZERO2";
+  }
+  return "FULL_SHARD";
+}
+
+std::optional<ShardingStrategy> parse_strategy(std::string_view s) {
+  // accelerate accepts the enum name or its 1-based integer (utils/dataclasses.py
+  // FullyShardedDataParallelPlugin.__post_init__, FSDP_SHARDING_STRATEGY).
+  if (s == "FULL_SHARD" || s == "1") return ShardingStrategy::full_shard;
+  if (s == "SHARD_GRAD_OP" || s == "2") return ShardingStrategy::shard_grad_op;
+  if (s == "NO_SHARD" || s == "3") return ShardingStrategy::no_shard;
+  if (s == "HYBRID_SHARD" || s == "4") return ShardingStrategy::hybrid_shard;
+  if (s == "HYBRID_SHARD_ZERO2" || s == "_HYBRID_SHARD_ZERO2" || s == "5") return ShardingStrategy::hybrid_shard_zero2;
+  return std::nullopt;
+}
+
+bool is_hybrid(ShardingStrategy s) {
+  return s == ShardingStrategy::hybrid_shard || s == ShardingStrategy::hybrid_shard_zero2;
+}
+
+const char* policy_name(WrapPolicyKind k) {
+  switch (k) {
+    case WrapPolicyKind::transformer: return "TRANSFORMER_BASED_WRAP";
+    case WrapPolicyKind::size: return "SIZE_BASED_WRAP";
+    case WrapPolicyKind::none: return "NO_WRAP";
+  }
+  return "NO_WRAP";
+}
+
+int FsdpSettings::shard_group_size() const {
+  return is_hybrid(sharding_strategy.value) ? gpus_per_node() : world_size.value;
+}
+
+std::optional<DType> FsdpSettings::param_dtype() const {
+  if (mixed_precision.value == "bf16") return DType::BF16;
+  if (mixed_precision.value == "fp16") return DType::F16;
+  return std::nullopt;
+}
+
+}  // namespace shardcheck

@@ -1,0 +1,149 @@
+// FSDP1 FlatParameter layout and sharding: torch/distributed/fsdp/flat_param.py (1.13) and
+// _flat_param.py (2.x): parameters concatenated in pre-order registration order, alignment and
+// world-size padding when use_orig_params=True (2.0+ / 2.1+), then `flat.chunk(W)` right-padded
+// (FlatParamHandle._get_shard). shared-research/fsdp-semantics.md §2.2–§2.5.
+#include <fmt/format.h>
+
+#include "simulate/plan_internal.hpp"
+
+namespace shardcheck {
+namespace {
+
+std::string torch_dtype(DType d) {
+  switch (d) {
+    case DType::F32: return "torch.float32";
+    case DType::BF16: return "torch.bfloat16";
+    case DType::F16: return "torch.float16";
+    case DType::F64: return "torch.float64";
+    case DType::F8_E4M3: return "torch.float8_e4m3fn";
+    case DType::F8_E5M2: return "torch.float8_e5m2";
+    case DType::I64: return "torch.int64";
+    case DType::I32: return "torch.int32";
+    case DType::I8: return "torch.int8";
+    case DType::U8: return "torch.uint8";
+    case DType::BOOL: return "torch.bool";
+    default: return fmt::format("torch.{}", dtype_name(d));
+  }
+}
+
+Diagnostic unit_error(const ShardUnit& unit, std::string code, std::string message, std::string help) {
+  Diagnostic d;
+  d.code = std::move(code);
+  d.severity = Severity::error;
+  d.location.file = unit.path.empty() ? "<root>" : unit.path;
+  d.message = std::move(message);
+  d.help = std::move(help);
+  d.exit_code = ExitCode::findings;
+  return d;
+}
+
+// FlatParamHandle._validate_tensors_to_flatten (2.x) / FlatParameter checks (1.13): the error
+// FSDP raises while wrapping, reported before launch.
+void validate_flattenable(const ShardUnit& unit, const FsdpSettings& s, const ParamTable& params,
+                          const std::vector<int>& owned, DiagnosticSink& sink) {
+  if (owned.empty()) return;
+  const bool v113 = s.torch_version.value < Version{2, 0, 0};
+  const bool orig = s.use_orig_params.value && !v113;
+  const ParamEntry& first = params[owned.front()];
+  if (!dtype_is_floating(first.dtype)) {
+    sink.report(unit_error(unit, "PLAN001",
+                           fmt::format("ValueError: {} (first parameter {} is {})",
+                                       v113 ? "Integer parameters are unsupported" : "Cannot flatten integer dtype tensors",
+                                       first.fqn, torch_dtype(first.dtype)),
+                           "FSDP cannot shard integer parameters; mark them as ignored or keep them out of FSDP"));
+    return;
+  }
+  for (int pidx : owned) {
+    const ParamEntry& p = params[pidx];
+    if (p.dtype != first.dtype) {
+      sink.report(unit_error(
+          unit, "PLAN002",
+          v113 ? fmt::format("ValueError: `FlatParameter` requires uniform dtype but got {} and {} ({} vs {})",
+                             torch_dtype(first.dtype), torch_dtype(p.dtype), first.fqn, p.fqn)
+               : fmt::format("ValueError: Must flatten tensors with uniform dtype but got {} and {} ({} vs {})",
+                             torch_dtype(first.dtype), torch_dtype(p.dtype), first.fqn, p.fqn),
+          "load the model in one dtype (torch_dtype=...), or wrap the differing parameters in their own unit"));
+      return;
+    }
+    if (!orig && p.requires_grad != first.requires_grad) {
+      sink.report(unit_error(
+          unit, "PLAN003",
+          v113 ? fmt::format("ValueError: `FlatParameter` requires uniform `requires_grad` ({} is {}, {} is {})",
+                             first.fqn, first.requires_grad, p.fqn, p.requires_grad)
+               : fmt::format("ValueError: Must flatten tensors with uniform `requires_grad` when "
+                             "`use_orig_params=False` ({} is {}, {} is {})",
+                             first.fqn, first.requires_grad, p.fqn, p.requires_grad),
+          "set fsdp_use_orig_params: true (torch >= 2.0), or wrap frozen and trainable parameters in separate units"));
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, const ParamTable& params,
+                    int module, const std::vector<int>& owned, DiagnosticSink& sink) {
+  ShardUnit unit;
+  unit.module = module;
+  unit.path = tree.modules[module].path;
+  unit.cls = tree.modules[module].cls;
+  validate_flattenable(unit, s, params, owned, sink);
+
+  const Version& tv = s.torch_version.value;
+  const bool orig = s.use_orig_params.value && tv >= Version{2, 0, 0};
+  const int w = plan.shard_group;
+  unit.dtype = owned.empty() ? DType::F32 : params[owned.front()].dtype;
+  unit.requires_grad = false;
+  // _get_aligned_numel(unsharded_dtype=_fwd_bwd_param_dtype): 16 bytes of the compute dtype.
+  const DType compute = s.param_dtype().value_or(unit.dtype);
+  const std::int64_t align = std::max(1, 16 / std::max(1, dtype_bits(compute) / 8));
+
+  std::int64_t total = 0;
+  auto add_padding = [&](std::int64_t n) {
+    unit.layout.push_back(FlatSlot{"", total, n, true});
+    total += n;
+  };
+  for (int pidx : owned) {
+    const ParamEntry& p = params[pidx];
+    if (orig && total % align != 0) add_padding(align - total % align);
+    unit.layout.push_back(FlatSlot{p.fqn, total, p.numel, false});
+    unit.params.push_back(p.fqn);
+    unit.param_numels.push_back(p.numel);
+    unit.numel += p.numel;
+    unit.requires_grad = unit.requires_grad || p.requires_grad;
+    total += p.numel;
+  }
+  // World-size padding (#99054, torch 2.1): the flat parameter is padded to a multiple of the
+  // process group size so every rank's shard is whole. It applies to NO_SHARD too.
+  if (orig && tv >= Version{2, 1, 0} && !owned.empty() && total % w != 0) add_padding(w - total % w);
+
+  if (plan.strategy == ShardingStrategy::no_shard || owned.empty()) {
+    unit.shard_numel = total;
+    unit.padded_numel = total;
+    unit.rank_pad.assign(static_cast<std::size_t>(w), 0);
+    return unit;
+  }
+  const ChunkSplit split = chunk_split(total, w);
+  unit.shard_numel = split.shard;
+  unit.padded_numel = split.shard * w;
+  unit.rank_pad = split.pad;
+  return unit;
+}
+
+void report_duplicated_tie(const ShardUnit& unit, const FsdpSettings& s, DiagnosticSink& sink) {
+  std::string names;
+  for (const auto& n : unit.duplicated) names += (names.empty() ? "" : ", ") + n;
+  Diagnostic d;
+  d.code = "PLAN004";
+  d.severity = Severity::warning;
+  d.location.file = unit.path.empty() ? "<root>" : unit.path;
+  d.message = fmt::format(
+      "tied parameter(s) {} are flattened again by unit '{}' although another unit already holds them: memory "
+      "and communication are counted twice and the tie is broken during training (use_orig_params={})",
+      names, unit.path, s.use_orig_params.value ? "True" : "False");
+  d.help = "keep every module that uses a tied weight in the same FSDP unit (e.g. do not wrap the embedding alone)";
+  d.exit_code = ExitCode::findings;
+  sink.report(std::move(d));
+}
+
+}  // namespace shardcheck

@@ -1,0 +1,148 @@
+// FSDP1 auto wrap: which modules become FullyShardedDataParallel units and which parameters each
+// flattens. Reproduces torch/distributed/fsdp/wrap.py `_recursive_wrap` (identical logic in 1.13
+// and 2.x), the policies accelerate builds (utils/dataclasses.py `set_auto_wrap_policy`: transformer
+// or size, never combined), the 2.1+ mixed-precision OR-policy of _wrap_utils.py, and parameter
+// ownership/order of flat_param.py (shared-research/fsdp-semantics.md §1–§2).
+#include <fmt/format.h>
+
+#include <regex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "simulate/plan_internal.hpp"
+
+namespace shardcheck {
+namespace {
+
+class Fsdp1Wrapper {
+ public:
+  Fsdp1Wrapper(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params)
+      : tree_(tree), s_(s), params_(params), unit_of_(tree.modules.size(), -1) {
+    const Version& tv = s.torch_version.value;
+    // 2.1+ (#104346 era): with mixed precision every function policy is OR-ed with
+    // _wrap_module_cls_individually(_BatchNorm), whose recurse answer is always True.
+    always_recurse_ = s.param_dtype().has_value() && tv >= Version{2, 1, 0};
+    orig_params_ = s.use_orig_params.value && tv >= Version{2, 0, 0};
+  }
+
+  std::vector<std::vector<int>> run() {
+    if (s_.policy.value != WrapPolicyKind::none) recursive_wrap(0, /*only_wrap_children=*/true);
+    make_unit(0);  // the root is always a unit (fully_sharded_data_parallel.py __init__)
+    return std::move(unit_params_);
+  }
+  const std::vector<int>& unit_modules() const { return unit_modules_; }
+
+ private:
+  const ModuleTree& tree_;
+  const FsdpSettings& s_;
+  const ParamTable& params_;
+  bool always_recurse_ = false;
+  bool orig_params_ = false;
+  std::vector<int> unit_of_;                    // module -> unit index or -1
+  std::vector<int> unit_modules_;               // creation order (post-order)
+  std::vector<std::vector<int>> unit_params_;   // param-table indices per unit, flat order
+  std::unordered_set<int> flattened_storage_;   // use_orig_params=True: _fsdp_flattened marks
+
+  bool policy(int m, bool recurse, std::int64_t n) const {
+    const Module& mod = tree_.modules[m];
+    switch (s_.policy.value) {
+      case WrapPolicyKind::none: return false;
+      case WrapPolicyKind::transformer: {
+        // transformer_auto_wrap_policy: recurse always; wrap iff isinstance(module, classes).
+        if (recurse) return true;
+        for (const auto& cls : s_.wrap_classes.value)
+          if (tree_.is_instance(mod, cls)) return true;
+        return false;
+      }
+      case WrapPolicyKind::size: {
+        // size_based_auto_wrap_policy: is_large = n >= min_num_params; never recurse into
+        // FORCE_LEAF_MODULES (MultiheadAttention), never wrap EXCLUDE_WRAP_MODULES (containers).
+        const bool large = n >= s_.min_num_params.value;
+        if (recurse)
+          return always_recurse_ || (large && !tree_.is_instance(mod, "MultiheadAttention"));
+        return large && !tree_.is_instance(mod, "ModuleList") && !tree_.is_instance(mod, "ModuleDict");
+      }
+    }
+    return false;
+  }
+
+  // module.parameters() at the time of the call: every storage once, minus what FSDP already took.
+  // With use_orig_params=False a nested unit de-registers its originals, but only from its own
+  // subtree: a tied alias elsewhere still yields the original Parameter (and is flattened again).
+  std::int64_t available_numel(int m) const {
+    std::unordered_set<int> seen;
+    std::int64_t n = 0;
+    visit_registrations(m, [&](int pidx) {
+      const int storage = params_[pidx].storage;
+      if (orig_params_ && flattened_storage_.count(storage)) return;
+      if (seen.insert(storage).second) n += params_[pidx].numel;
+    });
+    return n;
+  }
+
+  // Pre-order walk of parameter registrations below m, skipping subtrees already wrapped.
+  template <class F>
+  void visit_registrations(int m, F&& f) const {
+    for (int pidx : params_.by_module(m)) f(pidx);
+    for (int c : tree_.modules[m].children)
+      if (unit_of_[c] < 0) visit_registrations(c, f);
+  }
+
+  std::int64_t recursive_wrap(int m, bool only_wrap_children) {
+    const std::int64_t n = available_numel(m);
+    if (!policy(m, /*recurse=*/true, n)) return 0;
+    std::int64_t wrapped = 0;
+    for (int c : tree_.modules[m].children) wrapped += recursive_wrap(c, false);
+    const std::int64_t remainder = n - wrapped;
+    if (!only_wrap_children && policy(m, /*recurse=*/false, remainder)) {
+      make_unit(m);
+      return n;
+    }
+    return wrapped;
+  }
+
+  void make_unit(int m) {
+    std::vector<int> owned;
+    std::unordered_set<int> in_unit;
+    visit_registrations(m, [&](int pidx) {
+      const int storage = params_[pidx].storage;
+      if (orig_params_ && flattened_storage_.count(storage)) return;
+      if (!in_unit.insert(storage).second) return;  // shared within the unit: stored once (SharedParamInfo)
+      owned.push_back(pidx);
+    });
+    for (int pidx : owned) flattened_storage_.insert(params_[pidx].storage);
+    unit_of_[m] = static_cast<int>(unit_modules_.size());
+    unit_modules_.push_back(m);
+    unit_params_.push_back(std::move(owned));
+  }
+};
+
+}  // namespace
+
+ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
+  ShardPlan plan = plan_header(s, 1);
+  const ParamTable params(tree, s);
+  Fsdp1Wrapper wrapper(tree, s, params);
+  const std::vector<std::vector<int>> owned = wrapper.run();
+  const std::vector<int>& modules = wrapper.unit_modules();
+
+  // Units are created bottom-up but listed like root.named_modules(): pre-order, root first.
+  std::vector<int> order(modules.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) { return modules[a] < modules[b]; });
+
+  std::unordered_map<int, int> holder;  // storage -> first unit (creation order) that flattened it
+  for (std::size_t u = 0; u < owned.size(); ++u)
+    for (int pidx : owned[u]) holder.emplace(params[pidx].storage, static_cast<int>(u));
+
+  for (int u : order) {
+    ShardUnit unit = flat_unit(tree, s, plan, params, modules[u], owned[u], sink);
+    for (int pidx : owned[u])
+      if (holder.at(params[pidx].storage) != u) unit.duplicated.push_back(params[pidx].fqn);
+    if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, sink);
+    plan.units.push_back(std::move(unit));
+  }
+  return plan;
+}
+
+}  // namespace shardcheck

@@ -1,0 +1,221 @@
+// FSDP2 (`fully_shard`): the groups accelerate's fsdp2_prepare_model creates
+// (accelerate src/accelerate/utils/fsdp_utils.py, v1.6–v1.13 and v1.14+), each group's parameters
+// in post-order, and per-parameter dim-0 sharding with torch.chunk padding
+// (torch/distributed/fsdp/_fully_shard/_fsdp_param.py). shared-research/fsdp-semantics.md §5.
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "simulate/plan_internal.hpp"
+
+namespace shardcheck {
+namespace {
+
+struct Group {
+  std::vector<int> roots;                 // modules passed to fully_shard (one, or a list)
+  std::optional<bool> reshard_after_forward;
+  bool is_root = false;
+};
+
+class Fsdp2Planner {
+ public:
+  Fsdp2Planner(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params, DiagnosticSink& sink)
+      : tree_(tree), s_(s), params_(params), sink_(sink), has_state_(tree.modules.size(), false) {}
+
+  std::vector<std::pair<Group, std::vector<int>>> run() {
+    const Version acc = s_.accelerate_version.value;
+    const std::optional<bool> user_raf = s_.reshard_after_forward.value.value_or(true);
+    // (a) the policy, bottom-up over every module but the root (get_module_children_bottom_up[:-1]).
+    if (s_.policy.value != WrapPolicyKind::none) {
+      std::vector<int> post;
+      post_order(0, post);
+      post.pop_back();
+      for (int m : post)
+        if (!has_state_[m] && wants(m)) shard({m}, user_raf, false);
+    }
+    if (acc >= Version{1, 14, 0}) {
+      // (b) untied input embeddings get their own group; (c) the tail [final norm, head] (or the
+      // tied embedding) is one group that keeps its parameters after forward (PR #4015).
+      const int in = find(tree_.input_embeddings);
+      const int out = find(tree_.output_embeddings);
+      const bool tied = !tree_.tied.empty();
+      if (!tied && in >= 0 && !has_state_[in]) shard({in}, user_raf, false);
+      std::vector<int> tail;
+      if (const int norm = final_norm(); norm >= 0 && !has_state_[norm]) tail.push_back(norm);
+      const int head = tied ? in : out;
+      if (head >= 0 && !has_state_[head]) tail.push_back(head);
+      if (!tail.empty()) shard(tail, false, false);
+      // (d) the root with torch's default reshard_after_forward (None).
+      shard({0}, std::nullopt, true);
+    } else {
+      // v1.6–v1.13: the root gets the user's (default True) reshard_after_forward explicitly.
+      shard({0}, user_raf, true);
+    }
+    return std::move(groups_);
+  }
+
+ private:
+  const ModuleTree& tree_;
+  const FsdpSettings& s_;
+  const ParamTable& params_;
+  DiagnosticSink& sink_;
+  std::vector<bool> has_state_;
+  std::unordered_set<int> sharded_storage_;
+  std::vector<std::pair<Group, std::vector<int>>> groups_;
+
+  int find(const std::string& path) const {
+    if (path.empty()) return -1;
+    for (int i = 0; i < static_cast<int>(tree_.modules.size()); ++i)
+      if (tree_.modules[i].path == path) return i;
+    return -1;
+  }
+
+  // fsdp_utils.py: the last direct child of model.<base_model_prefix> whose class name has "Norm".
+  int final_norm() const {
+    const int base = tree_.base_model_path.empty() ? 0 : find(tree_.base_model_path);
+    if (base < 0) return -1;
+    int found = -1;
+    for (int c : tree_.modules[base].children)
+      if (tree_.modules[c].cls.find("Norm") != std::string::npos) found = c;
+    return found;
+  }
+
+  void post_order(int m, std::vector<int>& out) const {
+    for (int c : tree_.modules[m].children) post_order(c, out);
+    out.push_back(m);
+  }
+
+  std::int64_t subtree_numel(int m) const {
+    // sum(p.numel() for p in module.parameters()): every storage once, DTensors at global size.
+    std::unordered_set<int> seen;
+    std::int64_t n = 0;
+    std::vector<int> stack{m};
+    while (!stack.empty()) {
+      const int cur = stack.back();
+      stack.pop_back();
+      for (int pidx : params_.by_module(cur))
+        if (seen.insert(params_[pidx].storage).second) n += params_[pidx].numel;
+      for (int c : tree_.modules[cur].children) stack.push_back(c);
+    }
+    return n;
+  }
+
+  bool wants(int m) const {
+    const Module& mod = tree_.modules[m];
+    if (s_.policy.value == WrapPolicyKind::transformer) {
+      for (const auto& cls : s_.wrap_classes.value)
+        if (tree_.is_instance(mod, cls)) return true;
+      return false;
+    }
+    // fsdp2_prepare_auto_wrap_policy (size): strict >, whole subtree (not a remainder).
+    return s_.policy.value == WrapPolicyKind::size && subtree_numel(m) > s_.min_num_params.value;
+  }
+
+  // fully_shard(roots): managed modules = post-order DFS from each root, skipping subtrees that
+  // already have an FSDP state; parameters per module in registration order, deduplicated.
+  void shard(const std::vector<int>& roots, std::optional<bool> raf, bool is_root) {
+    std::vector<int> managed;
+    for (int r : roots) collect(r, managed, true);
+    std::vector<int> owned;
+    std::unordered_set<int> seen;
+    for (int m : managed)
+      for (int pidx : params_.by_module(m))
+        if (seen.insert(params_[pidx].storage).second) owned.push_back(pidx);
+    for (int m : managed) has_state_[m] = true;
+    Group g;
+    g.roots = roots;
+    g.reshard_after_forward = raf;
+    g.is_root = is_root;
+    groups_.emplace_back(std::move(g), std::move(owned));
+  }
+
+  void collect(int m, std::vector<int>& out, bool top) const {
+    if (!top && has_state_[m]) return;
+    for (int c : tree_.modules[m].children) collect(c, out, false);
+    out.push_back(m);
+  }
+};
+
+// Whether a group frees its unsharded parameters after forward, given torch's rules for the root.
+std::optional<bool> effective_reshard(const Group& g, const Version& torch) {
+  if (!g.is_root) return g.reshard_after_forward.value_or(true);
+  // 2.4–2.7: the root never reshards after forward, whatever was passed. 2.8+ (#154704): None
+  // means False for the root; an explicit True is respected.
+  if (torch < Version{2, 8, 0}) return false;
+  return g.reshard_after_forward.value_or(false);
+}
+
+}  // namespace
+
+ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
+  ShardPlan plan = plan_header(s, 2);
+  const ParamTable params(tree, s);
+  Fsdp2Planner planner(tree, s, params, sink);
+  auto groups = planner.run();
+  const int w = plan.shard_group;
+
+  // A parameter owned by two groups (a tie split across groups) is sharded twice.
+  std::unordered_map<int, std::size_t> holder;
+  for (std::size_t gi = 0; gi < groups.size(); ++gi)
+    for (int pidx : groups[gi].second) holder.emplace(params[pidx].storage, gi);
+
+  std::vector<std::size_t> order(groups.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return groups[a].first.roots.front() < groups[b].first.roots.front();
+  });
+  for (std::size_t gi : order) {
+    const auto& [g, owned] = groups[gi];
+    ShardUnit unit;
+    unit.module = g.roots.front();
+    unit.path = tree.modules[unit.module].path;
+    unit.cls = tree.modules[unit.module].cls;
+    for (int r : g.roots) unit.modules.push_back(tree.modules[r].path);
+    unit.reshard_after_forward = effective_reshard(g, s.torch_version.value);
+    unit.rank_pad.assign(static_cast<std::size_t>(w), 0);
+    unit.requires_grad = false;
+    unit.dtype = owned.empty() ? DType::F32 : params[owned.front()].dtype;
+    for (int pidx : owned) {
+      const ParamEntry& p = params[pidx];
+      if (holder.at(p.storage) != gi) unit.duplicated.push_back(p.fqn);
+      if (p.shape.empty()) {
+        Diagnostic d;
+        d.code = "PLAN005";
+        d.location.file = p.fqn;
+        d.message = fmt::format("ValueError: fully_shard doesn't support scalar parameters. Change {} to a 1D tensor "
+                                "with numel equal to 1.",
+                                p.fqn);
+        d.exit_code = ExitCode::findings;
+        sink.report(std::move(d));
+        continue;
+      }
+      ParamShard ps;
+      ps.fqn = p.fqn;
+      ps.shape = p.shape;
+      const std::int64_t d0 = p.shape.front();
+      ps.row_numel = d0 > 0 ? p.numel / d0 : 0;
+      if (d0 == 0) {
+        ps.row_numel = 1;
+        for (std::size_t k = 1; k < p.shape.size(); ++k) ps.row_numel *= p.shape[k];
+      }
+      ps.rows_per_rank = (d0 + w - 1) / w;  // chunks[0].size(0)
+      for (int r = 0; r < w; ++r) {
+        const std::int64_t rows = std::clamp<std::int64_t>(d0 - static_cast<std::int64_t>(r) * ps.rows_per_rank, 0,
+                                                           ps.rows_per_rank);
+        unit.rank_pad[static_cast<std::size_t>(r)] += (ps.rows_per_rank - rows) * ps.row_numel;
+      }
+      unit.shard_numel += ps.rows_per_rank * ps.row_numel;
+      unit.params.push_back(p.fqn);
+      unit.param_numels.push_back(p.numel);
+      unit.numel += p.numel;
+      unit.requires_grad = unit.requires_grad || p.requires_grad;
+      unit.shards.push_back(std::move(ps));
+    }
+    unit.padded_numel = unit.shard_numel * w;
+    if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, sink);
+    plan.units.push_back(std::move(unit));
+  }
+  return plan;
+}
+
+}  // namespace shardcheck

@@ -1,0 +1,69 @@
+#include <fmt/format.h>
+
+#include <regex>
+#include <unordered_map>
+
+#include "simulate/plan_internal.hpp"
+
+namespace shardcheck {
+
+ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s) : by_module_(tree.modules.size()) {
+  std::optional<std::regex> frozen;
+  if (!s.frozen.value.empty()) frozen.emplace(s.frozen.value);
+  std::unordered_map<std::string, int> index;
+  std::vector<std::string> alias_targets;
+  for (int m = 0; m < static_cast<int>(tree.modules.size()); ++m) {
+    const Module& mod = tree.modules[m];
+    for (const auto& p : mod.params) {
+      if (p.buffer) continue;  // buffers are never flattened or sharded
+      ParamEntry e;
+      e.fqn = mod.path.empty() ? p.name : mod.path + "." + p.name;
+      e.module = m;
+      e.shape = p.shape;
+      e.numel = p.numel;
+      e.dtype = p.dtype;
+      e.requires_grad = !(frozen && std::regex_search(e.fqn, *frozen));
+      // accelerate upcasts trainable low-precision parameters to fp32 before wrapping when mixed
+      // precision is on (accelerator.py prepare_model for FSDP1; fsdp_utils.py fsdp2_prepare_model).
+      if (s.param_dtype() && e.requires_grad && dtype_is_floating(e.dtype) && e.dtype != DType::F32)
+        e.dtype = DType::F32;
+      const int idx = static_cast<int>(entries_.size());
+      index.emplace(e.fqn, idx);
+      alias_targets.push_back(p.tied_to);
+      by_module_[static_cast<std::size_t>(m)].push_back(idx);
+      entries_.push_back(std::move(e));
+    }
+  }
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    entries_[i].storage = static_cast<int>(i);
+    if (alias_targets[i].empty()) continue;
+    if (auto it = index.find(alias_targets[i]); it != index.end()) entries_[i].storage = it->second;
+  }
+}
+
+ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {
+  ShardPlan plan;
+  plan.fsdp_version = fsdp_version;
+  plan.torch_version = s.torch_version.value;
+  plan.world_size = s.world_size.value;
+  plan.strategy = s.sharding_strategy.value;
+  plan.shard_group = s.shard_group_size();
+  plan.replicate_group = is_hybrid(plan.strategy) ? std::max(1, s.num_machines.value) : 1;
+  // fully_sharded_data_parallel.py / _init_utils.py: a shard group of one rank means NO_SHARD
+  // (2.x warns "FSDP is switching to use `NO_SHARD` instead of ... since the world size is 1").
+  if (plan.shard_group == 1 && fsdp_version == 1) plan.strategy = ShardingStrategy::no_shard;
+  return plan;
+}
+
+ChunkSplit chunk_split(std::int64_t n, int w) {
+  ChunkSplit c;
+  c.shard = w > 0 ? (n + w - 1) / w : n;
+  for (int r = 0; r < w; ++r) {
+    const std::int64_t real = std::clamp<std::int64_t>(n - static_cast<std::int64_t>(r) * c.shard, 0, c.shard);
+    c.real.push_back(real);
+    c.pad.push_back(c.shard - real);
+  }
+  return c;
+}
+
+}  // namespace shardcheck

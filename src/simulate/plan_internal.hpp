@@ -1,0 +1,45 @@
+#pragma once
+// Shared pieces of the FSDP simulators (not public API).
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "shardcheck/shard_plan.hpp"
+
+namespace shardcheck {
+
+// Every parameter registration of the tree (tied aliases included, buffers excluded) with the
+// attributes FSDP looks at. `storage` identifies the Parameter object: an alias points at its target.
+struct ParamEntry {
+  std::string fqn;
+  int module = -1;
+  std::vector<std::int64_t> shape;
+  std::int64_t numel = 0;
+  DType dtype = DType::F32;        // after accelerate's upcast (see ParamTable)
+  bool requires_grad = true;
+  int storage = -1;
+};
+
+class ParamTable {
+ public:
+  ParamTable(const ModuleTree& tree, const FsdpSettings& s);
+  const ParamEntry& operator[](int i) const { return entries_[static_cast<std::size_t>(i)]; }
+  std::size_t size() const { return entries_.size(); }
+  const std::vector<int>& by_module(int m) const { return by_module_[static_cast<std::size_t>(m)]; }
+
+ private:
+  std::vector<ParamEntry> entries_;
+  std::vector<std::vector<int>> by_module_;
+};
+
+ShardPlan plan_header(const FsdpSettings& s, int fsdp_version);
+
+// An FSDP1 unit from its owned parameters: flat layout with the version's padding, then the
+// torch.chunk split over the shard group. Reports FlatParameter construction errors.
+ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, const ParamTable& params,
+                    int module, const std::vector<int>& owned, DiagnosticSink& sink);
+
+void report_duplicated_tie(const ShardUnit& unit, const FsdpSettings& s, DiagnosticSink& sink);
+
+}  // namespace shardcheck
