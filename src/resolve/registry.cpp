@@ -201,7 +201,7 @@ class Reader {
     }
     if (!n.IsMap()) fail(file_, n, fmt::format("child '{}' must be a class name or a map", name));
     static const std::set<std::string> known = {"class", "variants", "args", "if", "repeat", "index",
-                                                "item", "item_variants", "item_args"};
+                                                "item", "item_variants", "item_args", "name"};
     for (auto it = n.begin(); it != n.end(); ++it)
       if (!known.count(it->first.as<std::string>()))
         fail(file_, it->first, fmt::format("unknown key '{}' in child '{}'", it->first.as<std::string>(), name));
@@ -220,6 +220,10 @@ class Reader {
     c.variants = variants(n["variants"]);
     c.args = named_exprs(n["args"], "args");
     if (n["if"]) c.condition = expr(n["if"], "child condition");
+    // `name:` overrides the map key as the attribute name, so that two mutually exclusive entries
+    // (their `if:` conditions) can register the same attribute with different structures, e.g. a
+    // 4.x `experts` ModuleList and a 5.x fused `experts` module.
+    if (n["name"]) c.name = str(n["name"], "name");
     return c;
   }
 
@@ -390,9 +394,12 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
         continue;
       }
       std::vector<std::string> stack;
-      YAML::Node merged = resolve_extends(stem, raw, stack);
-      if (merged["abstract"] && merged["abstract"].as<bool>()) continue;  // a template for `extends`
-      merged = substitute(merged, vars_of(merged));
+      const YAML::Node resolved = resolve_extends(stem, raw, stack);
+      if (resolved["abstract"] && resolved["abstract"].as<bool>()) continue;  // a template for `extends`
+      // A new handle, not `resolved = ...`: for a file without `extends`, `resolved` IS its raw root,
+      // and yaml-cpp's Node::operator= would rewrite that shared node in place, so every file that
+      // extends it later would inherit its {P} already substituted.
+      const YAML::Node merged = substitute(resolved, vars_of(resolved));
       ArchSpec arch = Reader(file.path).arch(merged);
       if (reg.archs_.count(arch.model_type)) {
         sink.report(rules_diag({file.path, merged["model_type"].Mark(),
