@@ -579,3 +579,51 @@ TEST_CASE("registry models: full-size sparse checkpoints (scripts/gen_fixtures.p
     CHECK(exp["checkpoint_numel"].get<std::int64_t>() == 684'531'386'000);
   }
 }
+
+TEST_CASE("registry models: phi and starcoder2 from their shape fields (no fixture checkpoints)") {
+  // Shape fields of microsoft/phi-2 and bigcode/starcoder2-3b as written here (no copy of their
+  // config.json is in the corpus); the counts are the hand arithmetic below, which agree with the
+  // Hub's rounded 2.78B / 3.03B.
+  const fs::path dir = fs::temp_directory_path() / "shardcheck-test-registry-models";
+  fs::create_directories(dir / "phi-2");
+  fs::create_directories(dir / "starcoder2-3b");
+  std::ofstream(dir / "phi-2" / "config.json")
+      << R"({"architectures": ["PhiForCausalLM"], "model_type": "phi", "vocab_size": 51200, "hidden_size": 2560,
+            "intermediate_size": 10240, "num_hidden_layers": 32, "num_attention_heads": 32,
+            "num_key_value_heads": 32, "hidden_act": "gelu_new", "partial_rotary_factor": 0.4,
+            "qk_layernorm": false, "tie_word_embeddings": false, "torch_dtype": "float16"})";
+  std::ofstream(dir / "starcoder2-3b" / "config.json")
+      << R"({"architectures": ["Starcoder2ForCausalLM"], "model_type": "starcoder2", "vocab_size": 49152,
+            "hidden_size": 3072, "intermediate_size": 12288, "num_hidden_layers": 30, "num_attention_heads": 24,
+            "num_key_value_heads": 2, "use_bias": true, "torch_dtype": "bfloat16"})";
+
+  SUBCASE("phi-2: 2,779,683,840") {
+    // embed 51200*2560 = 131,072,000; lm_head with bias 131,072,000 + 51,200; per layer q,k,v,dense
+    // 4*(2560^2 + 2560) = 26,224,640 + fc1/fc2 2*10240*2560 + 10240 + 2560 = 52,441,600 + LayerNorm
+    // 5,120 = 78,671,360; * 32 = 2,517,483,520; final_layernorm 5,120.
+    const Built b = build(dir / "phi-2", true, options("4.44.2", "sdpa"));
+    CHECK_MESSAGE(b.with(Severity::error).empty(), b.report());
+    const auto& t = *b.tree;
+    CHECK(t.num_params == 2'779'683'840);
+    CHECK(join(children(t, "model.layers.0")) == "self_attn,mlp,input_layernorm,resid_dropout");
+    CHECK(join(children(t, "model.layers.0.mlp")) == "activation_fn,fc1,fc2");
+    CHECK(cls(t, "model.layers.0.self_attn") == "PhiSdpaAttention");
+    CHECK(join(param_names(t, "lm_head")) == "weight,bias");
+    CHECK(join(t.no_split_modules) == "PhiDecoderLayer");
+    CHECK(t.tied.empty());
+  }
+  SUBCASE("starcoder2-3b: 3,030,371,328") {
+    // embed 49152*3072 = 150,994,944 (tied lm_head); per layer q,o 2*(3072^2 + 3072) + k,v
+    // 2*(256*3072 + 256) + c_fc/c_proj 2*12288*3072 + 12288 + 3072 + two LayerNorms 12,288
+    // = 95,979,008; * 30 = 2,879,370,240; final norm 6,144.
+    const Built b = build(dir / "starcoder2-3b", true, options());
+    CHECK_MESSAGE(b.with(Severity::error).empty(), b.report());
+    const auto& t = *b.tree;
+    CHECK(t.num_params == 3'030'371'328);
+    CHECK(join(children(t, "model.layers.0.mlp")) == "c_fc,c_proj,act");
+    CHECK(join(param_names(t, "model.layers.0.input_layernorm")) == "weight,bias");
+    CHECK(join(param_names(t, "model.layers.0.self_attn.o_proj")) == "weight,bias");
+    CHECK(tied_str(t) == "lm_head.weight->model.embed_tokens.weight");
+    CHECK(join(t.no_split_modules) == "Starcoder2DecoderLayer");
+  }
+}
