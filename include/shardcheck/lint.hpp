@@ -110,6 +110,11 @@ std::string python_str(const YamlNode& value);
 void lint_document(const ConfigDoc& doc, const AccelerateSchema& schema, const LintOptions& opts,
                    DiagnosticSink& sink);
 
+// Lints `text` and applies every fix, repeatedly, until nothing changes (at most 8 rounds): edits of
+// two rules on one line may overlap, and the next round picks up what the previous one dropped.
+std::string fix_to_fixpoint(std::string text, const std::string& path, const AccelerateSchema& schema,
+                            const LintOptions& opts);
+
 // Applies non-overlapping edits (an edit overlapping an earlier one is dropped).
 std::string apply_edits(std::string_view text, std::vector<TextEdit> edits);
 // A unified diff (3 lines of context) between two texts, labelled a/<path> and b/<path>.

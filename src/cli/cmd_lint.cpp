@@ -63,27 +63,6 @@ std::vector<EnvVar> process_environment() {
   return out;
 }
 
-// Lints `text` repeatedly, applying every fix, until nothing changes (edits of different rules on one
-// line may overlap; the next round picks up what the previous one dropped).
-std::string fixed_text(std::string text, const std::string& path, const AccelerateSchema& schema,
-                       const LintOptions& opts) {
-  for (int round = 0; round < 8; ++round) {
-    DiagnosticSink sink;
-    auto doc = parse_config_doc(text, path, sink);
-    if (!doc) break;
-    lint_document(*doc, schema, opts, sink);
-    std::vector<TextEdit> edits;
-    for (const auto& d : sink.items())
-      for (const auto& e : d.fix)
-        if (e.file == path) edits.push_back(e);
-    if (edits.empty()) break;
-    std::string next = apply_edits(text, edits);
-    if (next == text) break;
-    text = std::move(next);
-  }
-  return text;
-}
-
 std::vector<SarifRule> sarif_rules() {
   std::vector<SarifRule> out;
   for (const Rule* r : all_rules()) {
@@ -173,7 +152,7 @@ int run_lint(LintArgs a, const CliContext& ctx) {
     auto doc = load_config_doc(path, sink);
     if (doc) {
       if (a.fix || a.diff) {
-        const std::string after = fixed_text(doc->text, path, *schema, opts);
+        const std::string after = fix_to_fixpoint(doc->text, path, *schema, opts);
         if (after != doc->text) {
           if (a.diff) {
             std::fputs(unified_diff(path, doc->text, after).c_str(), stdout);

@@ -37,7 +37,8 @@ void check(LintContext& ctx) {
     if (value == lower(*use.spec->launch_ignored) || value == "none") continue;
     if (e.key == "same_network" && ctx.num_machines() <= 1) continue;  // only used for multi-node rendezvous
     const std::string flag = use.spec->type == "bool" ? fmt::format("--{}", e.key) : fmt::format("--{} {}", e.key, e.value->text);
-    ctx.report(kIgnoredByLaunch, ctx.doc.value_location(e),
+    // same_network only picks master_addr/port instead of an rdzv endpoint; both usually work: a note.
+    ctx.report(kIgnoredByLaunch, e.key == "same_network" ? Severity::note : Severity::warning, ctx.doc.value_location(e),
                fmt::format("`{}: {}` has no effect through `accelerate launch`: the launcher's default ({}) wins",
                            e.key, e.value->text, *use.spec->launch_ignored),
                fmt::format("pass `{}` on the `accelerate launch` command line", flag));

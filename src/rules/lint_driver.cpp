@@ -24,6 +24,25 @@ void lint_document(const ConfigDoc& doc, const AccelerateSchema& schema, const L
   for (auto& d : items) sink.report(std::move(d));
 }
 
+std::string fix_to_fixpoint(std::string text, const std::string& path, const AccelerateSchema& schema,
+                            const LintOptions& opts) {
+  for (int round = 0; round < 8; ++round) {
+    DiagnosticSink sink;
+    auto doc = parse_config_doc(text, path, sink);
+    if (!doc) break;
+    lint_document(*doc, schema, opts, sink);
+    std::vector<TextEdit> edits;
+    for (const auto& d : sink.items())
+      for (const auto& e : d.fix)
+        if (e.file == path) edits.push_back(e);
+    if (edits.empty()) break;
+    std::string next = apply_edits(text, edits);
+    if (next == text) break;
+    text = std::move(next);
+  }
+  return text;
+}
+
 std::string apply_edits(std::string_view text, std::vector<TextEdit> edits) {
   // Insertions before replacements at the same offset, then file order.
   std::stable_sort(edits.begin(), edits.end(), [](const TextEdit& a, const TextEdit& b) {

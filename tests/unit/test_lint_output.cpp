@@ -1,0 +1,98 @@
+// Output formats: text snippets, the JSON contract, SARIF 2.1.0 shape, GitHub annotations.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "lint_test_support.hpp"
+#include "shardcheck/report.hpp"
+
+using namespace shardcheck;
+
+namespace {
+const std::string kText = "distributed_type: FSDP\nnum_processes: 8\nfsdp_config:\n  fsdp_sharding_stratgy: FULL_SHARD\nmixed_precision: no\n";
+
+std::vector<Diagnostic> diagnostics() { return lint_test::lint_text(kText, lint_test::options(), "configs/a.yaml"); }
+}  // namespace
+
+TEST_CASE("lint output: text has file:line:col, severity, [rule], a snippet with a caret, and help") {
+  const std::string source = kText;
+  SourceLookup lookup = [&](const std::string&) { return &source; };
+  const std::string out = render_diagnostics_text(diagnostics(), lookup, TextStyle{false});
+  CHECK(out.find("configs/a.yaml:4:3: warning: unknown key `fsdp_sharding_stratgy`") != std::string::npos);
+  CHECK(out.find("(did you mean `fsdp_sharding_strategy`?)") != std::string::npos);
+  CHECK(out.find("[unknown-nested-key]") != std::string::npos);
+  CHECK(out.find("    4 |   fsdp_sharding_stratgy: FULL_SHARD\n      |   ^~~~~~~~~~~~~~~~~~~~~\n") != std::string::npos);
+  CHECK(out.find("configs/a.yaml:5:18: error:") != std::string::npos);
+  CHECK(out.find("  help: quote it: `mixed_precision: 'no'`") != std::string::npos);
+  CHECK(out.find("\x1b[") == std::string::npos);  // no colour unless asked
+  CHECK(render_diagnostics_text(diagnostics(), lookup, TextStyle{true}).find("\x1b[") != std::string::npos);
+}
+
+TEST_CASE("lint output: JSON contract") {
+  const auto j = nlohmann::json::parse(render_diagnostics_json(diagnostics()));
+  REQUIRE(j["diagnostics"].is_array());
+  REQUIRE(j["diagnostics"].size() == 2);
+  for (const auto& d : j["diagnostics"]) {
+    for (const char* k : {"rule", "severity", "file", "line", "column", "message", "help", "fix"}) CHECK(d.contains(k));
+    CHECK((d["severity"] == "error" || d["severity"] == "warning" || d["severity"] == "note"));
+  }
+  const auto& yaml11 = j["diagnostics"][1];
+  CHECK(yaml11["rule"] == "yaml11-implicit-type");
+  REQUIRE(yaml11["fix"].size() == 1);
+  CHECK(yaml11["fix"][0]["text"] == "'no'");
+}
+
+TEST_CASE("lint output: SARIF 2.1.0 has what GitHub code scanning requires") {
+  std::vector<SarifRule> rules;
+  for (const Rule* r : all_rules())
+    rules.push_back({r->id, r->id, r->summary, r->explanation, std::string("https://x/") + r->id, r->severity});
+  const auto j = nlohmann::json::parse(render_diagnostics_sarif(diagnostics(), rules, "0.1.0", ""));
+  CHECK(j["version"] == "2.1.0");
+  CHECK(j.contains("$schema"));
+  REQUIRE(j["runs"].size() == 1);
+  const auto& run = j["runs"][0];
+  const auto& driver = run["tool"]["driver"];
+  for (const char* k : {"name", "version", "informationUri", "rules"}) CHECK(driver.contains(k));
+  CHECK(driver["rules"].size() == all_rules().size());
+  for (const auto& r : driver["rules"]) {
+    for (const char* k : {"id", "name", "shortDescription", "fullDescription", "helpUri", "defaultConfiguration"})
+      CHECK(r.contains(k));
+    CHECK(r["shortDescription"]["text"].is_string());
+    const auto level = r["defaultConfiguration"]["level"];
+    CHECK((level == "error" || level == "warning" || level == "note"));
+  }
+  REQUIRE(run["results"].size() == 2);
+  for (const auto& res : run["results"]) {
+    CHECK(res["ruleId"].is_string());
+    CHECK(res["message"]["text"].is_string());
+    const auto& loc = res["locations"][0]["physicalLocation"];
+    CHECK(loc["artifactLocation"]["uri"] == "configs/a.yaml");
+    CHECK(loc["region"]["startLine"].get<int>() >= 1);
+    CHECK(loc["region"]["startColumn"].get<int>() >= 1);
+    CHECK(loc["region"]["endColumn"].get<int>() > loc["region"]["startColumn"].get<int>());
+    CHECK(res["partialFingerprints"]["primaryLocationLineHash"].is_string());
+    CHECK(driver["rules"][res["ruleIndex"].get<int>()]["id"] == res["ruleId"]);
+  }
+}
+
+TEST_CASE("lint output: GitHub annotations") {
+  const std::string out = render_diagnostics_github(diagnostics());
+  CHECK(out.find("::warning file=configs/a.yaml,line=4,col=3,endColumn=24,title=unknown-nested-key::") == 0);
+  CHECK(out.find("::error file=configs/a.yaml,line=5,col=18,endColumn=20,title=yaml11-implicit-type::") != std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), '\n') == 2);  // one line each: newlines are escaped
+}
+
+TEST_CASE("lint output: every rule has an id, summary and an explanation citing upstream") {
+  std::set<std::string> ids;
+  for (const Rule* r : all_rules()) {
+    CAPTURE(r->id);
+    CHECK(ids.insert(r->id).second);
+    CHECK(std::string(r->summary).size() > 10);
+    CHECK(std::string(r->explanation).size() > 150);
+    CHECK(find_rule(r->id) == r);
+  }
+  CHECK(find_rule("no-such-rule") == nullptr);
+}
