@@ -1,0 +1,92 @@
+// Benchmark (not a test): `shardcheck lint` cost. Prints medians of
+//   (1) one typical config linted end to end in a fresh process (fork + exec of the CLI), goal < 5 ms;
+//   (2) 1,000 configs linted in one process (load + all rules), goal < 1 s;
+//   (3) the in-process cost of one config (parse + lint).
+//   bench_lint [SHARDCHECK_BINARY] [RULES_DIR] [CONFIG] [N]
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <vector>
+
+#include "shardcheck/accelerate_schema.hpp"
+#include "shardcheck/config_doc.hpp"
+#include "shardcheck/lint.hpp"
+
+using namespace shardcheck;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+template <class F>
+double median_ms(int n, F&& f) {
+  std::vector<double> t;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+  }
+  return median(t);
+}
+
+int run_process(const std::string& binary, const std::string& rules, const std::string& config) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::freopen("/dev/null", "w", stdout);
+    std::freopen("/dev/null", "w", stderr);
+    execl(binary.c_str(), binary.c_str(), "--rules", rules.c_str(), "lint", "--no-env", config.c_str(), nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string binary = argc > 1 ? argv[1] : "./shardcheck";
+  const std::string rules = argc > 2 ? argv[2] : SHARDCHECK_DEFAULT_RULES_DIR;
+  const std::string config =
+      argc > 3 ? argv[3] : std::string(SHARDCHECK_DEFAULT_RULES_DIR) + "/../fixtures/configs/good_fsdp1_accelerate_config.yaml";
+  const int n = argc > 4 ? std::atoi(argv[4]) : 21;
+
+  DiagnosticSink sink;
+  auto schema = AccelerateSchema::load(rules, sink);
+  if (!schema) {
+    std::fprintf(stderr, "bench_lint: cannot load the schema from %s\n", rules.c_str());
+    return 2;
+  }
+  std::ifstream in(config);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  LintOptions opts;
+  opts.accelerate = schema->newest;
+
+  const double per_process = median_ms(n, [&] { run_process(binary, rules, config); });
+  const double in_process = median_ms(n * 10, [&] {
+    DiagnosticSink s;
+    if (auto doc = parse_config_doc(text, config, s)) lint_document(*doc, *schema, opts, s);
+  });
+  const double thousand = median_ms(std::max(3, n / 4), [&] {
+    for (int i = 0; i < 1000; ++i) {
+      DiagnosticSink s;
+      if (auto doc = parse_config_doc(text, config, s)) lint_document(*doc, *schema, opts, s);
+    }
+  });
+  std::printf("lint one config, fresh process (median of %d): %.2f ms  (goal < 5 ms)\n", n, per_process);
+  std::printf("lint one config, in process   (median of %d): %.3f ms\n", n * 10, in_process);
+  std::printf("lint 1,000 configs, one process (median):      %.1f ms  (goal < 1000 ms)\n", thousand);
+  return 0;
+}
