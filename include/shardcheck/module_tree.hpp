@@ -26,6 +26,7 @@ struct ParamInfo {
   std::string tied_to;               // full path of the tensor this one aliases ("" = its own storage)
   bool buffer = false;               // persistent buffer: in state_dict, not in parameters()
   bool in_checkpoint = false;        // matched a checkpoint tensor
+  bool requires_grad = true;         // false for frozen parameters (plan --frozen also freezes by name)
 };
 
 struct Module {

@@ -29,6 +29,7 @@ std::string human_count(std::int64_t n);
 
 }  // namespace shardcheck
 
+#include "shardcheck/memory.hpp"
 #include "shardcheck/settings.hpp"
 #include "shardcheck/shard_plan.hpp"
 
@@ -36,10 +37,13 @@ namespace shardcheck {
 
 // `plan --format json`: {"world_size", "fsdp_version", "torch_version", "sharding_strategy",
 // "settings": {name: {"value", "source"}}, "units": [...], "diagnostics": [...]}.
-std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings,
-                             const std::vector<Diagnostic>& diagnostics);
-// The unit table with repeated identical units collapsed.
-std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& settings, const TextStyle& style = {});
+std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings, const MemoryEstimate& memory,
+                             const CommVolume& comm, const std::vector<Diagnostic>& diagnostics);
+// The unit table with repeated identical units collapsed, then memory per rank and the verdict.
+std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& settings, const MemoryEstimate& memory,
+                             const CommVolume& comm, const TextStyle& style = {});
+// 85899345920 -> "80.00 GiB"
+std::string human_bytes(std::uint64_t b);
 
 }  // namespace shardcheck
 

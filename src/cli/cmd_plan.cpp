@@ -22,7 +22,26 @@ struct PlanArgs {
   std::optional<std::int64_t> min_num_params;
   std::optional<bool> use_orig_params, reshard_after_forward;
   bool config_only = false;
+  std::string gpu_memory = "80GiB";
 };
+
+// "80GiB", "80GB", "81920MiB", "85899345920" -> bytes.
+std::optional<std::uint64_t> parse_size(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit = text.substr(used);
+  const std::pair<const char*, double> units[] = {{"", 1},        {"B", 1},      {"KiB", 1024.0}, {"MiB", 1048576.0},
+                                                  {"GiB", 1073741824.0}, {"TiB", 1099511627776.0}, {"KB", 1e3},
+                                                  {"MB", 1e6},    {"GB", 1e9},   {"TB", 1e12}};
+  for (auto [name, factor] : units)
+    if (unit == name && v >= 0) return static_cast<std::uint64_t>(v * factor);
+  return std::nullopt;
+}
 
 template <class T, class V>
 void from_cli(Setting<T>& s, const std::optional<V>& v, const char* flag) {
@@ -81,6 +100,8 @@ int run_plan(const PlanArgs& a, const CliContext& ctx) {
     if (!v) return usage(fmt::format("expected a version like 2.4.1 for {}, found '{}'", flag, *text));
     *setting = {*v, flag};
   }
+  const auto gpu = parse_size(a.gpu_memory);
+  if (!gpu) return usage(fmt::format("expected a size like 80GiB for --gpu-memory, found '{}'", a.gpu_memory));
   if (s.world_size.value < 1) return usage("--world-size must be at least 1");
   if (s.num_machines.value < 1 || s.world_size.value % s.num_machines.value != 0)
     return usage(fmt::format("--world-size {} is not divisible by --num-machines {}", s.world_size.value,
@@ -107,10 +128,14 @@ int run_plan(const PlanArgs& a, const CliContext& ctx) {
     s.wrap_classes = {tree->no_split_modules, "model _no_split_modules"};
 
   const ShardPlan plan = s.fsdp_version.value == 2 ? plan_fsdp2(*tree, s, sink) : plan_fsdp1(*tree, s, sink);
+  MemoryOptions mopts;
+  mopts.gpu_memory = *gpu;
+  const MemoryEstimate mem = estimate_memory(plan, *tree, s, mopts);
+  const CommVolume comm = communication(plan, s);
   if (a.format == "json") {
-    std::fputs(render_plan_json(plan, s, sink.items()).c_str(), stdout);
+    std::fputs(render_plan_json(plan, s, mem, comm, sink.items()).c_str(), stdout);
   } else {
-    std::fputs(render_plan_text(plan, s, TextStyle{ctx.color}).c_str(), stdout);
+    std::fputs(render_plan_text(plan, s, mem, comm, TextStyle{ctx.color}).c_str(), stdout);
     std::fputs(render_diagnostics_text(sink.items()).c_str(), stderr);
   }
   return to_int(sink.first_error_exit_code());
@@ -139,6 +164,7 @@ void register_plan(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--accelerate-version", a->accelerate_version, "accelerate release (default 1.14)");
   cmd->add_option("--transformers-version", a->transformers_version, "Module layout of this transformers release");
   cmd->add_flag("--config-only", a->config_only, "Ignore safetensors files");
+  cmd->add_option("--gpu-memory", a->gpu_memory, "Memory of one GPU (default 80GiB)");
   cmd->callback([a, &ctx] { ctx.exit_code = run_plan(*a, ctx); });
 }
 

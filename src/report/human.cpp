@@ -13,4 +13,12 @@ std::string human_count(std::int64_t n) {
   return fmt::format("{:.2f}T", x / 1e12);
 }
 
+std::string human_bytes(std::uint64_t b) {
+  const double x = static_cast<double>(b);
+  if (b < 1024) return fmt::format("{} B", b);
+  if (b < (1ull << 20)) return fmt::format("{:.2f} KiB", x / 1024);
+  if (b < (1ull << 30)) return fmt::format("{:.2f} MiB", x / (1 << 20));
+  return fmt::format("{:.2f} GiB", x / (1ull << 30));
+}
+
 }  // namespace shardcheck

@@ -44,10 +44,64 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
   w.end_object();
 }
 
+void memory_json(JsonWriter& w, const MemoryEstimate& m) {
+  auto rank = [&](const RankMemory& r) {
+    w.begin_object();
+    w.key("rank").value(r.rank);
+    w.key("params").value(r.params);
+    w.key("grads").value(r.grads);
+    w.key("optimizer").value(r.optimizer);
+    w.key("buffers").value(r.buffers);
+    w.key("transient").value(r.transient);
+    w.key("total").value(r.total());
+    w.key("cpu").value(r.cpu);
+    w.end_object();
+  };
+  w.key("memory").begin_object();
+  w.key("per_rank_bytes");
+  if (m.ranks.empty()) w.null();
+  else rank(m.ranks[static_cast<std::size_t>(m.peak_rank)]);
+  w.key("ranks").begin_array();
+  for (const auto& r : m.ranks) rank(r);
+  w.end_array();
+  w.key("peak_bytes").value(m.peak);
+  w.key("peak_rank").value(m.peak_rank);
+  w.key("gpu_memory_bytes").value(m.gpu_memory);
+  w.key("fits").value(m.fits);
+  w.key("headroom_bytes").value(static_cast<std::int64_t>(m.gpu_memory) - static_cast<std::int64_t>(m.peak));
+  w.key("transient_is_estimate").value(true);
+  w.key("transient_note").value(m.transient_note);
+  w.end_object();
+}
+
+void comm_json(JsonWriter& w, const CommVolume& c) {
+  auto bytes = [&](const CollectiveBytes& b) {
+    w.key("all_gather_bytes").value(b.all_gather);
+    w.key("reduce_scatter_bytes").value(b.reduce_scatter);
+    w.key("all_reduce_bytes").value(b.all_reduce);
+    w.key("all_gathers").value(b.all_gathers);
+    w.key("reduce_scatters").value(b.reduce_scatters);
+    w.key("all_reduces").value(b.all_reduces);
+  };
+  w.key("comm").begin_object();
+  w.key("per_step").begin_object();
+  bytes(c.total);
+  w.end_object();
+  w.key("units").begin_array();
+  for (const auto& u : c.units) {
+    w.begin_object();
+    w.key("path").value(u.unit);
+    bytes(u);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
 }  // namespace
 
-std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings,
-                             const std::vector<Diagnostic>& diagnostics) {
+std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings, const MemoryEstimate& memory,
+                             const CommVolume& comm, const std::vector<Diagnostic>& diagnostics) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
@@ -113,6 +167,8 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
     w.end_object();
   }
   w.end_array();
+  memory_json(w, memory);
+  comm_json(w, comm);
   w.key("diagnostics").begin_array();
   for (const auto& d : diagnostics) w.raw(diagnostic_json(d));
   w.end_array();

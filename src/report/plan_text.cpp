@@ -50,7 +50,8 @@ std::string range_label(const std::string& first, const std::string& last) {
 
 }  // namespace
 
-std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const TextStyle& style) {
+std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const MemoryEstimate& mem,
+                             const CommVolume& comm, const TextStyle& style) {
   std::string out;
   auto bold = [&](const std::string& x) { return style.color ? "\x1b[1m" + x + "\x1b[0m" : x; };
   out += bold(fmt::format("FSDP{} {}: {} {} over {} rank(s) per shard group", plan.fsdp_version,
@@ -86,6 +87,28 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                        u.reshard_after_forward && !*u.reshard_after_forward ? "  (kept after forward)" : "");
     i += run;
   }
+  if (!mem.ranks.empty()) {
+    const RankMemory& r = mem.ranks[static_cast<std::size_t>(mem.peak_rank)];
+    out += fmt::format("\nmemory per rank (rank {}, the largest):\n", r.rank);
+    out += fmt::format("  {:<34} {:>14}\n", "sharded parameters", human_bytes(r.params));
+    out += fmt::format("  {:<34} {:>14}\n", "sharded gradients", human_bytes(r.grads));
+    out += fmt::format("  {:<34} {:>14}\n", "optimizer states (AdamW)", human_bytes(r.optimizer));
+    out += fmt::format("  {:<34} {:>14}\n", "buffers", human_bytes(r.buffers));
+    out += fmt::format("  {:<34} {:>14}   estimate: {}\n", "unsharded params + grad buffers", human_bytes(r.transient),
+                       mem.transient_note);
+    if (r.cpu) out += fmt::format("  {:<34} {:>14}\n", "pinned CPU memory (offload)", human_bytes(r.cpu));
+    out += fmt::format("  {:<34} {:>14}   (activations not included)\n", "total", human_bytes(r.total()));
+    const std::int64_t headroom = static_cast<std::int64_t>(mem.gpu_memory) - static_cast<std::int64_t>(mem.peak);
+    out += bold(mem.fits ? fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory),
+                                       human_bytes(static_cast<std::uint64_t>(headroom)))
+                         : fmt::format("DOES NOT FIT in {}: {} short\n", human_bytes(mem.gpu_memory),
+                                       human_bytes(static_cast<std::uint64_t>(-headroom))));
+  }
+  out += fmt::format("\ncommunication per step per rank: all-gather {} ({} calls), reduce-scatter {} ({} calls)",
+                     human_bytes(comm.total.all_gather), comm.total.all_gathers, human_bytes(comm.total.reduce_scatter),
+                     comm.total.reduce_scatters);
+  if (comm.total.all_reduces) out += fmt::format(", all-reduce {} ({} calls)", human_bytes(comm.total.all_reduce), comm.total.all_reduces);
+  out += "\n";
   return out;
 }
 

@@ -19,9 +19,16 @@ class Fsdp1Wrapper {
   Fsdp1Wrapper(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params)
       : tree_(tree), s_(s), params_(params), unit_of_(tree.modules.size(), -1) {
     const Version& tv = s.torch_version.value;
-    // 2.1+ (#104346 era): with mixed precision every function policy is OR-ed with
-    // _wrap_module_cls_individually(_BatchNorm), whose recurse answer is always True.
-    always_recurse_ = s.param_dtype().has_value() && tv >= Version{2, 1, 0};
+    // Mixed precision + auto wrap: BatchNorm modules become their own units (with mixed precision
+    // disabled). 1.13/2.0 (fully_sharded_data_parallel.py): only when the model has a _BatchNorm,
+    // OR(_wrap_batchnorm_individually, policy). 2.1+ (_wrap_utils.py _auto_wrap): always, with
+    // OR(policy, _wrap_module_cls_individually(_BatchNorm)). Either OR answers True to every
+    // recurse question, so even force-leaf modules (MultiheadAttention) are entered.
+    if (s.param_dtype() && s.policy.value != WrapPolicyKind::none) {
+      bool has_bn = false;
+      for (const auto& m : tree.modules) has_bn = has_bn || is_batchnorm(m);
+      bn_override_ = tv >= Version{2, 1, 0} || has_bn;
+    }
     orig_params_ = s.use_orig_params.value && tv >= Version{2, 0, 0};
   }
 
@@ -36,14 +43,21 @@ class Fsdp1Wrapper {
   const ModuleTree& tree_;
   const FsdpSettings& s_;
   const ParamTable& params_;
-  bool always_recurse_ = false;
+  bool bn_override_ = false;
   bool orig_params_ = false;
   std::vector<int> unit_of_;                    // module -> unit index or -1
   std::vector<int> unit_modules_;               // creation order (post-order)
   std::vector<std::vector<int>> unit_params_;   // param-table indices per unit, flat order
   std::unordered_set<int> flattened_storage_;   // use_orig_params=True: _fsdp_flattened marks
 
+  bool is_batchnorm(const Module& m) const { return tree_.is_instance(m, "_BatchNorm"); }
+
   bool policy(int m, bool recurse, std::int64_t n) const {
+    if (bn_override_ && (recurse || is_batchnorm(tree_.modules[m]))) return true;
+    return base_policy(m, recurse, n);
+  }
+
+  bool base_policy(int m, bool recurse, std::int64_t n) const {
     const Module& mod = tree_.modules[m];
     switch (s_.policy.value) {
       case WrapPolicyKind::none: return false;
@@ -58,8 +72,7 @@ class Fsdp1Wrapper {
         // size_based_auto_wrap_policy: is_large = n >= min_num_params; never recurse into
         // FORCE_LEAF_MODULES (MultiheadAttention), never wrap EXCLUDE_WRAP_MODULES (containers).
         const bool large = n >= s_.min_num_params.value;
-        if (recurse)
-          return always_recurse_ || (large && !tree_.is_instance(mod, "MultiheadAttention"));
+        if (recurse) return large && !tree_.is_instance(mod, "MultiheadAttention");
         return large && !tree_.is_instance(mod, "ModuleList") && !tree_.is_instance(mod, "ModuleDict");
       }
     }

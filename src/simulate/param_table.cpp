@@ -22,7 +22,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s) : by_modul
       e.shape = p.shape;
       e.numel = p.numel;
       e.dtype = p.dtype;
-      e.requires_grad = !(frozen && std::regex_search(e.fqn, *frozen));
+      e.requires_grad = p.requires_grad && !(frozen && std::regex_search(e.fqn, *frozen));
       // accelerate upcasts trainable low-precision parameters to fp32 before wrapping when mixed
       // precision is on (accelerator.py prepare_model for FSDP1; fsdp_utils.py fsdp2_prepare_model).
       if (s.param_dtype() && e.requires_grad && dtype_is_floating(e.dtype) && e.dtype != DType::F32)

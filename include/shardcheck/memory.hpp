@@ -1,0 +1,60 @@
+#pragma once
+// Stage "simulate": per-rank memory and per-step communication of a shard plan. Byte counts follow
+// the buffers FSDP allocates (shared-research/fsdp-semantics.md §2.7, §3, §4, §5.8); the transient
+// peak is a logical lower bound (CPU issue order and the all-gather rate limiter, not the CUDA
+// caching allocator), and is labelled an estimate wherever it is shown.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcheck/module_tree.hpp"
+#include "shardcheck/settings.hpp"
+#include "shardcheck/shard_plan.hpp"
+
+namespace shardcheck {
+
+struct MemoryOptions {
+  std::uint64_t gpu_memory = 80ull << 30;   // --gpu-memory, bytes
+  int optimizer_states = 2;                 // AdamW: exp_avg, exp_avg_sq
+};
+
+struct RankMemory {
+  int rank = 0;
+  std::uint64_t params = 0;        // sharded master parameters (GPU; 0 when offloaded)
+  std::uint64_t grads = 0;         // sharded gradients
+  std::uint64_t optimizer = 0;     // optimizer states
+  std::uint64_t buffers = 0;       // persistent buffers, unsharded on every rank
+  std::uint64_t transient = 0;     // peak of unsharded all-gather and reduce-scatter buffers
+  std::uint64_t cpu = 0;           // pinned host memory with CPU offload
+  std::uint64_t total() const { return params + grads + optimizer + buffers + transient; }
+};
+
+struct MemoryEstimate {
+  std::vector<RankMemory> ranks;   // one per rank of the shard group
+  std::uint64_t peak = 0;          // max over ranks of total()
+  int peak_rank = 0;
+  std::uint64_t gpu_memory = 0;
+  bool fits = true;
+  std::string transient_note;      // which units make the transient peak
+};
+
+struct CollectiveBytes {
+  std::string unit;                // unit path ("" root)
+  std::uint64_t all_gather = 0;    // nccl-tests "size": the whole gathered buffer, summed per step
+  std::uint64_t reduce_scatter = 0;
+  std::uint64_t all_reduce = 0;    // HSDP replicate all-reduce or NO_SHARD all-reduce
+  int all_gathers = 0, reduce_scatters = 0, all_reduces = 0;
+};
+
+struct CommVolume {
+  std::vector<CollectiveBytes> units;
+  CollectiveBytes total;
+};
+
+MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
+                               const MemoryOptions& opts);
+CommVolume communication(const ShardPlan& plan, const FsdpSettings& s);
+
+}  // namespace shardcheck

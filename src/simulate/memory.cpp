@@ -1,0 +1,220 @@
+// Per-rank memory of a shard plan. Persistent terms are exact byte counts of the tensors FSDP
+// keeps (FSDP1 flat_param.py `_local_shard`/`_saved_grad_shard`; FSDP2 _fsdp_param.py
+// `_sharded_param_data`); optimizer states follow what the optimizer is given (the FlatParameter
+// with its padding when use_orig_params=False, the unpadded local shards otherwise). The transient
+// term replays the unshard/reshard order of fsdp-semantics.md §3.3 (FSDP1) and §5.8 (FSDP2) and is
+// a lower bound: it ignores allocator fragmentation and activations.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "shardcheck/memory.hpp"
+
+namespace shardcheck {
+namespace {
+
+std::uint64_t bytes(std::int64_t numel, DType d) {
+  return static_cast<std::uint64_t>(numel) * static_cast<std::uint64_t>(dtype_bits(d)) / 8;
+}
+
+struct Dtypes {
+  DType p, c, r;  // master, compute (all-gather), reduce
+};
+
+Dtypes dtypes_of(const ShardUnit& u, const FsdpSettings& s) {
+  // accelerate's MixedPrecision(param_dtype=reduce_dtype=bf16/fp16); without it all three are p.
+  const DType c = s.param_dtype().value_or(u.dtype);
+  return {u.dtype, c, c};
+}
+
+// Real (non-padding) elements of a FlatParameter that fall in rank r's slice [r*S, (r+1)*S).
+std::int64_t real_in_rank(const ShardUnit& u, int r) {
+  const std::int64_t lo = static_cast<std::int64_t>(r) * u.shard_numel, hi = lo + u.shard_numel;
+  std::int64_t n = 0;
+  for (const auto& slot : u.layout) {
+    if (slot.padding) continue;
+    n += std::max<std::int64_t>(0, std::min(hi, slot.offset + slot.numel) - std::max(lo, slot.offset));
+  }
+  return n;
+}
+
+// FSDP2: the unpadded local rows of every parameter on rank r (zeros_like(DTensor) for Adam).
+std::int64_t real_rows_numel(const ShardUnit& u, int r) {
+  std::int64_t n = 0;
+  for (const auto& ps : u.shards) {
+    const std::int64_t d0 = ps.shape.empty() ? 1 : ps.shape.front();
+    n += std::clamp<std::int64_t>(d0 - static_cast<std::int64_t>(r) * ps.rows_per_rank, 0, ps.rows_per_rank) *
+         ps.row_numel;
+  }
+  return n;
+}
+
+std::uint64_t buffer_bytes(const ModuleTree& tree) {
+  std::uint64_t b = 0;
+  for (const auto& m : tree.modules)
+    for (const auto& p : m.params)
+      if (p.buffer) b += bytes(p.numel, p.dtype);
+  return b;
+}
+
+bool is_root(const ShardUnit& u) { return u.module == 0; }
+
+// Unsharded bytes of unit u while it computes (the all-gather output).
+std::uint64_t unsharded(const ShardPlan& plan, const ShardUnit& u, const FsdpSettings& s) {
+  if (u.params.empty()) return 0;
+  const Dtypes d = dtypes_of(u, s);
+  if (plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard)
+    return d.c != d.p ? bytes(u.numel, d.c) : 0;  // the low-precision copy only
+  return bytes(u.padded_numel, d.c);
+}
+
+// Gradient temporaries of one unit in its post-backward: unsharded grad in c, cast to r, padded
+// copy for the reduce-scatter input, reduce-scatter output.
+std::uint64_t grad_temps(const ShardPlan& plan, const ShardUnit& u, const FsdpSettings& s) {
+  if (!u.requires_grad || u.params.empty()) return 0;
+  const Dtypes d = dtypes_of(u, s);
+  std::uint64_t t = bytes(u.numel, d.c);
+  if (d.r != d.c) t += bytes(u.numel, d.r);
+  if (plan.strategy != ShardingStrategy::no_shard) {
+    if (u.padded_numel != u.numel) t += bytes(u.padded_numel, d.r);
+    t += bytes(u.shard_numel, d.r);
+  }
+  return t;
+}
+
+struct Transient {
+  std::uint64_t bytes = 0;
+  std::string note;
+};
+
+Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
+  // Units that stay unsharded from their forward to their post-backward: the FSDP1 root, FSDP1
+  // SHARD_GRAD_OP/ZERO2 units, FSDP2 groups with reshard_after_forward=False.
+  std::uint64_t kept = 0;
+  std::vector<std::uint64_t> flowing, grads;
+  std::vector<std::string> names;
+  const bool zero2 = plan.strategy == ShardingStrategy::shard_grad_op ||
+                     plan.strategy == ShardingStrategy::hybrid_shard_zero2;
+  for (const auto& u : plan.units) {
+    const std::uint64_t g = unsharded(plan, u, s);
+    const bool stays = plan.fsdp_version == 1 ? (is_root(u) || zero2) : !u.reshard_after_forward.value_or(true);
+    if (stays) {
+      kept += g;
+      continue;
+    }
+    flowing.push_back(g);
+    grads.push_back(grad_temps(plan, u, s));
+    names.push_back(u.path.empty() ? "<root>" : u.path);
+  }
+  // Forward: the rate limiter (_limiter_utils.py, 2 in flight) and FSDP2's one-ahead prefetch keep
+  // at most the current and the next unit unsharded.
+  std::uint64_t fwd = 0, bwd = 0;
+  std::size_t fwd_at = 0, bwd_at = 0;
+  for (std::size_t i = 0; i < flowing.size(); ++i) {
+    const std::uint64_t pair = flowing[i] + (i + 1 < flowing.size() ? flowing[i + 1] : 0);
+    if (pair > fwd) { fwd = pair; fwd_at = i; }
+    // Backward, reverse order: the unit computing, the one prefetched before it, its grad temps.
+    const std::uint64_t prefetched = i > 0 ? flowing[i - 1] : 0;
+    const std::uint64_t b = flowing[i] + prefetched + grads[i];
+    if (b > bwd) { bwd = b; bwd_at = i; }
+  }
+  Transient t;
+  t.bytes = kept + std::max(fwd, bwd);
+  if (!flowing.empty())
+    t.note = fwd >= bwd ? fmt::format("forward all-gathers of {} and the next unit", names[fwd_at])
+                        : fmt::format("backward of {} (unsharded params, prefetch, gradient buffers)", names[bwd_at]);
+  if (kept) t.note += fmt::format("; {} bytes stay unsharded through the step (root / kept groups)", kept);
+  return t;
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
+                               const MemoryOptions& opts) {
+  MemoryEstimate est;
+  est.gpu_memory = opts.gpu_memory;
+  const Transient transient = transient_peak(plan, s);
+  est.transient_note = transient.note;
+  const bool offload = s.offload_params.value;
+  const bool orig = s.use_orig_params.value || plan.fsdp_version == 2;
+  for (int r = 0; r < plan.shard_group; ++r) {
+    RankMemory m;
+    m.rank = r;
+    std::uint64_t params = 0, grads = 0, optim = 0;
+    for (const auto& u : plan.units) {
+      if (u.params.empty()) continue;
+      const DType p = u.dtype;
+      params += bytes(u.shard_numel, p);
+      if (!u.requires_grad) continue;
+      grads += bytes(u.shard_numel, p);
+      std::int64_t opt_numel = u.shard_numel;
+      if (plan.fsdp_version == 2) opt_numel = real_rows_numel(u, r);
+      else if (orig && plan.strategy != ShardingStrategy::no_shard) opt_numel = real_in_rank(u, r);
+      optim += static_cast<std::uint64_t>(opts.optimizer_states) * bytes(opt_numel, p);
+    }
+    if (offload) {
+      m.cpu = params + grads + optim;
+    } else {
+      m.params = params;
+      m.grads = grads;
+      m.optimizer = optim;
+    }
+    m.buffers = buffer_bytes(tree);
+    m.transient = transient.bytes;
+    if (m.total() > est.peak) {
+      est.peak = m.total();
+      est.peak_rank = r;
+    }
+    est.ranks.push_back(m);
+  }
+  est.fits = est.peak <= est.gpu_memory;
+  return est;
+}
+
+CommVolume communication(const ShardPlan& plan, const FsdpSettings& s) {
+  CommVolume cv;
+  for (const auto& u : plan.units) {
+    CollectiveBytes cb;
+    cb.unit = u.path;
+    if (!u.params.empty()) {
+      const Dtypes d = dtypes_of(u, s);
+      if (plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard) {
+        if (u.requires_grad) {
+          cb.all_reduce += bytes(u.numel, d.r);
+          cb.all_reduces += 1;
+        }
+      } else {
+        // Forward all-gather; again in backward when the unit was freed after forward.
+        const std::uint64_t ag = bytes(u.padded_numel, d.c);
+        cb.all_gather += ag;
+        cb.all_gathers += 1;
+        const bool freed = plan.fsdp_version == 1
+                               ? !is_root(u) && (plan.strategy == ShardingStrategy::full_shard ||
+                                                 plan.strategy == ShardingStrategy::hybrid_shard)
+                               : u.reshard_after_forward.value_or(true);
+        if (freed) {
+          cb.all_gather += ag;
+          cb.all_gathers += 1;
+        }
+        if (u.requires_grad) {
+          cb.reduce_scatter += bytes(u.padded_numel, d.r);
+          cb.reduce_scatters += 1;
+          if (plan.replicate_group > 1) {
+            cb.all_reduce += bytes(u.shard_numel, d.r);
+            cb.all_reduces += 1;
+          }
+        }
+      }
+    }
+    cv.total.all_gather += cb.all_gather;
+    cv.total.reduce_scatter += cb.reduce_scatter;
+    cv.total.all_reduce += cb.all_reduce;
+    cv.total.all_gathers += cb.all_gathers;
+    cv.total.reduce_scatters += cb.reduce_scatters;
+    cv.total.all_reduces += cb.all_reduces;
+    cv.units.push_back(std::move(cb));
+  }
+  return cv;
+}
+
+}  // namespace shardcheck
