@@ -461,6 +461,21 @@ Value call(const Expr::Node& n, const std::vector<Value>& args) {
   eval_fail(n, fmt::format("unknown function {}()", n.name));
 }
 
+Value eval(const Expr::Node& n, const Lookup& lookup);
+
+// The left side of `??`: a bare unknown name, or a `??` chain of them, is null instead of an error.
+Value eval_or_null(const Expr::Node& n, const Lookup& lookup) {
+  if (n.op == Op::name) {
+    const Value* v = lookup(n.name);
+    return v ? *v : Value();
+  }
+  if (n.op == Op::coalesce) {
+    Value a = eval_or_null(*n.kids[0], lookup);
+    return a.is_null() ? eval_or_null(*n.kids[1], lookup) : a;
+  }
+  return eval(n, lookup);
+}
+
 Value eval(const Expr::Node& n, const Lookup& lookup) {
   switch (n.op) {
     case Op::constant: return n.value;
@@ -493,10 +508,9 @@ Value eval(const Expr::Node& n, const Lookup& lookup) {
       return a.truthy() ? a : eval(*n.kids[1], lookup);
     }
     case Op::coalesce: {
-      // An unknown name on the left is treated like null: "head_dim ?? hidden_size // heads".
-      const Expr::Node& left = *n.kids[0];
-      if (left.op == Op::name && !lookup(left.name)) return eval(*n.kids[1], lookup);
-      Value a = eval(left, lookup);
+      // An unknown name on the left is treated like null: "head_dim ?? hidden_size // heads",
+      // also along a chain "a ?? b ?? c" (parsed as (a ?? b) ?? c).
+      Value a = eval_or_null(*n.kids[0], lookup);
       return a.is_null() ? eval(*n.kids[1], lookup) : a;
     }
     case Op::index: {

@@ -250,7 +250,9 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   globals.set("dtype", Value(std::string(dtype_name(default_dtype))));
   try {
     for (const auto& d : arch.defaults)
-      if (!globals.has_own(d.name) || globals.get_own(d.name)->is_null())
+      // Only an absent key takes the config class default: an explicit null in config.json is
+      // None in Python too (DeepSeek's "q_lora_rank": null means no query LoRA).
+      if (!globals.has_own(d.name))
         globals.set(d.name, d.expr.evaluate(globals.lookup()));
     for (const auto& d : arch.derived) {
       try {
@@ -296,13 +298,18 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   // get_input_embeddings()/get_output_embeddings(): the module of the first tied-weight pair
   // (the registry lists the head's weight -> the embedding's weight for every tied LM).
   auto module_of = [](const std::string& fqn) { return fqn.substr(0, fqn.rfind('.')); };
-  if (!arch.tied_weights.empty()) {
-    const std::string in = module_of(arch.tied_weights.front().target);
-    const std::string out = module_of(arch.tied_weights.front().alias);
+  // The first pair whose head exists in this version's tree (gpt_neox lists embed_out and lm_head).
+  for (const auto& t : arch.tied_weights) {
+    const std::string in = module_of(t.target), out = module_of(t.alias);
+    bool has_in = false, has_out = false;
     for (const auto& m : tree.modules) {
-      if (m.path == in) tree.input_embeddings = in;
-      if (m.path == out) tree.output_embeddings = out;
+      has_in = has_in || m.path == in;
+      has_out = has_out || m.path == out;
     }
+    if (!has_out) continue;
+    tree.output_embeddings = out;
+    if (has_in) tree.input_embeddings = in;
+    break;
   }
   if (root_cls != arch.base_model_class)
     for (int c : tree.modules[0].children)

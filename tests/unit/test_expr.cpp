@@ -47,6 +47,8 @@ TEST_CASE("expr: names, null coalescing and conditionals") {
                                    {"head_dim", Value()}, {"mlp_only_layers", Value(ValueList{Value(1), Value(3)})}};
   CHECK(integer("head_dim ?? hidden_size // num_attention_heads", cfg) == 128);
   CHECK(integer("absent_field ?? 7", cfg) == 7);          // unknown name on the left of ??
+  CHECK(integer("absent ?? also_absent ?? 9", cfg) == 9);   // and along a chain
+  CHECK(integer("absent ?? hidden_size ?? 9", cfg) == 4096);
   CHECK_THROWS_AS(run("absent_field + 1", cfg), ExprError);  // but not elsewhere
   CHECK(integer("1 if hidden_size > 100 else 2", cfg) == 1);
   CHECK(run("3 in mlp_only_layers", cfg).truthy());
