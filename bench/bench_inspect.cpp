@@ -81,8 +81,9 @@ int main(int argc, char** argv) {
   const double t_inspect = median_ms(n, [&] {
     DiagnosticSink sink;
     auto in = load_model(dir, false, sink);
-    auto reg = Registry::load(rules, sink);
-    if (!in || !reg) return;
+    if (!in) return;
+    auto reg = Registry::load_for(rules, in->config, sink);
+    if (!reg) return;
     auto tree = build_module_tree(in->config, in->checkpoint ? &*in->checkpoint : nullptr, *reg, {}, sink);
     if (!tree) return;
     params = tree->num_params;
@@ -92,8 +93,9 @@ int main(int argc, char** argv) {
   const double t_config_only = median_ms(n, [&] {
     DiagnosticSink sink;
     auto in = load_model(dir, true, sink);
-    auto reg = Registry::load(rules, sink);
-    if (!in || !reg) return;
+    if (!in) return;
+    auto reg = Registry::load_for(rules, in->config, sink);
+    if (!reg) return;
     auto tree = build_module_tree(in->config, nullptr, *reg, {}, sink);
     if (tree) json_bytes = std::max(json_bytes, render_tree_json(*tree, sink.items()).size());
   });

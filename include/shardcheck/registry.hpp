@@ -10,6 +10,7 @@
 
 #include "shardcheck/diagnostics.hpp"
 #include "shardcheck/expr.hpp"
+#include "shardcheck/model_config.hpp"
 
 namespace shardcheck {
 
@@ -90,7 +91,12 @@ struct TransformersVersions {
 class Registry {
  public:
   // Loads rules_dir/models/*.yaml. Malformed data is reported with ExitCode::bad_rules.
-  static std::optional<Registry> load(const std::filesystem::path& rules_dir, DiagnosticSink& sink);
+  // `wanted`: the model types the caller needs (empty = all); other files are not read.
+  static std::optional<Registry> load(const std::filesystem::path& rules_dir, DiagnosticSink& sink,
+                                      const std::vector<std::string>& wanted = {});
+  // What a model directory needs: its model_type and its text_config's.
+  static std::optional<Registry> load_for(const std::filesystem::path& rules_dir, const ModelConfig& config,
+                                          DiagnosticSink& sink);
 
   const ArchSpec* find(const std::string& model_type) const;
   const ClassSpec* find_class(const ArchSpec& arch, const std::string& cls) const;

@@ -41,7 +41,7 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
   if (auto inputs = load_model(a.model, a.config_only, sink)) {
     // A checkpoint whose headers are broken is still reported in full, but no tree is built on it.
     const bool headers_ok = !sink.has_errors();
-    if (auto registry = Registry::load(ctx.rules_dir, sink); registry && headers_ok)
+    if (auto registry = Registry::load_for(ctx.rules_dir, inputs->config, sink); registry && headers_ok)
       tree = build_module_tree(inputs->config, inputs->checkpoint ? &*inputs->checkpoint : nullptr, *registry, opts,
                                sink);
   }

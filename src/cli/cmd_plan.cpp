@@ -117,7 +117,7 @@ int run_plan(const PlanArgs& a, const CliContext& ctx) {
   DiagnosticSink sink;
   std::optional<ModuleTree> tree;
   if (auto inputs = load_model(a.model, a.config_only, sink); inputs && !sink.has_errors())
-    if (auto registry = Registry::load(ctx.rules_dir, sink))
+    if (auto registry = Registry::load_for(ctx.rules_dir, inputs->config, sink))
       tree = build_module_tree(inputs->config, inputs->checkpoint ? &*inputs->checkpoint : nullptr, *registry, opts,
                                sink);
   if (!tree) {

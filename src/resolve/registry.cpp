@@ -358,7 +358,17 @@ Diagnostic rules_diag(const RulesError& e) {
 
 }  // namespace
 
-std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink& sink) {
+std::optional<Registry> Registry::load_for(const fs::path& rules_dir, const ModelConfig& config,
+                                           DiagnosticSink& sink) {
+  std::vector<std::string> wanted{config.model_type};
+  if (config.raw.contains("text_config") && config.raw["text_config"].is_object() &&
+      config.raw["text_config"].contains("model_type") && config.raw["text_config"]["model_type"].is_string())
+    wanted.push_back(config.raw["text_config"]["model_type"].get<std::string>());
+  return load(rules_dir, sink, wanted);
+}
+
+std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink& sink,
+                                       const std::vector<std::string>& wanted) {
   const fs::path dir = rules_dir / "models";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
@@ -379,13 +389,36 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
   Registry reg;
   std::map<std::string, RawFile> raw;  // keyed by file stem
   bool ok = true;
-  for (const auto& path : files) {
+  auto parse = [&](const fs::path& path) {
+    const std::string stem = path.stem().string();
+    if (raw.count(stem)) return;
     try {
-      raw[path.stem().string()] = RawFile{path.string(), YAML::LoadFile(path.string())};
+      raw[stem] = RawFile{path.string(), YAML::LoadFile(path.string())};
     } catch (const YAML::Exception& e) {
       sink.report(rules_diag({path.string(), e.mark, e.msg}));
       ok = false;
     }
+  };
+  // Parsing YAML dominates a run on a small model, so when the caller names the model types it
+  // needs and each has its file (<model_type>.yaml), only those, their `extends` parents and the
+  // shared `_*.yaml` libraries are read. Otherwise (unknown type: list what is known) all are.
+  const bool partial = !wanted.empty() && std::all_of(wanted.begin(), wanted.end(), [&](const std::string& w) {
+    return w.empty() || fs::is_regular_file(dir / (w + ".yaml"), ec);
+  });
+  if (partial) {
+    for (const auto& path : files)
+      if (path.stem().string().starts_with("_")) parse(path);
+    for (std::string stem : wanted) {
+      for (int depth = 0; !stem.empty() && depth < 16; ++depth) {
+        parse(dir / (stem + ".yaml"));
+        auto it = raw.find(stem);
+        if (it == raw.end() || !it->second.root["extends"]) break;
+        stem = it->second.root["extends"].as<std::string>();
+        if (!fs::is_regular_file(dir / (stem + ".yaml"), ec)) break;  // reported by resolve_extends
+      }
+    }
+  } else {
+    for (const auto& path : files) parse(path);
   }
   for (const auto& [stem, file] : raw) {
     try {
@@ -401,6 +434,10 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
       // extends it later would inherit its {P} already substituted.
       const YAML::Node merged = substitute(resolved, vars_of(resolved));
       ArchSpec arch = Reader(file.path).arch(merged);
+      // One file per model_type, named after it: lookups and partial loading rely on it.
+      if (arch.model_type != stem)
+        throw RulesError{file.path, file.root["model_type"] ? file.root["model_type"].Mark() : file.root.Mark(),
+                         fmt::format("expected model_type '{}' (the file name), found '{}'", stem, arch.model_type)};
       if (reg.archs_.count(arch.model_type)) {
         sink.report(rules_diag({file.path, merged["model_type"].Mark(),
                                 fmt::format("model_type '{}' is defined twice", arch.model_type)}));
