@@ -42,6 +42,7 @@ struct Module {
 
 struct ModuleTree {
   std::string model_type;
+  std::string config_path;           // the config.json it was built from (diagnostics)
   std::string architecture;          // root class
   Version transformers;
   std::string attn_implementation;

@@ -19,5 +19,6 @@ void register_lint(CLI::App& app, CliContext& ctx);
 void register_rules(CLI::App& app, CliContext& ctx);
 void register_explain(CLI::App& app, CliContext& ctx);
 void register_plan(CLI::App& app, CliContext& ctx);
+void register_check(CLI::App& app, CliContext& ctx);
 
 }  // namespace shardcheck::cli

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   cli::register_rules(app, ctx);
   cli::register_explain(app, ctx);
   cli::register_plan(app, ctx);
+  cli::register_check(app, ctx);
 
   try {
     app.parse(argc, argv);

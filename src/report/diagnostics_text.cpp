@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include "shardcheck/report.hpp"
-#include "report/json_writer.hpp"
 
 namespace shardcheck {
 
@@ -77,21 +76,5 @@ std::string render_diagnostics_text(const std::vector<Diagnostic>& diagnostics, 
   return render(diagnostics, &sources, style);
 }
 
-std::string diagnostic_json(const Diagnostic& d) {
-  std::string out;
-  JsonWriter w(out);
-  w.begin_object();
-  w.key("rule").value(d.code);
-  w.key("severity").value(severity_name(d.severity));
-  w.key("file").value(d.location.file);
-  w.key("line").value(d.location.line);
-  w.key("column").value(d.location.column);
-  if (d.location.byte_offset) w.key("byte_offset").value(*d.location.byte_offset);
-  w.key("message").value(d.message);
-  w.key("help").value(d.help);
-  w.key("exit_code").value(to_int(d.exit_code));
-  w.end_object();
-  return out;
-}
 
 }  // namespace shardcheck

@@ -56,6 +56,7 @@ std::optional<ModuleTree> build_module_tree(const ModelConfig& config_in, const 
                        fmt::format("add rules/models/{}.yaml to describe it (known: {})", config.model_type,
                                    known_types(registry))));
       ModuleTree tree = infer_module_tree(config, *ckpt, sink);
+      tree.config_path = config.path;
       finalize_counts(tree);
       return tree;
     }
@@ -94,6 +95,7 @@ std::optional<ModuleTree> build_module_tree(const ModelConfig& config_in, const 
   FusedSources fused;
   auto tree = expand_arch_tree(config, *arch, registry, options, root, dtype, globals, fused, sink);
   if (!tree) return std::nullopt;
+  tree->config_path = config.path;
   if (ckpt) match_checkpoint(*tree, *arch, *ckpt, fused, globals, sink);
   finalize_counts(*tree);
   return tree;

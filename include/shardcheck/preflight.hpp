@@ -1,0 +1,46 @@
+#pragma once
+// The whole one-way pipeline behind `plan` and `check`: load (model, accelerate config, environment)
+// -> resolve (module tree, effective settings, wrap classes) -> check (lint rules) -> simulate
+// (shard plan, memory, communication). Renderers take the result; nothing here formats output.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcheck/config_doc.hpp"
+#include "shardcheck/lint.hpp"
+#include "shardcheck/memory.hpp"
+#include "shardcheck/module_tree.hpp"
+#include "shardcheck/settings.hpp"
+#include "shardcheck/shard_plan.hpp"
+
+namespace shardcheck {
+
+struct PreflightRequest {
+  std::string rules_dir;
+  std::string model;                    // directory or config.json
+  bool config_only = false;
+  ResolveOptions resolve;
+  std::optional<std::string> accelerate_config;  // path of the accelerate YAML
+  std::vector<EnvVar> env;              // FSDP_*/ACCELERATE_* of the caller's shell (or --env-file)
+  bool lint = false;                    // run the linter on the config (check); plan only reads it
+  FsdpSettings defaults;                // starting point (versions chosen by the caller)
+  std::function<void(FsdpSettings&)> overrides;  // command-line flags, applied last
+  MemoryOptions memory;
+};
+
+struct PreflightResult {
+  DiagnosticSink sink;
+  std::optional<ConfigDoc> config_doc;  // for snippets in text output
+  std::string planned_config_note;      // "planned with the fixes applied" when the file was broken
+  std::optional<ModuleTree> tree;
+  FsdpSettings settings;
+  std::optional<ShardPlan> plan;
+  MemoryEstimate memory;
+  CommVolume comm;
+};
+
+PreflightResult run_preflight(const PreflightRequest& req);
+
+}  // namespace shardcheck

@@ -1,0 +1,100 @@
+// `shardcheck check --config accelerate.yaml --model DIR`: the one pre-flight step a CI job runs —
+// lint the config and environment, resolve what accelerate will wrap, plan the shards, check the
+// fit — with the linter's output formats and exit codes (0 clean, 1 findings, 2 usage, I/O and
+// input-format codes as in the table).
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include "cli/plan_flags.hpp"
+#include "shardcheck/lint.hpp"
+#include "shardcheck/report.hpp"
+
+namespace shardcheck::cli {
+namespace {
+
+struct CheckFlags : PlanFlags {
+  bool strict = false;
+  std::string uri_base = ".";
+};
+
+// SARIF rule metadata for every code that occurs: lint rules carry their own documentation; the
+// plan and load codes are described by their first message.
+std::vector<SarifRule> sarif_rules_for(const std::vector<Diagnostic>& items) {
+  std::vector<SarifRule> out;
+  std::set<std::string> seen;
+  for (const auto& d : items) {
+    if (!seen.insert(d.code).second) continue;
+    SarifRule s;
+    s.id = d.code;
+    s.name = d.code;
+    s.level = d.severity;
+    if (const Rule* r = find_rule(d.code)) {
+      s.short_description = r->summary;
+      s.full_description = r->explanation;
+      s.level = r->severity;
+    } else {
+      s.short_description = d.message.substr(0, 120);
+      s.full_description = d.message;
+    }
+    s.help_uri = fmt::format("https://github.com/shardcheck/shardcheck/blob/main/docs/rules/{}.md", d.code);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+int exit_code(const PreflightResult& r, bool strict) {
+  const ExitCode first = r.sink.first_error_exit_code();
+  if (first != ExitCode::ok) return to_int(first);
+  if (strict && r.sink.count(Severity::warning) > 0) return to_int(ExitCode::findings);
+  return 0;
+}
+
+int run_check(const CheckFlags& f, const CliContext& ctx) {
+  std::string error;
+  auto req = make_request(f, ctx, error);
+  if (!req) {
+    std::fprintf(stderr, "shardcheck check: %s\n", error.c_str());
+    return to_int(ExitCode::usage);
+  }
+  req->lint = true;
+  PreflightResult r = run_preflight(*req);
+  const auto& items = r.sink.items();
+  if (f.format == "json") {
+    if (r.plan) std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, items).c_str(), stdout);
+    else std::fputs(render_diagnostics_json(items).c_str(), stdout);
+  } else if (f.format == "sarif") {
+    std::fputs(render_diagnostics_sarif(items, sarif_rules_for(items), SHARDCHECK_VERSION, f.uri_base).c_str(), stdout);
+  } else if (f.format == "github") {
+    std::fputs(render_diagnostics_github(items).c_str(), stdout);
+  } else {
+    SourceLookup lookup = [&r](const std::string& file) -> const std::string* {
+      return r.config_doc && r.config_doc->path == file ? &r.config_doc->text : nullptr;
+    };
+    std::fputs(render_diagnostics_text(items, lookup, TextStyle{ctx.color}).c_str(), stdout);
+    if (!r.planned_config_note.empty()) std::printf("\nnote: %s\n", r.planned_config_note.c_str());
+    if (r.plan) {
+      std::fputs("\n", stdout);
+      std::fputs(render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color}).c_str(), stdout);
+    }
+    std::printf("\n%zu error(s), %zu warning(s)\n", r.sink.count(Severity::error), r.sink.count(Severity::warning));
+  }
+  return exit_code(r, f.strict);
+}
+
+}  // namespace
+
+void register_check(CLI::App& app, CliContext& ctx) {
+  auto f = std::make_shared<CheckFlags>();
+  CLI::App* cmd = app.add_subcommand("check", "Pre-flight for CI: lint + resolve + plan + fit, one exit code");
+  cmd->add_option("--model,model", f->model, "Model directory or its config.json")->required();
+  cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json", "sarif", "github"}));
+  cmd->add_flag("--strict", f->strict, "Warnings fail the check too");
+  cmd->add_option("--uri-base", f->uri_base, "SARIF: make file paths relative to this directory");
+  add_plan_flags(cmd, *f);
+  cmd->callback([f, &ctx] { ctx.exit_code = run_check(*f, ctx); });
+}
+
+}  // namespace shardcheck::cli

@@ -1,0 +1,146 @@
+#include "cli/plan_flags.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "shardcheck/environment.hpp"
+
+namespace shardcheck::cli {
+namespace {
+
+template <class T, class V>
+void from_cli(Setting<T>& s, const std::optional<V>& v, const char* flag) {
+  if (!v) return;
+  s.value = *v;
+  s.source = flag;
+}
+
+std::vector<std::string> split_classes(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+
+// "80GiB", "80GB", "81920MiB", "85899345920" -> bytes.
+std::optional<std::uint64_t> parse_size(const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  const std::string unit = text.substr(used);
+  const std::pair<const char*, double> units[] = {{"", 1},         {"B", 1},          {"KiB", 1024.0},
+                                                  {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+                                                  {"KB", 1e3},     {"MB", 1e6},       {"GB", 1e9},
+                                                  {"TB", 1e12}};
+  for (auto [name, factor] : units)
+    if (unit == name && v >= 0) return static_cast<std::uint64_t>(v * factor);
+  return std::nullopt;
+}
+
+}  // namespace
+
+void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
+  cmd->add_option("--config", f.config, "accelerate config file (FSDP settings are read from it)");
+  cmd->add_option("--env-file", f.env_file, "Read FSDP_*/ACCELERATE_* variables from this file instead of the shell");
+  cmd->add_flag("--no-env", f.no_env, "Ignore FSDP_*/ACCELERATE_* variables of the shell");
+  cmd->add_option("--world-size", f.world_size, "Total number of ranks");
+  cmd->add_option("--num-machines", f.num_machines, "Nodes (hybrid strategies shard within a node)");
+  cmd->add_option("--fsdp-version", f.fsdp_version, "1 or 2")->check(CLI::IsMember({1, 2}));
+  cmd->add_option("--sharding-strategy", f.strategy, "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, ...");
+  cmd->add_option("--policy", f.policy, "Auto-wrap policy")->check(CLI::IsMember({"transformer", "size", "none"}));
+  cmd->add_option("--wrap-cls", f.wrap_cls, "Comma-separated layer classes to wrap (default: _no_split_modules)");
+  cmd->add_option("--min-num-params", f.min_num_params, "Size policy threshold");
+  cmd->add_option("--use-orig-params", f.use_orig_params, "true/false");
+  cmd->add_option("--offload-params", f.offload_params, "true/false: CPU offload of parameters and gradients");
+  cmd->add_option("--mixed-precision", f.mixed_precision, "no, bf16 or fp16")
+      ->check(CLI::IsMember({"no", "bf16", "fp16"}));
+  cmd->add_option("--reshard-after-forward", f.reshard_after_forward, "FSDP2: true/false");
+  cmd->add_option("--frozen", f.frozen, "Regex of parameter names that do not require grad");
+  cmd->add_option("--torch-version", f.torch_version, "FSDP semantics of this torch release (default 2.9)");
+  cmd->add_option("--accelerate-version", f.accelerate_version, "accelerate release (default 1.14)");
+  cmd->add_option("--transformers-version", f.transformers_version, "Module layout of this transformers release");
+  cmd->add_option("--attn-implementation", f.attn_implementation, "eager, sdpa or flash_attention_2")
+      ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
+  cmd->add_flag("--config-only", f.config_only, "Ignore safetensors files");
+  cmd->add_option("--gpu-memory", f.gpu_memory, "Memory of one GPU (default 80GiB)");
+}
+
+std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContext& ctx, std::string& error) {
+  PreflightRequest req;
+  req.rules_dir = ctx.rules_dir;
+  req.model = f.model;
+  req.config_only = f.config_only;
+  req.resolve.attn_implementation = f.attn_implementation;
+  if (!f.config.empty()) req.accelerate_config = f.config;
+  for (auto [text, setting, flag] : {std::tuple{&f.torch_version, &req.defaults.torch_version, "--torch-version"},
+                                     std::tuple{&f.accelerate_version, &req.defaults.accelerate_version,
+                                                "--accelerate-version"}}) {
+    if (text->empty()) continue;
+    auto v = Version::parse(*text);
+    if (!v) {
+      error = fmt::format("expected a version like 2.4.1 for {}, found '{}'", flag, *text);
+      return std::nullopt;
+    }
+    *setting = {*v, flag};
+  }
+  if (!f.transformers_version.empty()) {
+    auto v = Version::parse(f.transformers_version);
+    if (!v) {
+      error = fmt::format("expected a version for --transformers-version, found '{}'", f.transformers_version);
+      return std::nullopt;
+    }
+    req.resolve.transformers = *v;
+  }
+  const auto gpu = parse_size(f.gpu_memory);
+  if (!gpu) {
+    error = fmt::format("expected a size like 80GiB for --gpu-memory, found '{}'", f.gpu_memory);
+    return std::nullopt;
+  }
+  req.memory.gpu_memory = *gpu;
+  std::optional<ShardingStrategy> strategy;
+  if (!f.strategy.empty() && !(strategy = parse_strategy(f.strategy))) {
+    error = fmt::format("expected FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or _HYBRID_SHARD_ZERO2 (or 1-5) for "
+                        "--sharding-strategy, found '{}'",
+                        f.strategy);
+    return std::nullopt;
+  }
+  if (!f.env_file.empty()) {
+    std::ifstream in(f.env_file);
+    if (!in) {
+      error = fmt::format("cannot read --env-file {}", f.env_file);
+      return std::nullopt;
+    }
+    std::stringstream ss;
+    ss << in.rdbuf();
+    req.env = parse_env_file(ss.str());
+  } else if (!f.no_env) {
+    req.env = fsdp_environment_of_process();
+  }
+  req.overrides = [f, strategy](FsdpSettings& s) {
+    from_cli(s.world_size, f.world_size, "--world-size");
+    from_cli(s.num_machines, f.num_machines, "--num-machines");
+    from_cli(s.fsdp_version, f.fsdp_version, "--fsdp-version");
+    from_cli(s.min_num_params, f.min_num_params, "--min-num-params");
+    from_cli(s.use_orig_params, f.use_orig_params, "--use-orig-params");
+    from_cli(s.offload_params, f.offload_params, "--offload-params");
+    from_cli(s.sharding_strategy, strategy, "--sharding-strategy");
+    if (f.reshard_after_forward) s.reshard_after_forward = {*f.reshard_after_forward, "--reshard-after-forward"};
+    if (!f.policy.empty())
+      s.policy = {f.policy == "transformer" ? WrapPolicyKind::transformer
+                  : f.policy == "size"      ? WrapPolicyKind::size
+                                            : WrapPolicyKind::none,
+                  "--policy"};
+    if (!f.wrap_cls.empty()) s.wrap_classes = {split_classes(f.wrap_cls), "--wrap-cls"};
+    if (!f.frozen.empty()) s.frozen = {f.frozen, "--frozen"};
+    if (!f.mixed_precision.empty()) s.mixed_precision = {f.mixed_precision, "--mixed-precision"};
+  };
+  return req;
+}
+
+}  // namespace shardcheck::cli

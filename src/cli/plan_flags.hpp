@@ -1,0 +1,28 @@
+#pragma once
+// The flags `plan` and `check` share: every FSDP setting can be given on the command line, where it
+// overrides the accelerate config file and the environment.
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string>
+
+#include "cli/commands.hpp"
+#include "shardcheck/preflight.hpp"
+
+namespace shardcheck::cli {
+
+struct PlanFlags {
+  std::string model, config, env_file, format = "text";
+  bool no_env = false, config_only = false;
+  std::string transformers_version, torch_version, accelerate_version, attn_implementation = "sdpa";
+  std::optional<int> world_size, num_machines, fsdp_version;
+  std::string strategy, policy, wrap_cls, frozen, mixed_precision, gpu_memory = "80GiB";
+  std::optional<std::int64_t> min_num_params;
+  std::optional<bool> use_orig_params, reshard_after_forward, offload_params;
+};
+
+void add_plan_flags(CLI::App* cmd, PlanFlags& f);
+// Builds the pipeline request; on a bad flag value returns nullopt with the message in `error`.
+std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContext& ctx, std::string& error);
+
+}  // namespace shardcheck::cli

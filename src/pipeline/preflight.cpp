@@ -1,0 +1,86 @@
+#include "shardcheck/preflight.hpp"
+
+#include <fmt/format.h>
+
+#include "shardcheck/accelerate_schema.hpp"
+#include "shardcheck/effective_settings.hpp"
+#include "shardcheck/model_source.hpp"
+#include "shardcheck/registry.hpp"
+
+namespace shardcheck {
+
+PreflightResult run_preflight(const PreflightRequest& req) {
+  PreflightResult r;
+  r.settings = req.defaults;
+
+  // Accelerate config: lint it (check), and read the settings accelerate launch would export. When
+  // the file has fixable errors (the seed's lost indentation), the plan is computed from the fixed
+  // text, so the user sees both what is wrong and the shard tree the corrected file gives.
+  if (req.accelerate_config) {
+    r.config_doc = load_config_doc(*req.accelerate_config, r.sink);
+    auto schema = AccelerateSchema::load(req.rules_dir, r.sink);
+    if (r.config_doc && schema) {
+      LintOptions lo;
+      lo.accelerate = r.settings.accelerate_version.value;
+      lo.torch = r.settings.torch_version.value;
+      lo.audit_env = !req.env.empty();
+      lo.env = req.env;
+      DiagnosticSink lint_sink;
+      lint_document(*r.config_doc, *schema, lo, lint_sink);
+      const ConfigDoc* effective = &*r.config_doc;
+      std::optional<ConfigDoc> fixed;
+      bool fixable_errors = false;
+      for (const auto& d : lint_sink.items()) fixable_errors = fixable_errors || (d.severity == Severity::error && !d.fix.empty());
+      if (fixable_errors) {
+        DiagnosticSink ignore;
+        std::string text = fix_to_fixpoint(r.config_doc->text, r.config_doc->path, *schema, lo);
+        // Sources then read "<file> (fixed):LINE": line numbers of the fixed text, not the original.
+        fixed = parse_config_doc(std::move(text), r.config_doc->path + " (fixed)", ignore);
+        if (fixed) {
+          effective = &*fixed;
+          r.planned_config_note = fmt::format("{} has errors; the plan below uses it with shardcheck's fixes applied "
+                                              "(`shardcheck lint --fix`)",
+                                              r.config_doc->path);
+        }
+      }
+      if (req.lint) r.sink.append(lint_sink);
+      apply_accelerate_config(*effective, *schema, req.env, r.settings);
+    }
+  }
+  if (req.overrides) req.overrides(r.settings);
+
+  DiagnosticSink model_sink;
+  auto inputs = load_model(req.model, req.config_only, model_sink);
+  const bool model_ok = inputs && !model_sink.has_errors();
+  r.sink.append(model_sink);
+  if (!model_ok) return r;
+  auto registry = Registry::load_for(req.rules_dir, inputs->config, r.sink);
+  if (!registry) return r;
+  r.tree = build_module_tree(inputs->config, inputs->checkpoint ? &*inputs->checkpoint : nullptr, *registry,
+                             req.resolve, r.sink);
+  if (!r.tree) return r;
+
+  const std::size_t errors_before = r.sink.count(Severity::error);
+  resolve_wrap_classes(*r.tree, r.settings, r.sink);
+  const bool wrap_failed = r.sink.count(Severity::error) > errors_before;  // accelerate would stop here
+  r.plan = r.settings.fsdp_version.value == 2 ? plan_fsdp2(*r.tree, r.settings, r.sink)
+                                              : plan_fsdp1(*r.tree, r.settings, r.sink);
+  if (!wrap_failed) check_plan_coverage(*r.tree, r.settings, *r.plan, r.sink);
+  r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
+  r.comm = communication(*r.plan, r.settings);
+  if (!r.memory.fits) {
+    Diagnostic d;
+    d.code = "FIT001";
+    d.severity = Severity::error;
+    d.location.file = req.model;
+    d.message = fmt::format("the plan needs {} bytes per GPU on rank {} but a GPU has {} (params, grads and optimizer "
+                            "states sharded; the largest unsharded units resident; activations not counted)",
+                            r.memory.peak, r.memory.peak_rank, r.memory.gpu_memory);
+    d.help = "use more GPUs, fsdp_offload_params: true, mixed precision, or a larger --gpu-memory if the GPU has it";
+    d.exit_code = ExitCode::findings;
+    r.sink.report(std::move(d));
+  }
+  return r;
+}
+
+}  // namespace shardcheck

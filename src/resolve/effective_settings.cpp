@@ -1,0 +1,107 @@
+// Effective FSDP settings from an accelerate config file and the caller's environment, the way
+// `accelerate launch` turns them into the FSDP_* environment the plugin reads
+// (accelerate commands/launch.py `_validate_launch_command`, utils/launch.py
+// `prepare_multi_gpu_env`, utils/dataclasses.py `FullyShardedDataParallelPlugin.__post_init__`;
+// shared-research/accelerate-config.md §2.2, §2.4). Every value keeps its source.
+#include <fmt/format.h>
+
+#include "shardcheck/effective_settings.hpp"
+#include "shardcheck/lint.hpp"
+
+namespace shardcheck {
+namespace {
+
+std::string where(const ConfigDoc& doc, const YamlEntry* e) { return fmt::format("{}:{}", doc.path, e->key_pos.line); }
+
+const EnvVar* find_env(const std::vector<EnvVar>& env, std::string_view name) {
+  const EnvVar* found = nullptr;
+  for (const auto& v : env)
+    if (v.name == name) found = &v;  // the last assignment wins, as in a shell
+  return found;
+}
+
+std::vector<std::string> split_no_strip(const std::string& s) {
+  // transformer_cls_names_to_wrap.split(","): no strip, so " LlamaMLP" keeps its space.
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t comma = s.find(',', start);
+    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::optional<WrapPolicyKind> policy_from(std::string_view name) {
+  if (name == "TRANSFORMER_BASED_WRAP") return WrapPolicyKind::transformer;
+  if (name == "SIZE_BASED_WRAP") return WrapPolicyKind::size;
+  if (name == "NO_WRAP") return WrapPolicyKind::none;
+  return std::nullopt;
+}
+
+std::string upper(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schema, const std::vector<EnvVar>& env,
+                             FsdpSettings& s) {
+  DiagnosticSink quiet;  // the linter reports problems; here we only read values
+  LintOptions opts;
+  opts.accelerate = s.accelerate_version.value;
+  LintContext ctx(doc, schema, opts, quiet);
+
+  if (const YamlEntry* e = ctx.top("num_processes"); e && ctx.top_int("num_processes"))
+    s.world_size = {static_cast<int>(*ctx.top_int("num_processes")), where(doc, e)};
+  if (const YamlEntry* e = ctx.top("num_machines"); e && ctx.top_int("num_machines"))
+    s.num_machines = {static_cast<int>(*ctx.top_int("num_machines")), where(doc, e)};
+  if (const YamlEntry* e = ctx.top("mixed_precision"); e && e->value && e->value->is_scalar()) {
+    // accelerate's FSDP mixed precision: fp8 computes in bf16 (set_mixed_precision).
+    std::string mp = python_str(*e->value);
+    if (mp == "fp8") mp = "bf16";
+    if (mp == "bf16" || mp == "fp16" || mp == "no") s.mixed_precision = {mp, where(doc, e)};
+  }
+
+  if (const YamlEntry* e = ctx.fsdp("fsdp_version"))
+    s.fsdp_version = {ctx.fsdp_version(), where(doc, e)};
+  if (s.fsdp_version.value == 1) {
+    // FSDP1 reads FSDP_SHARDING_STRATEGY, which the launcher always exports (default FULL_SHARD);
+    // a v1.6+ file that only has fsdp_reshard_after_forward: <STRATEGY> therefore runs FULL_SHARD.
+    if (auto v = ctx.fsdp_enum("fsdp_sharding_strategy"); v && parse_strategy(*v))
+      s.sharding_strategy = {*parse_strategy(*v), where(doc, ctx.fsdp("fsdp_sharding_strategy"))};
+    else
+      s.sharding_strategy = {ShardingStrategy::full_shard, "accelerate launch default"};
+  } else if (auto b = ctx.fsdp_bool("fsdp_reshard_after_forward")) {
+    s.reshard_after_forward = {*b, where(doc, ctx.fsdp("fsdp_reshard_after_forward"))};
+  }
+
+  // Keys the launcher exports only when configured leak in from the shell when absent.
+  if (const YamlEntry* e = ctx.fsdp("fsdp_auto_wrap_policy")) {
+    if (auto v = ctx.fsdp_enum("fsdp_auto_wrap_policy"); v && policy_from(*v)) s.policy = {*policy_from(*v), where(doc, e)};
+  } else if (const EnvVar* v = find_env(env, "FSDP_AUTO_WRAP_POLICY"); v && policy_from(upper(v->value))) {
+    s.policy = {*policy_from(upper(v->value)), "env FSDP_AUTO_WRAP_POLICY"};
+  } else {
+    s.policy = {WrapPolicyKind::none, "accelerate plugin default (NO_WRAP)"};
+  }
+  if (const YamlEntry* e = ctx.fsdp("fsdp_transformer_layer_cls_to_wrap"); e && e->value && !e->value->is_null()) {
+    s.wrap_classes = {split_no_strip(python_str(*e->value)), where(doc, e)};
+  } else if (const EnvVar* v = find_env(env, "FSDP_TRANSFORMER_CLS_TO_WRAP")) {
+    s.wrap_classes = {split_no_strip(v->value), "env FSDP_TRANSFORMER_CLS_TO_WRAP"};
+  }
+  if (const YamlEntry* e = ctx.fsdp("fsdp_min_num_params"); e && e->value && e->value->is_scalar() &&
+                                                              e->value->scalar().type == YamlType::integer)
+    s.min_num_params = {e->value->scalar().integer, where(doc, e)};
+  else
+    s.min_num_params = {100'000'000, "accelerate launch default"};
+  if (const YamlEntry* e = ctx.fsdp("fsdp_use_orig_params"); e && ctx.fsdp_bool("fsdp_use_orig_params"))
+    s.use_orig_params = {*ctx.fsdp_bool("fsdp_use_orig_params"), where(doc, e)};
+  else
+    s.use_orig_params = {true, "accelerate launch default"};  // exported as "true" (not the plugin's False)
+  if (const YamlEntry* e = ctx.fsdp("fsdp_offload_params"); e && ctx.fsdp_bool("fsdp_offload_params"))
+    s.offload_params = {*ctx.fsdp_bool("fsdp_offload_params"), where(doc, e)};
+}
+
+}  // namespace shardcheck

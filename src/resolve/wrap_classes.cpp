@@ -1,0 +1,160 @@
+// The layer classes accelerate wraps (utils/dataclasses.py `set_auto_wrap_policy` for FSDP1,
+// utils/fsdp_utils.py `fsdp2_prepare_auto_wrap_policy` for FSDP2; shared-research/
+// accelerate-config.md §3.3). Class names are matched exactly against `type(m).__name__` by a
+// depth-first search (`get_module_class_from_name`): no stripping, case-sensitive.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "shardcheck/effective_settings.hpp"
+
+namespace shardcheck {
+namespace {
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// Classes of modules that sit in a numbered container: the blocks a user means to wrap.
+std::vector<std::string> block_classes(const ModuleTree& tree) {
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  for (const auto& m : tree.modules)
+    if (!m.name.empty() && std::isdigit(static_cast<unsigned char>(m.name[0])) && m.total_numel > 0 &&
+        seen.insert(m.cls).second)
+      out.push_back(m.cls);
+  return out;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
+  return s;
+}
+
+// A setting's source is "FILE:LINE" when it came from the accelerate config; otherwise the finding
+// is about the model (its config.json) and the message says where the value came from.
+Diagnostic diag(std::string code, Severity sev, const std::string& source, const ModuleTree& tree, std::string message,
+                std::string help) {
+  Diagnostic d;
+  d.code = std::move(code);
+  d.severity = sev;
+  const auto colon = source.rfind(':');
+  if (colon != std::string::npos && colon + 1 < source.size() &&
+      std::all_of(source.begin() + static_cast<std::ptrdiff_t>(colon) + 1, source.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    d.location.file = source.substr(0, colon);
+    d.location.line = std::stoi(source.substr(colon + 1));
+    d.location.column = 1;
+  } else {
+    d.location.file = tree.config_path;
+    message += fmt::format(" (from {})", source);
+  }
+  d.message = std::move(message);
+  d.help = std::move(help);
+  d.exit_code = ExitCode::findings;
+  return d;
+}
+
+}  // namespace
+
+void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSink& sink) {
+  if (s.policy.value != WrapPolicyKind::transformer) return;
+  const Version& acc = s.accelerate_version.value;
+  if (s.wrap_classes.value.empty()) {
+    if (acc == Version{0, 34, 0} && s.fsdp_version.value == 1) {
+      // v0.34.0 joined _no_split_modules into one string and iterated it (fixed in 0.34.1, #3075).
+      std::string joined = join(tree.no_split_modules);
+      joined.erase(std::remove(joined.begin(), joined.end(), ' '), joined.end());
+      std::vector<std::string> chars;
+      for (char c : joined) chars.emplace_back(1, c);
+      s.wrap_classes = {chars, "model _no_split_modules, iterated per character by accelerate 0.34.0"};
+    } else {
+      s.wrap_classes = {tree.no_split_modules, "model _no_split_modules"};
+    }
+  }
+  if (s.wrap_classes.value.empty()) {
+    sink.report(diag(acc < Version{1, 0, 0} ? "PLAN010" : "PLAN011",
+                     acc < Version{1, 0, 0} ? Severity::error : Severity::warning, s.wrap_classes.source, tree,
+                     acc < Version{1, 0, 0}
+                         ? "Could not find the transformer layer class to wrap in the model. (the model declares no "
+                           "_no_split_modules, so the class list is [''])"
+                         : "TRANSFORMER_BASED_WRAP with an empty class list wraps nothing: every parameter stays in "
+                           "the root unit",
+                     fmt::format("set fsdp_transformer_layer_cls_to_wrap (the blocks of this model: {})",
+                                 join(block_classes(tree)))));
+    return;
+  }
+  std::set<std::string> present;
+  for (const auto& m : tree.modules) present.insert(m.cls);
+  for (const auto& name : s.wrap_classes.value) {
+    if (present.count(name)) continue;
+    std::string help = fmt::format("the block classes of this {} model are: {}", tree.architecture,
+                                   join(block_classes(tree)));
+    std::string best;
+    std::size_t best_d = 4;
+    for (const auto& c : present)
+      if (auto d = edit_distance(name, c); d < best_d) {
+        best_d = d;
+        best = c;
+      }
+    const auto trimmed_start = name.find_first_not_of(' ');
+    if (trimmed_start != std::string::npos && name != name.substr(trimmed_start, name.find_last_not_of(' ') - trimmed_start + 1))
+      help = fmt::format("'{}' has spaces: accelerate splits the list on ',' without stripping; write the names "
+                         "with commas only. ",
+                         name) + help;
+    else if (!best.empty())
+      help = fmt::format("did you mean '{}'? ", best) + help;
+    if (s.wrap_classes.source.find("per character") != std::string::npos)
+      help = "accelerate 0.34.0 iterates the characters of _no_split_modules (fixed in 0.34.1): set "
+             "fsdp_transformer_layer_cls_to_wrap explicitly or upgrade. " + help;
+    const std::string message = acc < Version{0, 34, 0}
+                                    ? "Exception: Could not find the transformer layer class to wrap in the model."
+                                    : fmt::format("ValueError: Could not find the transformer layer class {} in the "
+                                                  "model.",
+                                                  name);
+    sink.report(diag("PLAN012", Severity::error, s.wrap_classes.source, tree, message, help));
+    break;  // accelerate raises on the first class it cannot find
+  }
+}
+
+void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink) {
+  if (s.policy.value == WrapPolicyKind::transformer) {
+    for (const auto& name : s.wrap_classes.value) {
+      bool any = false, with_params = false;
+      for (const auto& m : tree.modules)
+        if (m.cls == name) {
+          any = true;
+          with_params = with_params || m.total_numel > 0;
+        }
+      if (any && !with_params)
+        sink.report(diag("PLAN013", Severity::warning, s.wrap_classes.source, tree,
+                         fmt::format("wrap class {} exists in the model but none of its modules has parameters, so "
+                                     "its units are empty",
+                                     name),
+                         fmt::format("wrap the blocks instead: {}", join(block_classes(tree)))));
+    }
+  }
+  if (plan.units.empty() || tree.num_params == 0 || plan.shard_group == 1) return;
+  for (const auto& u : plan.units)
+    if (u.module == 0 && u.numel * 2 > tree.num_params)
+      sink.report(diag("PLAN014", Severity::warning, s.policy.source, tree,
+                       fmt::format("the root unit keeps {} of {} parameters ({:.0f}%): those are all-gathered whole "
+                                   "on every rank for the whole step",
+                                   u.numel, tree.num_params, 100.0 * static_cast<double>(u.numel) /
+                                                                 static_cast<double>(tree.num_params)),
+                       "wrap the repeated blocks (TRANSFORMER_BASED_WRAP with the model's layer class)"));
+}
+
+}  // namespace shardcheck
