@@ -1,0 +1,112 @@
+"""CLI cases for `shardcheck plan` and `shardcheck check`. Numbers are hand arithmetic from the torch
+sources (see tests/unit/test_plan_fsdp.cpp for the derivations) or accelerate's exact messages."""
+import json
+
+LLAMA = "{src}/fixtures/models/llama"
+
+
+def units_by_path(doc):
+    return {u["path"]: u for u in doc["units"]}
+
+
+def fsdp1_w3(doc):
+    u = units_by_path(doc)
+    if u[""]["shard_numel"] != 500 or u[""]["numel"] != 1500:
+        return f"root: {u['']['numel']} / {u['']['shard_numel']}, expected 1500 / 500"
+    l1 = u["model.layers.1"]
+    if (l1["numel"], l1["shard_numel"], l1["rank_pad"]) != (4360, 1454, [0, 0, 2]):
+        return f"layer 1: {l1['numel']} {l1['shard_numel']} {l1['rank_pad']}"
+    if doc["settings"]["world_size"]["source"] != "--world-size":
+        return "world_size should come from --world-size"
+    return None
+
+
+def fsdp1_w3_memory(doc):
+    # bf16 (2 B), no mixed precision, use_orig_params=False (optimizer over padded FlatParameters):
+    # params = grads = (500 + 3*1454) * 2 = 9724; AdamW = 2 * 9724 = 19448.
+    m = doc["memory"]["per_rank_bytes"]
+    got = (m["params"], m["grads"], m["optimizer"])
+    return None if got == (9724, 9724, 19448) else f"persistent bytes {got}, expected (9724, 9724, 19448)"
+
+
+def fsdp2_w3(doc):
+    l0 = units_by_path(doc)["model.layers.0"]
+    if (l0["shard_numel"], l0["rank_pad"]) != (1538, [0, 0, 254]):
+        return f"layer 0: {l0['shard_numel']} {l0['rank_pad']}, expected 1538 [0, 0, 254]"
+    tail = units_by_path(doc)["model.norm"]
+    if tail.get("modules") != ["model.norm", "lm_head"] or tail["reshard_after_forward"] is not False:
+        return f"tail group {tail}"
+    return None
+
+
+def comm_w3(doc):
+    # FSDP1 FULL_SHARD: root all-gathers once (kept through backward), each layer twice; every unit
+    # reduce-scatters once. bf16: root 1500*2 = 3000 B; layer padded 4362*2 = 8724 B.
+    c = doc["comm"]["per_step"]
+    want_ag = 3000 + 3 * 2 * 8724
+    want_rs = 3000 + 3 * 8724
+    got = (c["all_gather_bytes"], c["reduce_scatter_bytes"], c["all_gathers"], c["reduce_scatters"])
+    return None if got == (want_ag, want_rs, 7, 4) else f"comm {got}, expected {(want_ag, want_rs, 7, 4)}"
+
+
+def sarif_ok(doc):
+    if doc.get("version") != "2.1.0" or not doc.get("runs"):
+        return "not SARIF 2.1.0"
+    results = doc["runs"][0]["results"]
+    rules = {r["id"] for r in doc["runs"][0]["tool"]["driver"]["rules"]}
+    if not results or any(r["ruleId"] not in rules for r in results):
+        return "every result needs a rule in tool.driver.rules"
+    return None
+
+
+CASES = [
+    {"name": "plan FSDP1 W=3 units", "args": ["plan", LLAMA, "--world-size", "3", "--format", "json"], "json": fsdp1_w3},
+    {"name": "plan FSDP1 W=3 memory", "args": ["plan", LLAMA, "--world-size", "3", "--format", "json"],
+     "json": fsdp1_w3_memory},
+    {"name": "plan FSDP1 W=3 communication", "args": ["plan", LLAMA, "--world-size", "3", "--format", "json"],
+     "json": comm_w3},
+    {"name": "plan FSDP2 W=3 groups", "args": ["plan", LLAMA, "--world-size", "3", "--fsdp-version", "2",
+                                               "--format", "json"], "json": fsdp2_w3},
+    {"name": "plan text collapses layers", "args": ["plan", LLAMA, "--world-size", "3"],
+     "stdout": ["model.layers.{{0-2}}", "3 x LlamaDecoderLayer", "r2:2", "fits in 80.00 GiB"]},
+    {"name": "plan reads the official accelerate template",
+     "args": ["plan", LLAMA, "--no-env", "--config",
+              "{src}/fixtures/configs/good_docs_fsdp_template.yaml", "--format", "json"],
+     "json": lambda d: None if d["settings"]["auto_wrap_policy"]["value"] == "TRANSFORMER_BASED_WRAP" else "policy"},
+    {"name": "plan: bad --gpu-memory is a usage error", "args": ["plan", LLAMA, "--gpu-memory", "lots"], "exit": 2},
+    {"name": "check: the seed's flattened config is an error, and the plan of the fixed file is shown",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/configs/seed_000_flattened_fsdp_config.yaml",
+              "--model", LLAMA], "exit": 1,
+     "stdout": ["seed_000_flattened_fsdp_config.yaml:6:1: error", "[flattened-fsdp-config]", "with shardcheck's fixes applied",
+                "3 x LlamaDecoderLayer"]},
+    {"name": "check: accelerate 0.34.0 per-character _no_split_modules gives class L",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/check/tf_no_cls.yaml", "--model", LLAMA,
+              "--accelerate-version", "0.34.0"], "exit": 1,
+     "stdout": ["Could not find the transformer layer class L in the model."],
+     "not_stdout": ["class l in the model"]},
+    {"name": "check: the same file is clean on accelerate 0.34.1",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/check/tf_no_cls.yaml", "--model", LLAMA,
+              "--accelerate-version", "0.34.1"], "exit": 0, "stdout": ["0 error(s)"]},
+    {"name": "check: a misspelled class gets accelerate's error and a did-you-mean",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/check/wrong_cls.yaml", "--model", LLAMA], "exit": 1,
+     "stdout": ["wrong_cls.yaml:7:1: error: ValueError: Could not find the transformer layer class LlamaDecoderLayr",
+                "did you mean 'LlamaDecoderLayer'"]},
+    {"name": "check: NO_WRAP warns that the root keeps everything; --strict fails on it",
+     "args": ["check", "--no-env", "--strict", "--config", "{src}/fixtures/check/no_policy.yaml", "--model", LLAMA],
+     "exit": 1, "stdout": ["root unit keeps 14580 of 14580"]},
+    {"name": "check: a stale FSDP_AUTO_WRAP_POLICY leaks in when the file has no policy",
+     "args": ["check", "--config", "{src}/fixtures/check/no_policy.yaml", "--model", LLAMA, "--format", "json"],
+     "env": {"FSDP_AUTO_WRAP_POLICY": "transformer_based_wrap"},
+     "json": lambda d: None if d["settings"]["auto_wrap_policy"]["source"] == "env FSDP_AUTO_WRAP_POLICY"
+     else f"policy source {d['settings']['auto_wrap_policy']}"},
+    {"name": "check: does not fit in a tiny GPU (exit 1, FIT001)",
+     "args": ["check", "--no-env", "--model", LLAMA, "--world-size", "2", "--gpu-memory", "10KiB"], "exit": 1,
+     "stdout": ["FIT001", "DOES NOT FIT"]},
+    {"name": "check: SARIF output", "args": ["check", "--no-env", "--config", "{src}/fixtures/check/wrong_cls.yaml",
+                                              "--model", LLAMA, "--format", "sarif"], "exit": 1, "json": sarif_ok},
+    {"name": "check: GitHub annotations", "args": ["check", "--no-env", "--config", "{src}/fixtures/check/wrong_cls.yaml",
+                                                    "--model", LLAMA, "--format", "github"], "exit": 1,
+     "stdout": ["::error file="]},
+    {"name": "check: missing model is an I/O error (exit 3)",
+     "args": ["check", "--no-env", "--model", "{work}/nope"], "exit": 3},
+]
