@@ -19,7 +19,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   if (req.accelerate_config) {
     r.config_doc = load_config_doc(*req.accelerate_config, r.sink);
     auto schema = AccelerateSchema::load(req.rules_dir, r.sink);
-    if (r.config_doc && schema) {
+    if (!r.config_doc || !schema) return r;  // unreadable or unparsable: planning on defaults would mislead
+    {
       LintOptions lo;
       lo.accelerate = r.settings.accelerate_version.value;
       lo.torch = r.settings.torch_version.value;

@@ -110,3 +110,7 @@ CASES = [
     {"name": "check: missing model is an I/O error (exit 3)",
      "args": ["check", "--no-env", "--model", "{work}/nope"], "exit": 3},
 ]
+CASES += [
+    {"name": "plan: an unreadable --config stops before planning (exit 3)",
+     "args": ["plan", LLAMA, "--config", "{work}/missing.yaml"], "exit": 3, "not_stdout": ["FSDP1"]},
+]
