@@ -1,7 +1,7 @@
 // Benchmark (not a test): `shardcheck lint` cost. Prints medians of
 //   (1) one typical config linted end to end in a fresh process (fork + exec of the CLI), goal < 5 ms;
 //   (2) 1,000 configs linted in one process (load + all rules), goal < 1 s;
-//   (3) the in-process cost of one config (parse + lint).
+//   (3) the in-process cost of one config (parse + lint), and of loading the schema (once per process).
 //   bench_lint [SHARDCHECK_BINARY] [RULES_DIR] [CONFIG] [N]
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -85,6 +85,11 @@ int main(int argc, char** argv) {
       if (auto doc = parse_config_doc(text, config, s)) lint_document(*doc, *schema, opts, s);
     }
   });
+  const double schema_ms = median_ms(n, [&] {
+    DiagnosticSink s;
+    (void)AccelerateSchema::load(rules, s);
+  });
+  std::printf("load rules/accelerate/schema.yaml (median of %d):  %.3f ms\n", n, schema_ms);
   std::printf("lint one config, fresh process (median of %d): %.2f ms  (goal < 5 ms)\n", n, per_process);
   std::printf("lint one config, in process   (median of %d): %.3f ms\n", n * 10, in_process);
   std::printf("lint 1,000 configs, one process (median):      %.1f ms  (goal < 1000 ms)\n", thousand);

@@ -84,10 +84,15 @@ std::optional<ConfigDoc> load_config_doc(const std::string& path, DiagnosticSink
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return io_error("cannot read the config: permission denied or unreadable");
+  // Size the buffer from the file (a pipe or /proc file reports 0: fall back to reading in chunks),
+  // never more than the limit + 1 byte, so that an oversized stream is still caught.
   std::string text;
-  text.resize(limits.max_bytes + 1);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t want = ec ? 0 : static_cast<std::size_t>(size);
+  want = std::min(want, limits.max_bytes) + 1;
+  char chunk[16384];
+  text.reserve(want);
+  while (text.size() <= limits.max_bytes && in.read(chunk, sizeof chunk).gcount() > 0)
+    text.append(chunk, static_cast<std::size_t>(in.gcount()));
   return parse_config_doc(std::move(text), path, sink, limits);
 }
 

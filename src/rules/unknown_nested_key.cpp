@@ -31,6 +31,10 @@ void check(LintContext& ctx) {
       candidates.push_back(k);
       if (section.prefix_optional && k.rfind(section.prefix, 0) == 0) candidates.push_back(k.substr(section.prefix.size()));
     }
+    std::vector<std::string> names;
+    for (const auto& [k, spec] : section.keys)
+      if (spec.exists_in(ctx.version()) && spec.renamed_to.empty()) names.push_back(k);
+    const std::string known = quoted_list(names, "and");
     for (const auto& e : m->entries) {
       if (section.find(e.key)) continue;
       std::string message = fmt::format("unknown key `{}` in `{}` is silently ignored by accelerate", e.key, name);
@@ -39,13 +43,7 @@ void check(LintContext& ctx) {
       else if (auto guess = did_you_mean(e.key, candidates); !guess.empty())
         message += fmt::format(" (did you mean `{}`?)", guess);
       ctx.report(kUnknownNestedKey, ctx.doc.key_location(e), message,
-                 fmt::format("accelerate {} knows these `{}` keys: {}", ctx.version().str(), name,
-                             [&] {
-                               std::vector<std::string> names;
-                               for (const auto& [k, spec] : section.keys)
-                                 if (spec.exists_in(ctx.version()) && spec.renamed_to.empty()) names.push_back(k);
-                               return quoted_list(names, "and");
-                             }()));
+                 fmt::format("accelerate {} knows these `{}` keys: {}", ctx.version().str(), name, known));
     }
   }
 }
