@@ -47,7 +47,7 @@ YAML::Node merge(const YAML::Node& parent, const YAML::Node& child) {
   out.remove("abstract");
   for (auto it = child.begin(); it != child.end(); ++it) {
     const std::string key = it->first.as<std::string>();
-    const YAML::Node& value = it->second;
+    const YAML::Node value = it->second;  // a copy: it->second lives only as long as the iterator proxy
     const bool mergeable = key == "classes" || key == "vars" || key == "tied_weights" || key == "config";
     if (mergeable && value.IsMap() && out[key].IsMap()) {
       YAML::Node target = out[key];
