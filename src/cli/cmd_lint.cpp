@@ -12,12 +12,12 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "shardcheck/environment.hpp"
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/config_doc.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
 
-extern char** environ;
 
 namespace shardcheck::cli {
 namespace {
@@ -49,19 +49,6 @@ std::optional<std::string> read_text(const std::string& path) {
   return ss.str();
 }
 
-std::vector<EnvVar> process_environment() {
-  std::vector<EnvVar> out;
-  for (char** e = environ; e && *e; ++e) {
-    std::string_view kv(*e);
-    const auto eq = kv.find('=');
-    if (eq == std::string_view::npos) continue;
-    std::string name(kv.substr(0, eq));
-    if (name.rfind("FSDP_", 0) == 0 || name.rfind("ACCELERATE_", 0) == 0 || name.rfind("PARALLELISM_CONFIG_", 0) == 0)
-      out.push_back({name, std::string(kv.substr(eq + 1)), 0});
-  }
-  std::sort(out.begin(), out.end(), [](const EnvVar& a, const EnvVar& b) { return a.name < b.name; });
-  return out;
-}
 
 std::vector<SarifRule> sarif_rules() {
   std::vector<SarifRule> out;
@@ -129,7 +116,7 @@ int run_lint(LintArgs a, const CliContext& ctx) {
       opts.env_source = a.env_file;
       sources[a.env_file] = *text;
     } else {
-      opts.env = process_environment();
+      opts.env = fsdp_environment_of_process();
     }
   }
 
