@@ -21,23 +21,13 @@
 using namespace shardcheck;
 using Clock = std::chrono::steady_clock;
 
+#include "bench_util.hpp"
+
+using shardcheck::bench::median;
+using shardcheck::bench::median_ms;
+
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
-template <class F>
-double median_ms(int n, F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < n; ++i) {
-    auto t0 = Clock::now();
-    f();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
-  }
-  return median(t);
-}
 
 int run_process(const std::string& binary, const std::string& rules, const std::string& config) {
   const pid_t pid = fork();

@@ -33,13 +33,17 @@ std::string diagnostic_json(const Diagnostic& d) {
   return out;
 }
 
+void write_diagnostics(JsonWriter& w, const std::vector<Diagnostic>& diagnostics) {
+  w.key("diagnostics").begin_array();
+  for (const auto& d : diagnostics) w.raw(diagnostic_json(d));
+  w.end_array();
+}
+
 std::string render_diagnostics_json(const std::vector<Diagnostic>& diagnostics) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
-  w.key("diagnostics").begin_array();
-  for (const auto& d : diagnostics) w.raw(diagnostic_json(d));
-  w.end_array();
+  write_diagnostics(w, diagnostics);
   w.end_object();
   out += '\n';
   return out;

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shardcheck/diagnostics.hpp"
+
 namespace shardcheck {
 
 class JsonWriter {
@@ -33,6 +35,13 @@ class JsonWriter {
   JsonWriter& value(double v);
   JsonWriter& value(bool v) { value_prefix(); out_ += v ? "true" : "false"; return *this; }
   JsonWriter& null() { value_prefix(); out_ += "null"; return *this; }
+  // A list of plain values (numbers, strings, bools) as one JSON array.
+  template <class T>
+  JsonWriter& array(const std::vector<T>& items) {
+    begin_array();
+    for (const auto& x : items) value(x);
+    return end_array();
+  }
   // Splices already-serialised JSON in as one value.
   JsonWriter& raw(std::string_view json) { value_prefix(); out_ += json; return *this; }
 
@@ -52,5 +61,8 @@ class JsonWriter {
   std::vector<bool> stack_;  // per open container: "no element written yet"
   bool after_key_ = false;
 };
+
+// `"diagnostics": [...]` as a member of the object being written (every JSON output has it).
+void write_diagnostics(JsonWriter& w, const std::vector<Diagnostic>& diagnostics);
 
 }  // namespace shardcheck

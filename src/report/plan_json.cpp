@@ -25,11 +25,7 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
   setting(w, "fsdp_version", s.fsdp_version, integer);
   setting(w, "sharding_strategy", s.sharding_strategy, [&](ShardingStrategy v) { w.value(strategy_name(v)); });
   setting(w, "auto_wrap_policy", s.policy, [&](WrapPolicyKind v) { w.value(policy_name(v)); });
-  setting(w, "transformer_layer_cls_to_wrap", s.wrap_classes, [&](const std::vector<std::string>& v) {
-    w.begin_array();
-    for (const auto& c : v) w.value(c);
-    w.end_array();
-  });
+  setting(w, "transformer_layer_cls_to_wrap", s.wrap_classes, [&](const std::vector<std::string>& v) { w.array(v); });
   setting(w, "min_num_params", s.min_num_params, integer);
   setting(w, "use_orig_params", s.use_orig_params, boolean);
   setting(w, "mixed_precision", s.mixed_precision, text);
@@ -117,26 +113,16 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
     w.begin_object();
     w.key("path").value(u.path);
     w.key("class").value(u.cls);
-    if (!u.modules.empty()) {
-      w.key("modules").begin_array();
-      for (const auto& m : u.modules) w.value(m);
-      w.end_array();
-    }
+    if (!u.modules.empty()) w.key("modules").array(u.modules);
     w.key("numel").value(u.numel);
     w.key("padded_numel").value(u.padded_numel);
     w.key("shard_numel").value(u.shard_numel);
     w.key("dtype").value(dtype_name(u.dtype));
     w.key("requires_grad").value(u.requires_grad);
     if (u.reshard_after_forward) w.key("reshard_after_forward").value(*u.reshard_after_forward);
-    w.key("params").begin_array();
-    for (const auto& p : u.params) w.value(p);
-    w.end_array();
-    w.key("param_numels").begin_array();
-    for (auto n : u.param_numels) w.value(n);
-    w.end_array();
-    w.key("rank_pad").begin_array();
-    for (auto n : u.rank_pad) w.value(n);
-    w.end_array();
+    w.key("params").array(u.params);
+    w.key("param_numels").array(u.param_numels);
+    w.key("rank_pad").array(u.rank_pad);
     if (!u.layout.empty()) {
       w.key("layout").begin_array();
       for (const auto& slot : u.layout) {
@@ -159,19 +145,13 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
       }
       w.end_array();
     }
-    if (!u.duplicated.empty()) {
-      w.key("duplicated").begin_array();
-      for (const auto& p : u.duplicated) w.value(p);
-      w.end_array();
-    }
+    if (!u.duplicated.empty()) w.key("duplicated").array(u.duplicated);
     w.end_object();
   }
   w.end_array();
   memory_json(w, memory);
   comm_json(w, comm);
-  w.key("diagnostics").begin_array();
-  for (const auto& d : diagnostics) w.raw(diagnostic_json(d));
-  w.end_array();
+  write_diagnostics(w, diagnostics);
   w.end_object();
   out += '\n';
   return out;

@@ -30,9 +30,7 @@ std::string render_tree_json(const ModuleTree& tree, const std::vector<Diagnosti
     for (const auto& p : m.params) {
       w.begin_object();
       w.key("name").value(p.name);
-      w.key("shape").begin_array();
-      for (auto d : p.shape) w.value(d);
-      w.end_array();
+      w.key("shape").array(p.shape);
       w.key("dtype").value(dtype_name(p.dtype));
       if (!p.tied_to.empty()) w.key("tied_to").value(p.tied_to);
       if (p.buffer) w.key("buffer").value(true);
@@ -45,16 +43,12 @@ std::string render_tree_json(const ModuleTree& tree, const std::vector<Diagnosti
   w.key("tied").begin_array();
   for (const auto& t : tree.tied) w.begin_array().value(t.alias).value(t.target).end_array();
   w.end_array();
-  w.key("no_split_modules").begin_array();
-  for (const auto& c : tree.no_split_modules) w.value(c);
-  w.end_array();
+  w.key("no_split_modules").array(tree.no_split_modules);
   w.key("checkpoint_only").begin_object();
   w.key("tensors").value(tree.checkpoint_only_tensors);
   w.key("numel").value(tree.checkpoint_only_numel);
   w.end_object();
-  w.key("diagnostics").begin_array();
-  for (const auto& d : diagnostics) w.raw(diagnostic_json(d));
-  w.end_array();
+  write_diagnostics(w, diagnostics);
   w.end_object();
   out += '\n';
   return out;
