@@ -1,0 +1,167 @@
+#pragma once
+// Internals shared by src/load/safetensors.cpp and src/load/checkpoint_index.cpp. Not part of the
+// public API: callers outside src/load use include/shardcheck/checkpoint.hpp.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "shardcheck/checkpoint.hpp"
+
+namespace shardcheck::detail {
+
+// The 8-byte little-endian header length that opens every safetensors file (tensor.rs N_LEN).
+inline constexpr std::uint64_t kLengthPrefixBytes = 8;
+
+// A tensor or file name as it appears in a one-line message: in single quotes, control bytes
+// escaped (a name may contain anything JSON can encode), very long names cut.
+std::string shown(std::string_view name);
+
+// Size of the data region a header describes: the largest `end` offset, i.e. the bytes that must
+// follow the header. For a valid file this equals file_size - 8 - N.
+std::uint64_t data_region_bytes(const SafetensorsFile& file);
+
+// Reads safetensors headers one after another, reusing its JSON parser and scratch buffers, so
+// a thread loading many shards allocates them once instead of per file (the per-file malloc and
+// free of a 100 kB header buffer alone made glibc consolidate its heap every time).
+class HeaderReader {
+ public:
+  HeaderReader();
+  ~HeaderReader();
+  HeaderReader(const HeaderReader&) = delete;
+  HeaderReader& operator=(const HeaderReader&) = delete;
+
+  // read_safetensors_file, with this reader's buffers.
+  std::optional<SafetensorsFile> read_file(const std::filesystem::path& path,
+                                           const std::string& label, DiagnosticSink& sink);
+  // parse_safetensors_header, with this reader's buffers.
+  std::optional<SafetensorsFile> parse(std::string_view header_json, std::uint64_t header_len,
+                                       std::uint64_t file_size, const std::string& label,
+                                       DiagnosticSink& sink);
+
+  struct Scratch;  // defined in safetensors.cpp
+
+ private:
+  std::unique_ptr<Scratch> scratch_;
+};
+
+// Open-addressing hash set of names, for the ~100k tensor names of a large checkpoint. It stores
+// only a 32-bit hash and a 32-bit value per slot (8 bytes, so 100k names fit in 2 MB of cache);
+// the names themselves stay where the caller keeps them, and `name_of(value)` fetches one for
+// the final comparison. std::unordered_map spent most of its time in malloc and cache misses.
+class NameTable {
+ public:
+  explicit NameTable(std::size_t expected_names = 0) { reset(expected_names); }
+
+  // Empties the table, keeping its memory when it is large enough.
+  void reset(std::size_t expected_names) {
+    std::size_t capacity = 16;
+    while (capacity < 2 * expected_names) capacity *= 2;
+    slots_.assign(capacity, Slot{});
+    mask_ = capacity - 1;
+    size_ = 0;
+  }
+
+  // Stores `value` under `name` unless the name is present. Returns the value stored under the
+  // name and whether this call inserted it.
+  template <class NameOf>
+  std::pair<std::uint32_t, bool> try_emplace(std::string_view name, std::uint32_t value,
+                                             const NameOf& name_of) {
+    if (2 * (size_ + 1) > slots_.size()) rehash(slots_.size() * 2);
+    const std::uint32_t h = hash(name);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.value_plus_one == 0) {
+        s = Slot{h, value + 1};
+        ++size_;
+        return {value, true};
+      }
+      if (s.hash == h && name_of(s.value_plus_one - 1) == name)
+        return {s.value_plus_one - 1, false};
+    }
+  }
+
+  template <class NameOf>
+  std::optional<std::uint32_t> find(std::string_view name, const NameOf& name_of) const {
+    const std::uint32_t h = hash(name);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.value_plus_one == 0) return std::nullopt;
+      if (s.hash == h && name_of(s.value_plus_one - 1) == name) return s.value_plus_one - 1;
+    }
+  }
+
+  // Tensor names are long and share prefixes ("model.layers.12.mlp.experts.7."), so the hash
+  // takes 8 bytes per step; std::hash (murmur with a byte-wise tail) cost three times as much.
+  static std::uint32_t hash(std::string_view s) {
+    const char* p = s.data();
+    std::size_t n = s.size();
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    auto mix = [&h](std::uint64_t word) {
+      h = (h ^ word) * 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 31;
+    };
+    for (; n >= 8; p += 8, n -= 8) {
+      std::uint64_t word;
+      std::memcpy(&word, p, 8);
+      mix(word);
+    }
+    std::uint64_t tail = 0;
+    if (n) std::memcpy(&tail, p, n);
+    mix(tail);
+    h *= 0x94D049BB133111EBull;
+    return static_cast<std::uint32_t>(h ^ (h >> 32));
+  }
+
+ private:
+  struct Slot {
+    std::uint32_t hash = 0;
+    std::uint32_t value_plus_one = 0;  // 0 marks an empty slot
+  };
+  void rehash(std::size_t capacity) {
+    std::vector<Slot> old(capacity);
+    old.swap(slots_);
+    mask_ = capacity - 1;
+    for (const Slot& s : old) {
+      if (s.value_plus_one == 0) continue;
+      std::size_t i = s.hash & mask_;
+      while (slots_[i].value_plus_one != 0) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  std::size_t size_ = 0;
+};
+
+// Finds where a JSON object key sits in the raw text, for diagnostics only. simdjson's DOM keeps no
+// source positions, so on the first error we scan the text once and remember the offset of every
+// key at one nesting depth. Keys are matched in their raw (escaped) spelling, so a name written
+// with escapes is simply not found and the diagnostic goes without a position.
+class KeyLocator {
+ public:
+  // depth 1 = keys of the top-level object (tensor names in a safetensors header);
+  // depth 2 = keys of objects nested one level down (tensor names in an index's weight_map).
+  KeyLocator(std::string_view json, int depth) : json_(json), depth_(depth) {}
+  std::optional<std::size_t> find(std::string_view key);
+  // 1-based line and column of a byte offset, for text files such as the index.
+  std::pair<int, int> line_column(std::size_t offset);
+
+ private:
+  void scan();
+  std::string_view json_;
+  int depth_;
+  bool scanned_ = false;
+  std::unordered_map<std::string_view, std::size_t> first_offset_;
+  std::vector<std::size_t> line_starts_;
+};
+
+}  // namespace shardcheck::detail
