@@ -61,6 +61,15 @@ std::string sample(const std::vector<std::string>& names, std::size_t max = 8) {
   return s;
 }
 
+// Heterogeneous lookup: tensor names are probed as string_views (prefixes of a name, the name
+// without base_model_prefix) without allocating a string per probe; DeepSeek-V3 has 92k tensors.
+struct NameHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <class V>
+using NameMap = std::unordered_map<std::string, V, NameHash, std::equal_to<>>;
+
 struct FusedAccumulator {
   std::int64_t numel = 0;
   std::size_t tensors = 0;
@@ -84,12 +93,12 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
     sink.report(std::move(d));
   };
 
-  std::unordered_map<std::string, std::pair<int, int>> by_path;
+  NameMap<std::pair<int, int>> by_path;
   for (int mi = 0; mi < static_cast<int>(tree.modules.size()); ++mi) {
     const Module& m = tree.modules[mi];
     for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) by_path.emplace(join(m.path, m.params[pi].name), std::pair{mi, pi});
   }
-  std::unordered_map<std::string, std::vector<std::pair<int, int>>> fused_by_module;
+  NameMap<std::vector<std::pair<int, int>>> fused_by_module;
   for (const auto& [key, globs] : fused) fused_by_module[tree.modules[key.first].path].push_back(key);
   std::map<std::pair<int, int>, FusedAccumulator> fused_seen;
 
@@ -108,22 +117,25 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
   const std::string prefix = arch.base_model_prefix.empty() ? "" : arch.base_model_prefix + ".";
   std::vector<std::string> unexpected, wrong_shape;
 
-  auto lookup = [&](const std::string& name) -> const std::pair<int, int>* {
+  std::string prefixed;  // reused buffer for "<prefix><name>"
+  auto lookup = [&](std::string_view name) -> const std::pair<int, int>* {
     if (auto it = by_path.find(name); it != by_path.end()) return &it->second;
     // A base-model checkpoint loaded into a head class gains the prefix (gpt2's "h.0..." keys);
     // a head checkpoint loaded into the base model loses it.
-    if (!prefix.empty() && head_root)
-      if (auto it = by_path.find(prefix + name); it != by_path.end()) return &it->second;
+    if (!prefix.empty() && head_root) {
+      prefixed.assign(prefix).append(name);
+      if (auto it = by_path.find(std::string_view(prefixed)); it != by_path.end()) return &it->second;
+    }
     if (!prefix.empty() && !head_root && name.starts_with(prefix))
       if (auto it = by_path.find(name.substr(prefix.size())); it != by_path.end()) return &it->second;
     return nullptr;
   };
 
-  auto match_fused = [&](const std::string& name, const TensorInfo& t) {
+  auto match_fused = [&](std::string_view name, const TensorInfo& t) {
     for (std::size_t dot = name.rfind('.'); dot != std::string::npos && dot > 0; dot = name.rfind('.', dot - 1)) {
       auto it = fused_by_module.find(name.substr(0, dot));
       if (it == fused_by_module.end()) continue;
-      const std::string rest = name.substr(dot + 1);
+      const std::string_view rest = name.substr(dot + 1);
       for (const auto& key : it->second)
         for (const auto& glob : fused.at(key))
           if (glob_match(glob, rest)) {
@@ -139,10 +151,15 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
 
   for (const auto& file : ckpt.files) {
     for (const auto& t : file.tensors) {
-      std::string name = t.name;
-      for (const auto& [from, to] : renames)
-        for (std::size_t pos = 0; (pos = name.find(from, pos)) != std::string::npos; pos += to.size())
-          name.replace(pos, from.size(), to);
+      std::string_view name = t.name;
+      std::string renamed;  // only when a rename applies (5.x block_sparse_moe -> mlp, ...)
+      if (!renames.empty()) {
+        renamed = t.name;
+        for (const auto& [from, to] : renames)
+          for (std::size_t pos = 0; (pos = renamed.find(from, pos)) != std::string::npos; pos += to.size())
+            renamed.replace(pos, from.size(), to);
+        name = renamed;
+      }
       if (const auto* hit = lookup(name)) {
         ParamInfo& p = tree.modules[hit->first].params[hit->second];
         if (p.shape != t.shape) {
@@ -161,7 +178,7 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
       if (match_fused(name, t)) continue;
       bool ignored = false;
       for (const auto& re : ignores)
-        if (std::regex_search(name, re)) { ignored = true; break; }
+        if (std::regex_search(name.begin(), name.end(), re)) { ignored = true; break; }
       if (ignored) {
         tree.checkpoint_only_numel += t.numel();
         tree.checkpoint_only_tensors += 1;
