@@ -44,6 +44,10 @@ std::optional<ModelConfig> parse_model_config(std::string_view text, const std::
     d.location.byte_offset = e.byte;
     sink.report(std::move(d));
     return std::nullopt;
+  } catch (const nlohmann::json::exception& e) {
+    // Valid syntax the parser still refuses: a number beyond double range ("2e330", out_of_range.406).
+    sink.report(config_error(label, "CFG001", fmt::format("config.json cannot be read: {}", e.what())));
+    return std::nullopt;
   }
   if (!cfg.raw.is_object()) {
     sink.report(config_error(label, "CFG002",

@@ -82,3 +82,8 @@ CASES += [
      "args": ["inspect", "{src}/fixtures/broken-configs/missing_hidden_size.json"], "exit": 4,
      "stderr": ["hidden_size", "CFG006"]},
 ]
+CASES += [
+    {"name": "a number beyond double range in config.json is exit 4, not a crash (found by fuzzing)",
+     "args": ["inspect", "{src}/fixtures/broken-configs/number_overflow.json"], "exit": 4,
+     "stderr": ["number_overflow.json", "number overflow", "CFG001"]},
+]
