@@ -404,9 +404,16 @@ Value arith(const Expr::Node& n, Op op, const Value& a, const Value& b) {
       }
       case Op::pow: {
         if (y < 0) break;
-        std::int64_t acc = 1;
-        for (std::int64_t i = 0; i < y; ++i)
-          if (__builtin_mul_overflow(acc, x, &acc)) eval_fail(n, "integer overflow in **");
+        // Square-and-multiply: O(log y) steps even for 1 ** 10**18 (a linear loop hung the fuzzer).
+        std::int64_t acc = 1, base = x;
+        for (std::int64_t e = y; e > 0; e >>= 1) {
+          if ((e & 1) && __builtin_mul_overflow(acc, base, &acc)) eval_fail(n, "integer overflow in **");
+          if (e > 1 && __builtin_mul_overflow(base, base, &base)) {
+            if (acc == 0 || x == 1) return acc;  // 0 and 1 stay put; anything else really overflows
+            if (x == -1) return (y & 1) ? -1 : 1;
+            eval_fail(n, "integer overflow in **");
+          }
+        }
         return acc;
       }
       default: break;

@@ -25,6 +25,11 @@ TEST_CASE("expr: integer arithmetic follows Python") {
   CHECK(integer("-7 // 2") == -4);  // floors, like Python
   CHECK(integer("-7 % 2") == 1);
   CHECK(integer("2 ** 10") == 1024);
+  CHECK(integer("3 ** 5") == 243);
+  CHECK(integer("1 ** 285311670611") == 1);      // O(log n): this hung the fuzzer as a linear loop
+  CHECK(integer("(0 - 1) ** 285311670611") == -1);
+  CHECK(integer("0 ** 99999999999") == 0);
+  CHECK_THROWS_AS(run("3 ** 99999999999"), ExprError);
   CHECK(integer("1 + 2 * 3") == 7);
   CHECK(integer("(1 + 2) * 3") == 9);
   CHECK(integer("ceil_div(129280, 128)") == 1010);
