@@ -82,17 +82,25 @@ struct Expr::Node {
   std::string name;             // name / call
   std::vector<std::shared_ptr<const Node>> kids;
   int column = 0;
+  int depth = 1;                // of the subtree: evaluation recurses this deep
 };
 
 namespace {
 
 using NodeP = std::shared_ptr<const Expr::Node>;
 
+// Registry formulas are a few operators deep; the cap keeps hostile input ("[[[[...", "1+1+...+1")
+// from exhausting the stack in the recursive parser or evaluator.
+constexpr int kMaxDepth = 200;
+
 NodeP make(Op op, std::vector<NodeP> kids, int column) {
   auto n = std::make_shared<Expr::Node>();
   n->op = op;
   n->kids = std::move(kids);
   n->column = column;
+  for (const auto& k : n->kids) n->depth = std::max(n->depth, k->depth + 1);
+  if (n->depth > kMaxDepth)
+    throw ExprError("expression nests deeper than " + std::to_string(kMaxDepth) + " levels", column);
   return n;
 }
 
@@ -136,7 +144,18 @@ class Parser {
     if (!accept(tok)) fail(fmt::format("expected '{}'", tok));
   }
 
+  // Every recursive descent passes through ternary() or a prefix operator: count the nesting.
+  struct Nest {
+    Parser& p;
+    explicit Nest(Parser& parser) : p(parser) {
+      if (++p.nesting_ > kMaxDepth) p.fail("expression nests too deeply");
+    }
+    ~Nest() { --p.nesting_; }
+  };
+  int nesting_ = 0;
+
   NodeP ternary() {
+    Nest guard(*this);
     NodeP a = coalesce();
     std::size_t save = pos_;
     if (accept("if")) {
@@ -166,6 +185,7 @@ class Parser {
     return a;
   }
   NodeP not_() {
+    Nest guard(*this);
     int c = col();
     if (accept("not")) return make(Op::not_, {not_()}, c);
     return cmp();
@@ -206,6 +226,7 @@ class Parser {
     }
   }
   NodeP unary() {
+    Nest guard(*this);
     int c = col();
     if (accept("-")) return make(Op::neg, {unary()}, c);
     return power();

@@ -83,4 +83,10 @@ TEST_CASE("expr: syntax errors carry the column") {
   }
   CHECK_THROWS_AS(Expr::parse("a if b"), ExprError);
   CHECK_THROWS_AS(Expr::parse("\"unterminated"), ExprError);
+  // Hostile nesting is an error, not a stack overflow (both found by fuzz_expr).
+  CHECK_THROWS_AS(Expr::parse(std::string(5000, '[') + "1"), ExprError);
+  std::string long_sum = "1";
+  for (int i = 0; i < 5000; ++i) long_sum += "+1";
+  CHECK_THROWS_AS(Expr::parse(long_sum), ExprError);
+  CHECK(Expr::parse("((((1))))").evaluate([](std::string_view) -> const Value* { return nullptr; }).truthy());
 }
