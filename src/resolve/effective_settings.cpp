@@ -7,6 +7,7 @@
 
 #include "shardcheck/effective_settings.hpp"
 #include "shardcheck/lint.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck {
 namespace {
@@ -40,10 +41,6 @@ std::optional<WrapPolicyKind> policy_from(std::string_view name) {
   return std::nullopt;
 }
 
-std::string upper(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
 
 }  // namespace
 
@@ -81,8 +78,8 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
   // Keys the launcher exports only when configured leak in from the shell when absent.
   if (const YamlEntry* e = ctx.fsdp("fsdp_auto_wrap_policy")) {
     if (auto v = ctx.fsdp_enum("fsdp_auto_wrap_policy"); v && policy_from(*v)) s.policy = {*policy_from(*v), where(doc, e)};
-  } else if (const EnvVar* v = find_env(env, "FSDP_AUTO_WRAP_POLICY"); v && policy_from(upper(v->value))) {
-    s.policy = {*policy_from(upper(v->value)), "env FSDP_AUTO_WRAP_POLICY"};
+  } else if (const EnvVar* v = find_env(env, "FSDP_AUTO_WRAP_POLICY"); v && policy_from(ascii_upper(v->value))) {
+    s.policy = {*policy_from(ascii_upper(v->value)), "env FSDP_AUTO_WRAP_POLICY"};
   } else {
     s.policy = {WrapPolicyKind::none, "accelerate plugin default (NO_WRAP)"};
   }

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "rules/rule_util.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
 namespace {
@@ -21,10 +22,6 @@ const Rule kEnvOverriddenByLaunch{
     "", check};
 
 namespace {
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 void check(LintContext& ctx) {
   if (!ctx.opts.audit_env) return;
@@ -47,7 +44,7 @@ void check(LintContext& ctx) {
     }
     if (k->type == "env_bool" || k->type == "bool") {
       if (env_truthy(env_value) == env_truthy(file_value)) continue;
-    } else if (lower(env_value) == lower(file_value)) {
+    } else if (ascii_lower(env_value) == ascii_lower(file_value)) {
       continue;
     }
     ctx.report(kEnvOverriddenByLaunch, env_location(ctx, var, e),

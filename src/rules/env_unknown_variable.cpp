@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "rules/rule_util.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
 namespace {
@@ -38,7 +39,7 @@ void check(LintContext& ctx) {
     if (var.name.rfind("FSDP_", 0) != 0 || ctx.schema.key_for_env(var.name)) continue;
     std::vector<std::string> lowered;
     for (auto k : known) {
-      for (auto& c : k) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      k = ascii_lower(std::move(k));
       lowered.push_back(k);
     }
     std::string guess = did_you_mean(var.name, lowered);

@@ -5,6 +5,7 @@
 #include <cctype>
 
 #include "rules/rule_util.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
 namespace {
@@ -22,10 +23,6 @@ const Rule kIgnoredByLaunch{
     "", check};
 
 namespace {
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 void check(LintContext& ctx) {
   if (ctx.version() < Version{0, 34, 0}) return;  // verified from v0.34.0 on
@@ -33,8 +30,8 @@ void check(LintContext& ctx) {
     if (!use.top_level() || !use.spec->launch_ignored || !use.entry->value) continue;
     const YamlEntry& e = *use.entry;
     if (!e.value->is_scalar()) continue;
-    const std::string value = lower(python_str(*e.value));
-    if (value == lower(*use.spec->launch_ignored) || value == "none") continue;
+    const std::string value = ascii_lower(python_str(*e.value));
+    if (value == ascii_lower(*use.spec->launch_ignored) || value == "none") continue;
     if (e.key == "same_network" && ctx.num_machines() <= 1) continue;  // only used for multi-node rendezvous
     const std::string flag = use.spec->type == "bool" ? fmt::format("--{}", e.key) : fmt::format("--{} {}", e.key, e.value->text);
     // same_network only picks master_addr/port instead of an rdzv endpoint; both usually work: a note.

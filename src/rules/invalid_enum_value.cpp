@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "rules/rule_util.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
 namespace {
@@ -64,14 +65,14 @@ void check(LintContext& ctx) {
       std::vector<std::string> lowered;
       for (const auto& n : k.value_names(v)) {
         std::string l = n;
-        for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        l = ascii_lower(std::move(l));
         lowered.push_back(l);
       }
       std::string guess = did_you_mean(written, lowered);
       if (!guess.empty())
         for (const auto& n : k.value_names(v)) {
           std::string l = n;
-          for (auto& c : l) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+          l = ascii_lower(std::move(l));
           if (l == guess) guess = n;
         }
       std::string message = fmt::format("`{}: {}` is not one of {}", e.key, written, quoted_list(k.value_names(v)));

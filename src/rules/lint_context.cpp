@@ -7,6 +7,7 @@
 
 #include "rules/rule_util.hpp"
 #include "shardcheck/lint.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck {
 namespace {
@@ -165,11 +166,7 @@ std::optional<bool> LintContext::fsdp_bool(std::string_view canonical) const {
   const YamlEntry* e = fsdp(canonical);
   if (!e || !e->value || !e->value->is_scalar()) return std::nullopt;
   // accelerate's str_to_bool (utils/environment.py) on str(value).lower()
-  std::string v = python_str(*e->value);
-  for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (v == "y" || v == "yes" || v == "t" || v == "true" || v == "on" || v == "1") return true;
-  if (v == "n" || v == "no" || v == "f" || v == "false" || v == "off" || v == "0") return false;
-  return std::nullopt;
+  return accelerate_str_to_bool(python_str(*e->value));
 }
 
 bool LintContext::is_flattened(const YamlEntry* e) const {

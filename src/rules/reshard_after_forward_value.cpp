@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "rules/rule_util.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
 namespace {
@@ -38,7 +39,7 @@ void check(LintContext& ctx) {
       fix.push_back(ctx.edit(b, len, reshard ? "true" : "false"));
     }
     std::string lower = written;
-    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    lower = ascii_lower(std::move(lower));
     ctx.report(kReshardAfterForwardValue, ctx.doc.value_location(*e),
                fmt::format("`{}: {}` with FSDP2: the plugin fails with `ValueError: invalid truth value {}`", e->key,
                            written, lower),

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
 
@@ -22,7 +23,7 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
   if (word.size() > 200) return {};  // keep the quadratic distance bounded on hostile keys
   std::string lower(word);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  lower = ascii_lower(std::move(lower));
   std::string best;
   std::size_t best_d = std::max<std::size_t>(2, word.size() / 4) + 1;
   for (const auto& c : candidates) {
@@ -97,9 +98,6 @@ SourceLocation env_location(const LintContext& ctx, const EnvVar& var, const Yam
   return ctx.file_location();
 }
 
-bool env_truthy(std::string value) {
-  for (auto& c : value) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return value == "1" || value == "true" || value == "yes" || value == "y" || value == "on" || value == "t";
-}
+bool env_truthy(std::string value) { return accelerate_str_to_bool(value).value_or(false); }
 
 }  // namespace shardcheck::rules

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "rules/rule_util.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
 namespace {
@@ -41,11 +42,7 @@ const char* kind_name(const YamlNode& n) {
   return "a string";
 }
 
-bool is_truth_string(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  static const char* kWords[] = {"y", "yes", "t", "true", "on", "1", "n", "no", "f", "false", "off", "0"};
-  return std::find(std::begin(kWords), std::end(kWords), s) != std::end(kWords);
-}
+bool is_truth_string(std::string s) { return accelerate_str_to_bool(s).has_value(); }
 
 void check(LintContext& ctx) {
   for (const KeyUse& use : ctx.known_keys()) {
@@ -66,7 +63,7 @@ void check(LintContext& ctx) {
         bad("true or false");
       } else if (s.type == YamlType::string) {
         std::string lower = n.text;
-        for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        lower = ascii_lower(std::move(lower));
         const bool plain_word = lower == "true" || lower == "false";
         bad("true or false",
             fmt::format("'{}' is a non-empty string, which Python treats as True; write {} unquoted", n.text,
