@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "shardcheck/checkpoint.hpp"
+#include "diag_query.hpp"
 
 using namespace shardcheck;
 namespace fs = std::filesystem;
@@ -102,21 +103,9 @@ const std::vector<std::pair<std::string, std::string>> kGoodMap = {
 struct Loaded {
   std::optional<CheckpointMeta> meta;
   DiagnosticSink sink;
-  std::size_t count(std::string_view code) const {
-    return static_cast<std::size_t>(
-        std::count_if(sink.items().begin(), sink.items().end(),
-                      [&](const Diagnostic& d) { return d.code == code; }));
-  }
-  const Diagnostic* first(std::string_view code) const {
-    for (const auto& d : sink.items())
-      if (d.code == code) return &d;
-    return nullptr;
-  }
-  std::string all() const {
-    std::string s;
-    for (const auto& d : sink.items()) s += d.code + ": " + d.message + "\n";
-    return s;
-  }
+  std::size_t count(std::string_view code) const { return test::count_code(sink, code); }
+  const Diagnostic* first(std::string_view code) const { return test::first_code(sink, code); }
+  std::string all() const { return test::dump(sink); }
 };
 
 Loaded load(const fs::path& dir) {

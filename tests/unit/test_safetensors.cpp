@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "shardcheck/checkpoint.hpp"
+#include "diag_query.hpp"
 
 using namespace shardcheck;
 using namespace std::string_literals;
@@ -39,22 +40,10 @@ struct Parsed {
   DiagnosticSink sink;
 
   bool has(std::string_view code) const { return count(code) > 0; }
-  std::size_t count(std::string_view code) const {
-    return static_cast<std::size_t>(
-        std::count_if(sink.items().begin(), sink.items().end(),
-                      [&](const Diagnostic& d) { return d.code == code; }));
-  }
-  const Diagnostic* first(std::string_view code) const {
-    for (const auto& d : sink.items())
-      if (d.code == code) return &d;
-    return nullptr;
-  }
+  std::size_t count(std::string_view code) const { return test::count_code(sink, code); }
+  const Diagnostic* first(std::string_view code) const { return test::first_code(sink, code); }
   // Codes of all diagnostics, for readable failure messages.
-  std::string codes() const {
-    std::string s;
-    for (const auto& d : sink.items()) s += d.code + ": " + d.message + "\n";
-    return s;
-  }
+  std::string codes() const { return test::dump(sink); }
   bool clean() const { return sink.items().empty() && file.has_value(); }
 };
 
