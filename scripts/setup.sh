@@ -4,7 +4,8 @@
 set -euo pipefail
 
 need=(cmake g++ ninja-build ccache python3 clang
-      libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev doctest-dev libsimdjson-dev)
+      libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev doctest-dev libsimdjson-dev
+      libcurl4-openssl-dev nginx-light)  # libcurl: Hub model ids; nginx: loopback Hub in tests
 # Optional extras (smoke runner, oracle): installed only when asked for.
 if [[ "${SHARDCHECK_WITH_TORCH:-0}" == 1 ]]; then
   need+=(libtorch-dev libgloo-dev)
