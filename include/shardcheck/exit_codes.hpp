@@ -17,6 +17,17 @@ enum class ExitCode : int {
   model_mismatch = 9,      // checkpoint tensors disagree with the architecture registry
   bad_accelerate_config = 10,  // the accelerate YAML cannot be parsed at all
   unknown_model = 11,      // model_type not in the registry and no checkpoint to infer from
+  // 30-39: Hub model ids (org/name[@revision]) — see src/load/hub/hub_diagnostics.cpp.
+  hub_offline = 30,        // not local, not in a cache, and HF_HUB_OFFLINE forbids the network
+  hub_unreachable = 31,    // connection, DNS or TLS failure
+  hub_timeout = 32,        // the server stopped sending (HF_HUB_DOWNLOAD_TIMEOUT)
+  hub_unauthorized = 33,   // HTTP 401: gated or private repository, no valid token
+  hub_forbidden = 34,      // HTTP 403: the token has no access (gated terms not accepted)
+  hub_not_found = 35,      // HTTP 404: repository, revision or file does not exist
+  hub_server_error = 36,   // HTTP 429/5xx still failing after retries
+  hub_bad_response = 37,   // a reply that breaks HTTP or the Hub's protocol (short body, bad range)
+  hub_redirects = 38,      // a redirect loop or too many redirects
+  hub_cache = 39,          // a cache directory cannot be written, or a cached snapshot is partial
   internal = 70,           // a bug in shardcheck
 };
 

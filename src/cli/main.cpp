@@ -18,6 +18,12 @@ const char* kExitCodeTable = R"(Exit codes:
   3  I/O error                         9  checkpoint disagrees with the registry
   4  invalid config.json              10  unparsable accelerate config
   5  invalid safetensors header      11  unknown model_type, no checkpoint
+ Hub model ids (org/name[@revision]):
+ 30  not cached and HF_HUB_OFFLINE=1  35  404: repository, revision or file missing
+ 31  cannot connect                   36  429/5xx after retries
+ 32  timed out                        37  malformed reply (short body, bad range)
+ 33  401: gated/private, no token     38  redirect loop
+ 34  403: token has no access         39  cache unwritable or snapshot partial
                                       70  internal error)";
 
 }  // namespace
