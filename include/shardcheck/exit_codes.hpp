@@ -17,6 +17,18 @@ enum class ExitCode : int {
   model_mismatch = 9,      // checkpoint tensors disagree with the architecture registry
   bad_accelerate_config = 10,  // the accelerate YAML cannot be parsed at all
   unknown_model = 11,      // model_type not in the registry and no checkpoint to infer from
+  // 20-29: `shardcheck smoke` (src/smoke) — a verification failure is distinct from a job that
+  // could not run, and each way of not running has its own code.
+  smoke_wrong = 20,        // wrong elements after all-gather / reduce-scatter, or --weights bytes differ
+  smoke_join_timeout = 21, // ranks never joined the rendezvous within --timeout
+  smoke_rank_lost = 22,    // a rank died or stopped answering during the run
+  smoke_world_mismatch = 23,  // ranks disagree on WORLD_SIZE, or the plan is for another world size
+  smoke_port_in_use = 24,  // rank 0 cannot listen on MASTER_PORT
+  smoke_master_unreachable = 25,  // MASTER_ADDR:MASTER_PORT cannot be resolved or reached
+  smoke_bandwidth = 26,    // average busbw below 0.9 x --expect-busbw
+  smoke_not_built = 27,    // the shardcheck-smoke binary (LibTorch) is not installed next to shardcheck
+  smoke_weights = 28,      // --weights: the checkpoint does not hold the plan's parameters
+  smoke_launch = 29,       // bad RANK/WORLD_SIZE/LOCAL_RANK/MASTER_* values, or ranks could not be started
   // 30-39: Hub model ids (org/name[@revision]) — see src/load/hub/hub_diagnostics.cpp.
   hub_offline = 30,        // not local, not in a cache, and HF_HUB_OFFLINE forbids the network
   hub_unreachable = 31,    // connection, DNS or TLS failure
