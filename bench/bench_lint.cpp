@@ -4,8 +4,6 @@
 //   (3) the in-process cost of one config (parse + lint), and of loading the schema (once per process).
 //   bench_lint [SHARDCHECK_BINARY] [RULES_DIR] [CONFIG] [N]
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -25,24 +23,7 @@ using Clock = std::chrono::steady_clock;
 
 using shardcheck::bench::median;
 using shardcheck::bench::median_ms;
-
-namespace {
-
-
-int run_process(const std::string& binary, const std::string& rules, const std::string& config) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    std::freopen("/dev/null", "w", stdout);
-    std::freopen("/dev/null", "w", stderr);
-    execl(binary.c_str(), binary.c_str(), "--rules", rules.c_str(), "lint", "--no-env", config.c_str(), nullptr);
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-}  // namespace
+using shardcheck::bench::run_process;
 
 int main(int argc, char** argv) {
   const std::string binary = argc > 1 ? argv[1] : "./shardcheck";
@@ -64,7 +45,7 @@ int main(int argc, char** argv) {
   LintOptions opts;
   opts.accelerate = schema->newest;
 
-  const double per_process = median_ms(n, [&] { run_process(binary, rules, config); });
+  const double per_process = median_ms(n, [&] { run_process({binary, "--rules", rules, "lint", "--no-env", config}); });
   const double in_process = median_ms(n * 10, [&] {
     DiagnosticSink s;
     if (auto doc = parse_config_doc(text, config, s)) lint_document(*doc, *schema, opts, s);

@@ -1,8 +1,14 @@
 #pragma once
 // Timing helpers shared by the benchmark drivers: medians, never single runs.
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <vector>
 
 namespace shardcheck::bench {
@@ -22,6 +28,36 @@ double median_ms(int n, F&& f) {
     t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   return median(std::move(t));
+}
+
+// One run of a command in a fresh process, stdout and stderr to /dev/null.
+struct ProcessRun {
+  int exit_code = -1;      // -1: killed by a signal, 127: could not exec
+  double wall_ms = 0;      // fork to reaped, what a user waits for
+  long max_rss_kb = 0;     // peak resident set of the child
+};
+
+inline ProcessRun run_process(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, STDOUT_FILENO);
+    dup2(null, STDERR_FILENO);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  ProcessRun r;
+  int status = 0;
+  rusage ru{};
+  if (pid < 0 || wait4(pid, &status, 0, &ru) < 0) return r;
+  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.max_rss_kb = ru.ru_maxrss;
+  return r;
 }
 
 }  // namespace shardcheck::bench

@@ -1,0 +1,62 @@
+// Benchmark (not a test): `plan` beside `inspect` on one model, each a whole CLI process (fork +
+// exec), as a user runs them. Issue #4's goal: plan within 1.5x of inspect on the sparse
+// DeepSeek-V3, both under 30 ms wall. Runs alternate (inspect, plan, inspect, ...) so that load
+// from other processes on the machine falls on both alike; prints medians, the ratio and the
+// largest peak RSS of the children.
+//   bench_plan [SHARDCHECK_BINARY] [MODEL_DIR] [N] [PLAN FLAGS...]
+// Plan flags default to `--world-size 8 --no-env`; output goes to /dev/null in JSON.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "bench_util.hpp"
+
+using shardcheck::bench::median;
+using shardcheck::bench::run_process;
+
+int main(int argc, char** argv) {
+  const std::string binary = argc > 1 ? argv[1] : "./shardcheck";
+  const std::string model = argc > 2 ? argv[2] : "generated/deepseek-v3";
+  const int n = argc > 3 ? std::max(1, std::atoi(argv[3])) : 31;
+  std::vector<std::string> plan_flags;
+  for (int i = 4; i < argc; ++i) plan_flags.emplace_back(argv[i]);
+  if (plan_flags.empty()) plan_flags = {"--world-size", "8", "--no-env"};
+
+  std::vector<std::string> inspect_cmd = {binary, "inspect", "--format", "json", model};
+  std::vector<std::string> plan_cmd = {binary, "plan", "--format", "json"};
+  plan_cmd.insert(plan_cmd.end(), plan_flags.begin(), plan_flags.end());
+  plan_cmd.push_back(model);
+
+  // One untimed run of each warms the page cache and reports a failing command before timing it.
+  for (const auto* cmd : {&inspect_cmd, &plan_cmd}) {
+    const auto r = run_process(*cmd);
+    if (r.exit_code != 0 && r.exit_code != 1) {
+      fmt::print(stderr, "bench_plan: `{}` exited with {}\n", fmt::join(*cmd, " "), r.exit_code);
+      return 2;
+    }
+  }
+
+  std::vector<double> inspect_ms, plan_ms;
+  long inspect_rss_kb = 0, plan_rss_kb = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto a = run_process(inspect_cmd);
+    inspect_ms.push_back(a.wall_ms);
+    inspect_rss_kb = std::max(inspect_rss_kb, a.max_rss_kb);
+    const auto b = run_process(plan_cmd);
+    plan_ms.push_back(b.wall_ms);
+    plan_rss_kb = std::max(plan_rss_kb, b.max_rss_kb);
+  }
+  const double t_inspect = median(inspect_ms), t_plan = median(plan_ms);
+  fmt::print("model: {}\n", model);
+  fmt::print("median over {} runs each, whole process, warm page cache:\n", n);
+  fmt::print("  inspect --format json   {:8.2f} ms  peak RSS {:6.1f} MB  (goal < 30 ms)\n", t_inspect,
+             inspect_rss_kb / 1024.0);
+  fmt::print("  plan --format json      {:8.2f} ms  peak RSS {:6.1f} MB  (goal < 30 ms)\n", t_plan,
+             plan_rss_kb / 1024.0);
+  fmt::print("  plan / inspect          {:8.2f}     (goal <= 1.5)\n", t_plan / t_inspect);
+  fmt::print("  plan flags: {}\n", fmt::join(plan_flags, " "));
+  return 0;
+}
