@@ -13,9 +13,10 @@ Repositories (commit = sha1 of the repo id, so tests can compute it):
   gated/denied                 401 without a token, 403 GatedRepo with any token
   hostile/header-past-end      model.safetensors whose header length points past the file
   hostile/redirect-loop        shards redirect CDN a -> b -> a
-  (python) flaky/llama         every file answers 503 once, then normally
+  (python) flaky/llama         each shard answers 503 once, then normally
   (python) hostile/short-body  model.safetensors: 206 announcing 5000 bytes, sending 100
   (python) hostile/slow        config.json answered after 30 s
+  (python) hostile/no-commit   no X-Repo-Commit header
 The CDN refuses (400) any request that carries an Authorization header, so a leaked token fails.
 """
 import hashlib
@@ -60,9 +61,9 @@ def make_header_past_end(out, config_src):
 
 class LoopbackHub:
     def __init__(self, work, source, generated):
-        self.work = pathlib.Path(work)
-        self.source = pathlib.Path(source)
-        self.generated = pathlib.Path(generated)
+        self.work = pathlib.Path(work).resolve()
+        self.source = pathlib.Path(source).resolve()
+        self.generated = pathlib.Path(generated).resolve()
         self.port = free_port()
         self.cdn_port = free_port(CDN_HOST)
         self.endpoint = f"http://127.0.0.1:{self.port}"
@@ -83,7 +84,7 @@ class LoopbackHub:
             "hostile/redirect-loop": models / "llama",
         }
         self.py_repos = {"flaky/llama": models / "llama", "hostile/short-body": models / "mistral",
-                         "hostile/slow": models / "mistral"}
+                         "hostile/slow": models / "mistral", "hostile/no-commit": models / "mistral"}
 
     # --- nginx ------------------------------------------------------------------------------
     def _tree(self):
@@ -184,10 +185,10 @@ http {{
                 src = hub.py_repos.get(repo)
                 if src is None:
                     return self._reply(404, b"", {"X-Error-Code": "RepoNotFound"})
-                headers = {"X-Repo-Commit": commit_of(repo)}
+                headers = {} if repo == "hostile/no-commit" else {"X-Repo-Commit": commit_of(repo)}
                 if repo == "hostile/slow":
                     time.sleep(30)
-                if repo == "flaky/llama" and self.path not in seen:
+                if repo == "flaky/llama" and file.endswith(".safetensors") and self.path not in seen:
                     seen.add(self.path)
                     return self._reply(503, b"busy", headers)
                 path = src / file

@@ -5,6 +5,7 @@
 //                                                     ../../blobs/<hash>, followed when read)
 // shardcheck's header cache uses the same layout, so one lookup serves both.
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <unordered_set>
@@ -85,6 +86,7 @@ SnapshotContents inspect_snapshot(const fs::path& dir) {
   c.listed_shards = shards->size();
   for (const IndexedShard& s : *shards)
     if (shard_name_is_safe(s.name) && !fs::exists(dir / s.name, ec)) c.missing_shards.push_back(s.name);
+  std::sort(c.missing_shards.begin(), c.missing_shards.end());
   return c;
 }
 
