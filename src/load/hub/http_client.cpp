@@ -9,8 +9,9 @@
 
 #include <curl/curl.h>
 
+#include "load/hub/curl_api.hpp"
+
 #include <algorithm>
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -27,20 +28,20 @@ std::string lower_ascii(std::string s) {
 }
 
 // scheme://host:port of a URL, lower-cased, default port filled in; empty when it does not parse.
-std::string origin_of(const std::string& url) {
-  CURLU* u = curl_url();
+std::string origin_of(const CurlApi& curl, const std::string& url) {
+  CURLU* u = curl.url();
   std::string out;
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
+  if (curl.url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
     char *scheme = nullptr, *host = nullptr, *port = nullptr;
-    if (curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
+    if (curl.url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+        curl.url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+        curl.url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK)
       out = lower_ascii(fmt::format("{}://{}:{}", scheme, host, port));
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
+    curl.free(scheme);
+    curl.free(host);
+    curl.free(port);
   }
-  curl_url_cleanup(u);
+  curl.url_cleanup(u);
   return out;
 }
 
@@ -60,6 +61,7 @@ struct HttpClient::Transfer {
   bool send_token = false;
 
   // Per attempt (one hop of one try).
+  const CurlApi* curl = nullptr;  // set with `easy`
   CURL* easy = nullptr;
   curl_slist* headers = nullptr;
   char error_buffer[CURL_ERROR_SIZE] = {};
@@ -75,8 +77,8 @@ struct HttpClient::Transfer {
   std::string abort_reason;       // aborted because the reply is wrong
 
   void reset_attempt() {
-    if (easy) curl_easy_cleanup(easy);
-    if (headers) curl_slist_free_all(headers);
+    if (easy) curl->easy_cleanup(easy);
+    if (headers) curl->slist_free_all(headers);
     easy = nullptr;
     headers = nullptr;
     error_buffer[0] = '\0';
@@ -94,8 +96,8 @@ struct HttpClient::Transfer {
     result.range_ignored = false;
   }
   ~Transfer() {
-    if (easy) curl_easy_cleanup(easy);
-    if (headers) curl_slist_free_all(headers);
+    if (easy) curl->easy_cleanup(easy);
+    if (headers) curl->slist_free_all(headers);
   }
 
   static std::size_t on_header(char* data, std::size_t size, std::size_t n, void* self) {
@@ -130,7 +132,7 @@ struct HttpClient::Transfer {
   // Decides, once the headers are in, what of the body to keep.
   bool begin_body() {
     body_started = true;
-    curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
+    curl->easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &status);
     if (status == 206) {
       if (!req.range) {
         abort_reason = "206 Partial Content to a request for the whole file";
@@ -195,17 +197,17 @@ struct HttpClient::Transfer {
   }
 };
 
-HttpClient::HttpClient(const HubEnvironment& env) : env_(env) {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-  multi_ = curl_multi_init();
-  curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(env.max_connections));
+HttpClient::HttpClient(const HubEnvironment& env) : env_(env), api_(curl_api(&load_error_)) {
+  if (!api_) return;  // run() fails every request with load_error_
+  multi_ = api_->multi_init();
+  api_->multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, static_cast<long>(env.max_connections));
 }
 
 HttpClient::~HttpClient() {
-  for (auto& t : active_) curl_multi_remove_handle(multi_, t->easy);
+  if (!api_) return;
+  for (auto& t : active_) api_->multi_remove_handle(multi_, t->easy);
   active_.clear();
-  curl_multi_cleanup(multi_);
+  api_->multi_cleanup(multi_);
 }
 
 void HttpClient::add(HttpRequest request, Done done) {
@@ -221,36 +223,37 @@ void HttpClient::start(std::unique_ptr<Transfer> t) {
   t->reset_attempt();
   ++t->result.attempts;
   t->visited.push_back(t->current_url);
-  CURL* e = curl_easy_init();
+  CURL* e = api_->easy_init();
+  t->curl = api_;
   t->easy = e;
-  curl_easy_setopt(e, CURLOPT_URL, t->current_url.c_str());
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // by hand: the token must not follow
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT, env_.timeout_seconds);
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, env_.timeout_seconds);
-  curl_easy_setopt(e, CURLOPT_USERAGENT, "shardcheck/" SHARDCHECK_VERSION);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buffer);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::on_header);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::on_body);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
-  curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+  api_->easy_setopt(e, CURLOPT_URL, t->current_url.c_str());
+  api_->easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  api_->easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);  // by hand: the token must not follow
+  api_->easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  api_->easy_setopt(e, CURLOPT_CONNECTTIMEOUT, env_.timeout_seconds);
+  api_->easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  api_->easy_setopt(e, CURLOPT_LOW_SPEED_TIME, env_.timeout_seconds);
+  api_->easy_setopt(e, CURLOPT_USERAGENT, "shardcheck/" SHARDCHECK_VERSION);
+  api_->easy_setopt(e, CURLOPT_ERRORBUFFER, t->error_buffer);
+  api_->easy_setopt(e, CURLOPT_HEADERFUNCTION, &Transfer::on_header);
+  api_->easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+  api_->easy_setopt(e, CURLOPT_WRITEFUNCTION, &Transfer::on_body);
+  api_->easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+  api_->easy_setopt(e, CURLOPT_PRIVATE, t.get());
   std::string range;
   if (t->req.range) {
     range = fmt::format("{}-{}", t->req.range->first, t->req.range->second);
-    curl_easy_setopt(e, CURLOPT_RANGE, range.c_str());  // copied by libcurl
+    api_->easy_setopt(e, CURLOPT_RANGE, range.c_str());  // copied by libcurl
   }
   // The token goes to the endpoint's own origin only: the Hub redirects file downloads to a CDN
   // on another host, which must never see it (huggingface_hub drops it the same way).
-  t->send_token = env_.token && origin_of(t->current_url) == origin_of(env_.endpoint);
+  t->send_token = env_.token && origin_of(*api_, t->current_url) == origin_of(*api_, env_.endpoint);
   if (t->send_token) {
     const std::string auth = "Authorization: Bearer " + *env_.token;
-    t->headers = curl_slist_append(t->headers, auth.c_str());
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    t->headers = api_->slist_append(t->headers, auth.c_str());
+    api_->easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
   }
-  curl_multi_add_handle(multi_, e);
+  api_->multi_add_handle(multi_, e);
   active_.push_back(std::move(t));
 }
 
@@ -258,10 +261,10 @@ void HttpClient::finish(Transfer* raw, int curl_code) {
   auto it = std::find_if(active_.begin(), active_.end(), [raw](const auto& p) { return p.get() == raw; });
   std::unique_ptr<Transfer> t = std::move(*it);
   active_.erase(it);
-  curl_multi_remove_handle(multi_, t->easy);
+  api_->multi_remove_handle(multi_, t->easy);
   HttpResult& r = t->result;
   long status = 0;
-  curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+  api_->easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
   r.status = status;
   r.final_url = t->current_url;
   const auto code = static_cast<CURLcode>(curl_code);
@@ -275,7 +278,7 @@ void HttpClient::finish(Transfer* raw, int curl_code) {
 
   if (!t->abort_reason.empty()) return fail(HttpFailure::bad_response, t->abort_reason);
   if (code != CURLE_OK && !(code == CURLE_WRITE_ERROR && t->stopped)) {
-    const std::string why = t->error_buffer[0] ? t->error_buffer : curl_easy_strerror(code);
+    const std::string why = t->error_buffer[0] ? t->error_buffer : api_->easy_strerror(code);
     switch (code) {
       case CURLE_OPERATION_TIMEDOUT:
         return fail(HttpFailure::timeout,
@@ -296,7 +299,7 @@ void HttpClient::finish(Transfer* raw, int curl_code) {
   }
   if (is_redirect(status)) {
     char* next = nullptr;
-    curl_easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &next);
+    api_->easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &next);
     if (next == nullptr || *next == '\0') return fail(HttpFailure::bad_response, fmt::format("{} without a Location header", status));
     const std::string target = next;
     if (std::find(t->visited.begin(), t->visited.end(), target) != t->visited.end())
@@ -339,6 +342,17 @@ void HttpClient::finish(Transfer* raw, int curl_code) {
 }
 
 void HttpClient::run(const std::function<void()>& tick) {
+  if (!api_) {
+    // Without libcurl no request can be made: each fails as an unreachable host would, saying why.
+    while (!queued_.empty()) {
+      std::unique_ptr<Transfer> t = std::move(queued_.front());
+      queued_.pop_front();
+      t->result.failure = HttpFailure::unreachable;
+      t->result.detail = load_error_;
+      t->done(std::move(t->result));  // may add() more
+    }
+    return;
+  }
   auto last_tick = std::chrono::steady_clock::now();
   while (!queued_.empty() || !delayed_.empty() || !active_.empty()) {
     const auto now = std::chrono::steady_clock::now();
@@ -356,12 +370,12 @@ void HttpClient::run(const std::function<void()>& tick) {
       start(std::move(t));
     }
     int running = 0;
-    curl_multi_perform(multi_, &running);
+    api_->multi_perform(multi_, &running);
     int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi_, &left)) {
+    while (CURLMsg* msg = api_->multi_info_read(multi_, &left)) {
       if (msg->msg != CURLMSG_DONE) continue;
       Transfer* t = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
+      api_->easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
       finish(t, msg->data.result);  // may add() more
     }
     if (active_.empty() && queued_.empty() && !delayed_.empty()) {
@@ -369,7 +383,7 @@ void HttpClient::run(const std::function<void()>& tick) {
       for (auto& d : delayed_) next = std::min(next, d.first);
       std::this_thread::sleep_until(std::min(next, std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
     } else if (!active_.empty()) {
-      curl_multi_poll(multi_, nullptr, 0, 100, nullptr);
+      api_->multi_poll(multi_, nullptr, 0, 100, nullptr);
     }
     if (tick && std::chrono::steady_clock::now() - last_tick > std::chrono::milliseconds(100)) {
       tick();

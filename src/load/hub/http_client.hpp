@@ -53,6 +53,8 @@ struct HttpResult {
   int attempts = 0;
 };
 
+struct CurlApi;
+
 class HttpClient {
  public:
   explicit HttpClient(const HubEnvironment& env);
@@ -81,6 +83,8 @@ class HttpClient {
   void finish(Transfer* t, int curl_code);
 
   const HubEnvironment& env_;
+  std::string load_error_;  // why libcurl could not be loaded, when api_ is null
+  const CurlApi* api_;      // libcurl's functions, loaded on first use (curl_api.hpp)
   void* multi_ = nullptr;
   std::deque<std::unique_ptr<Transfer>> queued_;
   std::vector<std::pair<std::chrono::steady_clock::time_point, std::unique_ptr<Transfer>>> delayed_;
