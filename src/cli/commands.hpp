@@ -20,5 +20,6 @@ void register_rules(CLI::App& app, CliContext& ctx);
 void register_explain(CLI::App& app, CliContext& ctx);
 void register_plan(CLI::App& app, CliContext& ctx);
 void register_check(CLI::App& app, CliContext& ctx);
+void register_smoke(CLI::App& app, CliContext& ctx);
 
 }  // namespace shardcheck::cli

@@ -18,6 +18,12 @@ const char* kExitCodeTable = R"(Exit codes:
   3  I/O error                         9  checkpoint disagrees with the registry
   4  invalid config.json              10  unparsable accelerate config
   5  invalid safetensors header      11  unknown model_type, no checkpoint
+ smoke (LibTorch runner):
+ 20  wrong elements / bytes differ    25  master unreachable
+ 21  ranks never joined (--timeout)   26  busbw below 0.9 x --expect-busbw
+ 22  a rank died or stopped answering 27  shardcheck-smoke not built
+ 23  WORLD_SIZE mismatch              28  --weights: checkpoint lacks the plan's tensors
+ 24  MASTER_PORT in use               29  bad RANK/WORLD_SIZE/MASTER_* or cannot start ranks
  Hub model ids (org/name[@revision]):
  30  not cached and HF_HUB_OFFLINE=1  35  404: repository, revision or file missing
  31  cannot connect                   36  429/5xx after retries
@@ -48,6 +54,7 @@ int main(int argc, char** argv) {
   cli::register_explain(app, ctx);
   cli::register_plan(app, ctx);
   cli::register_check(app, ctx);
+  cli::register_smoke(app, ctx);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,69 @@
+#pragma once
+// The collectives the smoke runner needs, behind an interface so that everything but the c10d calls
+// (patterns, verification, timing, reports, launching) builds and is tested without LibTorch. The
+// only implementation over real process groups is src/smoke/c10d/c10d_comm.cpp.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "shardcheck/dtype.hpp"
+#include "shardcheck/exit_codes.hpp"
+
+namespace shardcheck::smoke {
+
+// A run that cannot go on: the cause, as a sentence naming ranks, and its exit code (20-29).
+struct SmokeFault : std::runtime_error {
+  ExitCode code;
+  SmokeFault(ExitCode c, const std::string& message) : std::runtime_error(message), code(c) {}
+};
+
+enum class Collective { all_gather, reduce_scatter };
+
+class Comm {
+ public:
+  virtual ~Comm() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  virtual std::string backend() const = 0;   // "gloo", "nccl", "loopback"
+  virtual std::string device() const = 0;    // "cpu", "cuda:0"
+  // Blocking. `in` holds `count` elements of d; `out` receives world*count, rank-major.
+  virtual void all_gather(DType d, const std::byte* in, std::int64_t count, std::byte* out) = 0;
+  // Blocking sum. `in` holds world*count elements; `out` receives this rank's `count`.
+  virtual void reduce_scatter_sum(DType d, const std::byte* in, std::int64_t count, std::byte* out) = 0;
+  // Sums small vectors of counts and timings across ranks (f64: exact for counts below 2^53).
+  virtual void all_reduce_sum(std::vector<double>& values) = 0;
+  // Mean seconds per operation on this rank: `warmup` untimed, then `iters` timed back to back on
+  // buffers that stay where the backend keeps them (device memory for NCCL).
+  virtual double time_collective(Collective c, DType d, std::int64_t count, int warmup, int iters) = 0;
+  // Which implementation ran, in words (e.g. "allgather into 4 tensors; BF16 carried as bytes").
+  virtual std::string path(Collective c, DType d) const = 0;
+  // Whether reduce-scatter can sum d exactly on this backend (possibly in a wider type).
+  virtual bool can_sum(DType d) const = 0;
+  // Progress marker other ranks read when a collective fails ("unit 3 all_gather").
+  virtual void set_phase(const std::string& phase) = 0;
+  // After a failure: which ranks did not reach `phase` and what they last reported, if known.
+  virtual std::string describe_laggards(const std::string& phase) = 0;
+};
+
+struct RendezvousSpec {
+  int rank = 0, world = 1, local_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  bool cuda = false;   // NCCL on cuda:LOCAL_RANK (only in a CUDA build)
+};
+
+// Joins the job: TCPStore rendezvous (rank 0 serves), every rank accounted for, then the process
+// group. Throws SmokeFault naming missing ranks, mismatched world sizes, a taken port or an
+// unreachable master. Defined in the torch translation unit.
+std::unique_ptr<Comm> connect_c10d(const RendezvousSpec& spec);
+// Whether this binary was built with ProcessGroupNCCL (a CUDA LibTorch).
+bool c10d_has_nccl();
+std::string c10d_torch_version();
+
+}  // namespace shardcheck::smoke

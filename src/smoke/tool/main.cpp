@@ -1,0 +1,265 @@
+// shardcheck-smoke: `shardcheck smoke` runs this binary (src/cli/cmd_smoke.cpp). One process is one
+// rank when RANK/WORLD_SIZE are set (torchrun, accelerate launch, srun); with --nproc N it is the
+// launcher of N local ranks. Torch-free except for the connect_c10d() it calls.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+#include "cli/plan_flags.hpp"
+#include "shardcheck/exit_codes.hpp"
+#include "shardcheck/report.hpp"
+#include "smoke/launcher.hpp"
+#include "smoke/plan_reader.hpp"
+#include "smoke/report.hpp"
+#include "smoke/runner.hpp"
+
+namespace shardcheck::smoke {
+namespace {
+
+struct SmokeFlags {
+  cli::PlanFlags plan;
+  std::string plan_file;
+  std::optional<int> nproc;
+  std::optional<int> units;
+  int sample = 2;
+  bool weights = false;
+  std::string min_bytes = "32M", max_bytes = "32M";  // nccl-tests defaults
+  int factor = 2;
+  bool no_sweep = false, no_unit_timing = false;
+  int iters = 20, warmup = 5;
+  std::optional<double> expect_busbw;
+  double timeout = 60;
+  std::string backend = "auto";
+  int test_shift_rank = -1, test_absent_rank = -1, test_die_rank = -1;
+};
+
+struct Planned {
+  ShardPlan plan;
+  std::string strategy;
+  std::map<std::string, std::string> aliases;  // tied parameter -> stored tensor
+};
+
+// The plan this rank verifies: from --plan, or computed exactly as `shardcheck plan` would.
+Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
+  Planned out;
+  if (!f.plan_file.empty()) {
+    std::string error;
+    auto read = read_plan_json(f.plan_file, error);
+    if (!read) throw SmokeFault(ExitCode::usage, error);
+    if (read->plan.world_size != world)
+      throw SmokeFault(ExitCode::smoke_world_mismatch,
+                       fmt::format("{} is a plan for world size {}, this job has WORLD_SIZE={}", f.plan_file,
+                                   read->plan.world_size, world));
+    out.plan = std::move(read->plan);
+    out.strategy = read->strategy;
+    return out;
+  }
+  if (f.plan.world_size && *f.plan.world_size != world)
+    throw SmokeFault(ExitCode::smoke_world_mismatch,
+                     fmt::format("--world-size {} disagrees with the job's {} ranks", *f.plan.world_size, world));
+  f.plan.world_size = world;
+  std::string error;
+  auto req = cli::make_request(f.plan, ctx, error);
+  if (!req) throw SmokeFault(ExitCode::usage, error);
+  PreflightResult r = run_preflight(*req);
+  const ExitCode code = r.sink.first_error_exit_code();
+  if (!r.plan || code != ExitCode::ok) {
+    std::fputs(render_diagnostics_text(r.sink.items()).c_str(), stderr);
+    throw SmokeFault(code == ExitCode::ok ? ExitCode::findings : code, "the plan has errors (above): nothing to verify");
+  }
+  out.plan = std::move(*r.plan);
+  out.strategy = strategy_name(out.plan.strategy);
+  if (r.tree)
+    for (const auto& t : r.tree->tied) out.aliases[t.alias] = t.target;
+  return out;
+}
+
+std::vector<UnitLayout> layouts(const Planned& p, const SmokeFlags& f, int world) {
+  if (p.plan.shard_group != world)
+    throw SmokeFault(ExitCode::usage,
+                     fmt::format("the plan shards over {} of {} ranks ({}): smoke verifies one shard group spanning "
+                                 "the whole job (FULL_SHARD / SHARD_GRAD_OP)",
+                                 p.plan.shard_group, world, p.strategy));
+  std::vector<std::int64_t> bytes;
+  for (const auto& u : p.plan.units) bytes.push_back(u.padded_numel * element_bytes(u.dtype));
+  std::vector<UnitLayout> out;
+  for (int i : select_units(bytes, f.units.value_or(-1), f.units ? f.sample : 0)) {
+    const auto& u = p.plan.units[i];
+    if (element_bytes(u.dtype) == 0) continue;  // packed sub-byte kinds are never a flat parameter
+    std::string error;
+    UnitLayout l = unit_layout(u, i, p.plan.fsdp_version, world, error);
+    if (!error.empty()) throw SmokeFault(ExitCode::internal, "inconsistent plan: " + error);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env) {
+  const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000));
+  Planned planned = make_plan(f, ctx, env.world);
+  std::vector<UnitLayout> units = layouts(planned, f, env.world);
+
+  RunOptions opt;
+  opt.units = std::move(units);
+  opt.shift_rank = f.test_shift_rank;
+  opt.iters = f.iters;
+  opt.warmup = f.warmup;
+  opt.time_units = !f.no_unit_timing;
+  if (!f.no_sweep) {
+    auto lo = parse_nccl_size(f.min_bytes), hi = parse_nccl_size(f.max_bytes);
+    if (!lo || !hi)
+      throw SmokeFault(ExitCode::usage, fmt::format("expected sizes like 1K, 32M or 4096 for -b/-e, found '{}' and '{}'",
+                                                    f.min_bytes, f.max_bytes));
+    std::string error;
+    opt.sweep = sweep_sizes(*lo, *hi, f.factor, error);
+    if (!error.empty()) throw SmokeFault(ExitCode::usage, error);
+  }
+  std::unique_ptr<WeightReader> reader;
+  if (f.weights) {
+    if (!f.plan_file.empty() && f.plan.model.empty())
+      throw SmokeFault(ExitCode::usage, "--weights reads the checkpoint: give the model directory too");
+    DiagnosticSink sink;
+    auto meta = load_checkpoint(f.plan.model, sink);
+    if (!meta) throw SmokeFault(ExitCode::smoke_weights, fmt::format("--weights: no safetensors files in {}", f.plan.model));
+    if (sink.first_error_exit_code() != ExitCode::ok) {
+      std::fputs(render_diagnostics_text(sink.items()).c_str(), stderr);
+      throw SmokeFault(sink.first_error_exit_code(), "--weights: the checkpoint is broken (above)");
+    }
+    reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases);
+    opt.weights = reader.get();
+  }
+
+  RendezvousSpec spec;
+  spec.rank = env.rank;
+  spec.world = env.world;
+  spec.local_rank = env.local_rank;
+  spec.master_addr = env.master_addr;
+  spec.master_port = env.master_port;
+  spec.timeout = timeout;
+  spec.cuda = f.backend == "nccl" || (f.backend == "auto" && c10d_has_nccl());
+  auto comm = connect_c10d(spec);
+  comm->set_phase("joined");
+  if (env.rank == f.test_die_rank) ::raise(SIGKILL);  // test only: a rank that dies after joining
+
+  RunResult result = run_rank(*comm, opt);
+  RunHeader h;
+  h.world = env.world;
+  h.backend = comm->backend();
+  h.device = comm->device();
+  h.torch_version = c10d_torch_version();
+  h.model = f.plan_file.empty() ? f.plan.model : f.plan_file;
+  h.fsdp_version = planned.plan.fsdp_version;
+  h.strategy = planned.strategy;
+  h.plan_units = static_cast<int>(planned.plan.units.size());
+  h.weights = f.weights;
+  h.shifted = f.test_shift_rank >= 0;
+  h.expect_busbw = f.expect_busbw;
+  const Verdict v = judge(h, result);
+  if (env.rank == 0) {
+    const std::string text = f.plan.format == "json" ? render_smoke_json(h, result, v) : render_smoke_text(h, result, v);
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  return v.exit_code;
+}
+
+int run_launcher(SmokeFlags& f, const cli::CliContext& ctx, char** argv, int argc) {
+  const int n = *f.nproc;
+  // Fail fast, before starting anyone, on a plan that cannot be verified.
+  Planned planned = make_plan(f, ctx, n);
+  (void)layouts(planned, f, n);
+  SuperviseOptions opt;
+  opt.nproc = n;
+  opt.argv.assign(argv, argv + argc);
+  opt.argv[0] = "/proc/self/exe";
+  char self[4096] = {};
+  if (const ssize_t len = ::readlink("/proc/self/exe", self, sizeof self - 1); len > 0) opt.argv[0] = self;
+  opt.port = pick_free_port();
+  opt.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000));
+  opt.absent_rank = f.test_absent_rank;
+  SuperviseResult r = supervise(opt);
+  if (!r.message.empty()) std::fprintf(stderr, "shardcheck smoke: %s\n", r.message.c_str());
+  if (!r.rank0_reported && f.plan.format == "json")
+    std::fputs(render_smoke_error_json(r.exit_code, r.message).c_str(), stdout);
+  return r.exit_code;
+}
+
+}  // namespace
+}  // namespace shardcheck::smoke
+
+int main(int argc, char** argv) {
+  using namespace shardcheck;
+  using namespace shardcheck::smoke;
+  CLI::App app{"shardcheck smoke: verify the shard plan with real all-gather / reduce-scatter (LibTorch c10d)"};
+  app.name("shardcheck smoke");
+  cli::CliContext ctx;
+  if (const char* env = std::getenv("SHARDCHECK_RULES")) ctx.rules_dir = env;
+  if (ctx.rules_dir.empty()) ctx.rules_dir = SHARDCHECK_DEFAULT_RULES_DIR;
+  app.add_option("--rules", ctx.rules_dir, "Directory of rule data (models/, accelerate/)")->check(CLI::ExistingDirectory);
+  SmokeFlags f;
+  app.add_option("model", f.plan.model, "Model directory or its config.json");
+  app.add_option("--format", f.plan.format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cli::add_plan_flags(&app, f.plan);
+  app.add_option("--plan", f.plan_file, "Verify this plan (shardcheck plan --format json) instead of planning");
+  app.add_option("--nproc", f.nproc, "Start N local ranks (otherwise RANK/WORLD_SIZE/MASTER_* from the launcher)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--units", f.units, "Only the K largest units plus a --sample of the others")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--sample", f.sample, "With --units: this many other units, evenly spread (default 2)")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_flag("--weights", f.weights, "Shards hold the checkpoint's real bytes; the gather must equal the files");
+  app.add_option("-b,--minbytes", f.min_bytes, "Sweep start size (nccl-tests -b; K/M/G suffixes), default 32M");
+  app.add_option("-e,--maxbytes", f.max_bytes, "Sweep end size (nccl-tests -e), default 32M");
+  app.add_option("-f,--stepfactor", f.factor, "Sweep multiplication factor (nccl-tests -f), default 2")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("-n,--iters", f.iters, "Timed iterations per size (nccl-tests -n), default 20")->check(CLI::Range(1, 1 << 20));
+  app.add_option("-w,--warmup-iters", f.warmup, "Untimed iterations first (nccl-tests -w), default 5")
+      ->check(CLI::Range(0, 1 << 20));
+  app.add_flag("--no-sweep", f.no_sweep, "Skip the message-size sweep");
+  app.add_flag("--no-unit-timing", f.no_unit_timing, "Do not time the plan's unit sizes");
+  app.add_option("--expect-busbw", f.expect_busbw, "Fail (exit 26) when the average busbw is below 0.9 x this GB/s")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--timeout", f.timeout, "Seconds to wait for ranks to join and for each collective (default 60)")
+      ->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--backend", f.backend, "auto (nccl when built with CUDA, else gloo), gloo or nccl")
+      ->check(CLI::IsMember({"auto", "gloo", "nccl"}));
+  // Test-only fault injection (CI proves each failure is caught); hidden from --help.
+  app.add_option("--test-shift-shard", f.test_shift_rank, "")->group("");
+  app.add_option("--test-absent-rank", f.test_absent_rank, "")->group("");
+  app.add_option("--test-die-rank", f.test_die_rank, "")->group("");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : to_int(ExitCode::usage);
+  }
+  const bool child = std::getenv("SHARDCHECK_SMOKE_CHILD") != nullptr;
+  std::optional<LaunchEnv> env;
+  try {
+    if (f.plan.model.empty() && f.plan_file.empty())
+      throw SmokeFault(ExitCode::usage, "expected a model directory or --plan plan.json");
+    if (f.backend == "nccl" && !c10d_has_nccl())
+      throw SmokeFault(ExitCode::usage, "--backend nccl: this shardcheck-smoke was built with a CPU-only LibTorch");
+    if (f.nproc && !child) return run_launcher(f, ctx, argv, argc);
+    env = read_launch_env([](const char* name) { return std::getenv(name); });
+    if (!env)
+      throw SmokeFault(ExitCode::smoke_launch,
+                       "not started as a rank (RANK and WORLD_SIZE are unset): run under torchrun / accelerate "
+                       "launch / srun, or give --nproc N");
+    return run_as_rank(f, ctx, *env);
+  } catch (const SmokeFault& e) {
+    const std::string who = env && env->world > 1 ? fmt::format("[rank {}] ", env->rank) : "";
+    std::fprintf(stderr, "shardcheck smoke: %s%s\n", who.c_str(), e.what());
+    if (f.plan.format == "json" && (!env || env->rank == 0))
+      std::fputs(render_smoke_error_json(to_int(e.code), e.what()).c_str(), stdout);
+    return to_int(e.code);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardcheck smoke: internal error: %s\n", e.what());
+    return to_int(ExitCode::internal);
+  }
+}
