@@ -89,7 +89,8 @@ int run_check(const CheckFlags& f, const CliContext& ctx) {
 void register_check(CLI::App& app, CliContext& ctx) {
   auto f = std::make_shared<CheckFlags>();
   CLI::App* cmd = app.add_subcommand("check", "Pre-flight for CI: lint + resolve + plan + fit, one exit code");
-  cmd->add_option("--model,model", f->model, "Model directory or its config.json")->required();
+  cmd->add_option("--model,model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]")
+      ->required();
   cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json", "sarif", "github"}));
   cmd->add_flag("--strict", f->strict, "Warnings fail the check too");
   cmd->add_option("--uri-base", f->uri_base, "SARIF: make file paths relative to this directory");

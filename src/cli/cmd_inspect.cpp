@@ -60,7 +60,8 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
 void register_inspect(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Print the module tree, parameter counts and dtypes of a model");
-  cmd->add_option("model", args->model, "Model directory (config.json, safetensors headers) or its config.json")
+  cmd->add_option("model", args->model,
+                  "Model directory (config.json, safetensors headers), its config.json, or a Hub id org/name[@revision]")
       ->required();
   cmd->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--transformers-version", args->transformers_version,

@@ -39,7 +39,7 @@ int run_plan(const PlanFlags& f, const CliContext& ctx) {
 void register_plan(CLI::App& app, CliContext& ctx) {
   auto f = std::make_shared<PlanFlags>();
   CLI::App* cmd = app.add_subcommand("plan", "Simulate FSDP auto-wrap and sharding: units, per-rank shards, memory");
-  cmd->add_option("model", f->model, "Model directory or its config.json")->required();
+  cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]")->required();
   cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   add_plan_flags(cmd, *f);
   cmd->callback([f, &ctx] { ctx.exit_code = run_plan(*f, ctx); });
