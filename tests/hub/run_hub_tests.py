@@ -187,8 +187,7 @@ def case_deepseek_ratio(c):
     ranged = sum(1 for r in rows if r[2] == 206)
     print(f"  DeepSeek-V3: {len(shards)} shards, {headers} header bytes, {sent} bytes sent for them "
           f"(redirects, HTTP headers and bodies) = {ratio:.4f}x; {ranged} range replies; "
-          f"{sum(r[3] for r in rows)} bytes in all incl. config.json and the {c.gen / 'deepseek-v3'}"
-          f"/model.safetensors.index.json; {p.elapsed * 1000:.0f} ms")
+          f"{sum(r[3] for r in rows)} bytes in all with config.json and the 8.9 MB index; {p.elapsed * 1000:.0f} ms")
     expect(ratio < 1.1, f"transferred {ratio:.3f}x the header bytes")
     # Offline second run from the header cache.
     c.hub.clear_log()
@@ -381,6 +380,35 @@ def case_not_an_id(c):
     for ref in ("no such/model", "a/b/c", "org--x/name", "org/name@", "org/na..me", "org/name.git"):
         p = c.run(["inspect", ref], c.env())
         expect_exit(p, 3, "IO002", "org/name[@revision]")
+
+
+def case_progress_on_a_terminal(c):
+    """A progress line on a terminal (stderr a pty, CI unset), cleared at the end; none otherwise."""
+    import pty
+    c.fresh("progress")
+    env = c.env()
+    del env["CI"]
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([c.binary, "inspect", "deepseek-ai/DeepSeek-V3", "--format", "json"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=slave, cwd=c.source)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    proc.wait(60)
+    os.close(master)
+    text = out.decode(errors="replace")
+    expect(proc.returncode == 0, f"exit {proc.returncode}: {text[-1000:]}")
+    expect("reading safetensors headers from" in text and "/163 files" in text, f"no progress line: {text[-500:]!r}")
+    expect("\r\x1b[K" in text, "the progress line is not cleared")
+    p, _ = deepseek_read(c, "progress_ci")  # CI=1, stderr a pipe
+    expect("reading safetensors headers" not in p.stderr, "progress printed in CI")
 
 
 CASES = [v for k, v in sorted(globals().items()) if k.startswith("case_")]

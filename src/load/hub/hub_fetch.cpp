@@ -110,9 +110,8 @@ class Fetcher {
     failed_ = false;
     for (unsigned i = 0; i < env_.max_connections && next_ < shards.size(); ++i) start_next(commit, shards);
     const bool progress = env_.progress && shards.size() >= 8;
-    const auto started = std::chrono::steady_clock::now();
     auto tick = [&] {
-      if (!progress || std::chrono::steady_clock::now() - started < std::chrono::milliseconds(300)) return;
+      if (!progress) return;
       std::fprintf(stderr, "\rshardcheck: reading safetensors headers from %s: %zu/%zu files, %.1f MB",
                    env_.endpoint.c_str(), finished_, shards.size(), static_cast<double>(http_.wire_bytes()) / 1e6);
       std::fflush(stderr);
