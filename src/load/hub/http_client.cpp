@@ -353,6 +353,7 @@ void HttpClient::run(const std::function<void()>& tick) {
     }
     return;
   }
+  if (tick) tick();  // at once, then every 100 ms
   auto last_tick = std::chrono::steady_clock::now();
   while (!queued_.empty() || !delayed_.empty() || !active_.empty()) {
     const auto now = std::chrono::steady_clock::now();
