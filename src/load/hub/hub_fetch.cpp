@@ -308,7 +308,10 @@ std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_onl
         return cache_error(staging.path() / kIndexName, error);
       // An index that is not one is mirrored as it is; the loader reports it (IX003-IX005).
       for (IndexedShard& s : index_shards(index.body).value_or(std::vector<IndexedShard>{}))
-        if (shard_name_is_safe(s.name)) shards.push_back({std::move(s.name), s.tensors, s.name_bytes, {}, {}, false});
+        // Unsafe paths are never requested (the loader reports IX008), nor names that would
+        // overwrite config.json or the index in the mirror (the loader reports those shards).
+        if (shard_name_is_safe(s.name) && s.name != kConfigName && s.name != kIndexName)
+          shards.push_back({std::move(s.name), s.tensors, s.name_bytes, {}, {}, false});
     } else if (index.failure == HttpFailure::status && index.status == 404) {
       shards.push_back({std::string(kSingleFileName), 0, 0, {}, {}, false});
     } else {
