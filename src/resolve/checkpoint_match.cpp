@@ -76,6 +76,122 @@ struct FusedAccumulator {
   std::optional<DType> dtype;
 };
 
+// Fused parameters (5.x MoE experts: gate_up_proj [E, 2I, H] gathers every
+// experts.<j>.gate_proj.weight and experts.<j>.up_proj.weight): a tensor goes to the deepest fused
+// module whose path is a dotted prefix of its name and one of whose globs matches the rest of the
+// name; if none of that module's globs matches, shallower fused modules are tried.
+//
+// DeepSeek-V3 sends ~89k of its 92k tensors here. A checkpoint lists one module's tensors together,
+// so the module that took the previous tensor is tried first, without hashing any prefix; that
+// shortcut is exact because it is only taken when no fused module lies below that module, so no
+// deeper candidate can exist.
+class FusedMatcher {
+ public:
+  FusedMatcher(const ModuleTree& tree, const FusedSources& fused) {
+    for (const auto& [key, globs] : fused) {
+      const std::size_t slot = slots_.size();
+      slots_.push_back(key);
+      const std::string& path = tree.modules[key.first].path;
+      if (path.empty()) continue;  // the root ("") is never a dotted prefix of a name
+      auto [it, fresh] = module_of_path_.try_emplace(path, modules_.size());
+      if (fresh) modules_.push_back({path, {}, false});
+      for (const std::string& glob : globs) modules_[it->second].globs.emplace_back(glob, slot);
+    }
+    seen_.resize(slots_.size());
+    for (FusedModule& outer : modules_)
+      for (const FusedModule& inner : modules_)
+        if (inner.path.size() > outer.path.size() && inner.path.starts_with(outer.path) &&
+            inner.path[outer.path.size()] == '.')
+          outer.has_fused_descendant = true;
+  }
+
+  // Adds tensor `t` (checkpoint name `name`) to the fused parameter that gathers it; false when
+  // no fused parameter does.
+  bool add(std::string_view name, const TensorInfo& t) {
+    std::size_t dot = name.rfind('.');
+    if (last_ < modules_.size()) {
+      const FusedModule& m = modules_[last_];
+      const std::size_t n = m.path.size();
+      if (!m.has_fused_descendant && name.size() > n && name[n] == '.' && name.starts_with(m.path)) {
+        if (take(m, name.substr(n + 1), t)) return true;
+        dot = name.rfind('.', n - 1);  // on to the modules above it
+      }
+    }
+    for (; dot != std::string_view::npos && dot > 0; dot = name.rfind('.', dot - 1)) {
+      auto it = module_of_path_.find(name.substr(0, dot));
+      if (it == module_of_path_.end()) continue;
+      if (take(modules_[it->second], name.substr(dot + 1), t)) {
+        last_ = it->second;
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // What each fused parameter gathered, in (module, parameter) order; parameters that gathered
+  // nothing are left out.
+  template <class F>
+  void for_each_gathered(F&& f) const {
+    for (std::size_t i = 0; i < slots_.size(); ++i)
+      if (seen_[i].tensors > 0) f(slots_[i], seen_[i]);
+  }
+
+ private:
+  struct FusedModule {
+    std::string path;
+    std::vector<std::pair<std::string, std::size_t>> globs;  // (glob, slot), in parameter then glob order
+    bool has_fused_descendant;
+  };
+
+  bool take(const FusedModule& m, std::string_view rest, const TensorInfo& t) {
+    for (const auto& [glob, slot] : m.globs)
+      if (glob_match(glob, rest)) {
+        FusedAccumulator& acc = seen_[slot];
+        acc.numel += t.numel();
+        acc.tensors += 1;
+        if (!acc.dtype) acc.dtype = t.dtype;
+        return true;
+      }
+    return false;
+  }
+
+  std::vector<std::pair<int, int>> slots_;    // fused parameters in FusedSources order
+  std::vector<FusedAccumulator> seen_;        // per slot
+  std::vector<FusedModule> modules_;
+  NameMap<std::size_t> module_of_path_;       // path -> index into modules_
+  std::size_t last_ = static_cast<std::size_t>(-1);  // module that took the previous tensor
+};
+
+// Whether "<prefix><name>" can be a parameter path: only when the first dotted component of `name`
+// is the first component after `prefix` of some parameter path (gpt2's base checkpoint "h.0.mlp..."
+// under "transformer."). Saves building and hashing "<prefix><name>" for each tensor of a head
+// checkpoint, whose names already carry the prefix ("model.layers.0..." never needs "model.model.").
+class PrefixedCandidates {
+ public:
+  PrefixedCandidates(const ModuleTree& tree, std::string_view prefix) {
+    for (const Module& m : tree.modules) {
+      if (m.params.empty()) continue;  // no parameter path passes through it alone
+      const std::string path = join(m.path, "");  // "a.b." or "" for the root
+      if (path.size() > prefix.size() && path.starts_with(prefix)) {
+        add(first_component(std::string_view(path).substr(prefix.size())));
+      } else if (path == prefix) {
+        for (const ParamInfo& p : m.params) add(p.name);
+      }
+    }
+  }
+  bool may_match(std::string_view name) const {
+    const std::string_view first = first_component(name);
+    return std::find(firsts_.begin(), firsts_.end(), first) != firsts_.end();
+  }
+
+ private:
+  static std::string_view first_component(std::string_view s) { return s.substr(0, s.find('.')); }
+  void add(std::string_view first) {
+    if (std::find(firsts_.begin(), firsts_.end(), first) == firsts_.end()) firsts_.emplace_back(first);
+  }
+  std::vector<std::string> firsts_;  // a handful: the base model's direct children
+};
+
 }  // namespace
 
 void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMeta& ckpt, const FusedSources& fused,
@@ -94,13 +210,14 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
   };
 
   NameMap<std::pair<int, int>> by_path;
+  std::size_t num_params = 0;
+  for (const Module& m : tree.modules) num_params += m.params.size();
+  by_path.reserve(num_params);
   for (int mi = 0; mi < static_cast<int>(tree.modules.size()); ++mi) {
     const Module& m = tree.modules[mi];
     for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) by_path.emplace(join(m.path, m.params[pi].name), std::pair{mi, pi});
   }
-  NameMap<std::vector<std::pair<int, int>>> fused_by_module;
-  for (const auto& [key, globs] : fused) fused_by_module[tree.modules[key.first].path].push_back(key);
-  std::map<std::pair<int, int>, FusedAccumulator> fused_seen;
+  FusedMatcher fused_matcher(tree, fused);
 
   std::vector<std::pair<std::string, std::string>> renames;
   std::vector<std::regex> ignores;
@@ -118,35 +235,18 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
   std::vector<std::string> unexpected, wrong_shape;
 
   std::string prefixed;  // reused buffer for "<prefix><name>"
+  const PrefixedCandidates prefixed_candidates(tree, prefix);
   auto lookup = [&](std::string_view name) -> const std::pair<int, int>* {
     if (auto it = by_path.find(name); it != by_path.end()) return &it->second;
     // A base-model checkpoint loaded into a head class gains the prefix (gpt2's "h.0..." keys);
     // a head checkpoint loaded into the base model loses it.
-    if (!prefix.empty() && head_root) {
+    if (!prefix.empty() && head_root && prefixed_candidates.may_match(name)) {
       prefixed.assign(prefix).append(name);
       if (auto it = by_path.find(std::string_view(prefixed)); it != by_path.end()) return &it->second;
     }
     if (!prefix.empty() && !head_root && name.starts_with(prefix))
       if (auto it = by_path.find(name.substr(prefix.size())); it != by_path.end()) return &it->second;
     return nullptr;
-  };
-
-  auto match_fused = [&](std::string_view name, const TensorInfo& t) {
-    for (std::size_t dot = name.rfind('.'); dot != std::string::npos && dot > 0; dot = name.rfind('.', dot - 1)) {
-      auto it = fused_by_module.find(name.substr(0, dot));
-      if (it == fused_by_module.end()) continue;
-      const std::string_view rest = name.substr(dot + 1);
-      for (const auto& key : it->second)
-        for (const auto& glob : fused.at(key))
-          if (glob_match(glob, rest)) {
-            FusedAccumulator& acc = fused_seen[key];
-            acc.numel += t.numel();
-            acc.tensors += 1;
-            if (!acc.dtype) acc.dtype = t.dtype;
-            return true;
-          }
-    }
-    return false;
   };
 
   for (const auto& file : ckpt.files) {
@@ -175,7 +275,7 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
         p.in_checkpoint = true;
         continue;
       }
-      if (match_fused(name, t)) continue;
+      if (fused_matcher.add(name, t)) continue;
       bool ignored = false;
       for (const auto& re : ignores)
         if (std::regex_search(name.begin(), name.end(), re)) { ignored = true; break; }
@@ -188,7 +288,7 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
     }
   }
 
-  for (const auto& [key, acc] : fused_seen) {
+  fused_matcher.for_each_gathered([&](std::pair<int, int> key, const FusedAccumulator& acc) {
     ParamInfo& p = tree.modules[key.first].params[key.second];
     const std::string path = join(tree.modules[key.first].path, p.name);
     if (acc.numel != p.numel) {
@@ -196,11 +296,11 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
              fmt::format("'{}' {} fuses {} checkpoint tensors with {} elements, expected {}", path, shape_str(p.shape),
                          acc.tensors, acc.numel, p.numel),
              ExitCode::model_mismatch);
-      continue;
+      return;
     }
     p.in_checkpoint = true;
     p.dtype = *acc.dtype;
-  }
+  });
 
   std::vector<std::string> missing;
   for (const auto& m : tree.modules)
