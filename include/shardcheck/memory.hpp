@@ -18,6 +18,23 @@ namespace shardcheck {
 struct MemoryOptions {
   std::uint64_t gpu_memory = 80ull << 30;   // --gpu-memory, bytes
   int optimizer_states = 2;                 // AdamW: exp_avg, exp_avg_sq
+  // Activations are estimated only when both are given (--seq-len, --micro-batch).
+  std::optional<std::int64_t> seq_len;
+  std::optional<std::int64_t> micro_batch;
+};
+
+// What autograd keeps for backward on one rank for one micro-batch: an estimate from the
+// registry's per-architecture activation model (rules/models/*.yaml `activations`).
+struct ActivationEstimate {
+  bool available = false;
+  std::string why_not;             // when not available: what is missing
+  std::int64_t tokens = 0;         // seq_len * micro_batch
+  DType dtype = DType::BF16;       // compute dtype of the saved tensors
+  bool checkpointing = false;      // activation checkpointing of every block
+  std::uint64_t blocks = 0;        // the decoder blocks (all of them, or their checkpointed inputs)
+  std::uint64_t recompute = 0;     // one block's full activations while it is recomputed
+  std::uint64_t logits = 0;        // LM head output, its fp32 copy and the saved log-softmax
+  std::uint64_t total() const { return blocks + recompute + logits; }
 };
 
 struct RankMemory {
@@ -28,7 +45,8 @@ struct RankMemory {
   std::uint64_t buffers = 0;       // persistent buffers, unsharded on every rank
   std::uint64_t transient = 0;     // peak of unsharded all-gather and reduce-scatter buffers
   std::uint64_t cpu = 0;           // pinned host memory with CPU offload
-  std::uint64_t total() const { return params + grads + optimizer + buffers + transient; }
+  std::uint64_t activations = 0;   // ActivationEstimate::total() when estimated, else 0
+  std::uint64_t total() const { return params + grads + optimizer + buffers + transient + activations; }
 };
 
 struct MemoryEstimate {
@@ -38,6 +56,7 @@ struct MemoryEstimate {
   std::uint64_t gpu_memory = 0;
   bool fits = true;
   std::string transient_note;      // which units make the transient peak
+  ActivationEstimate activations;
 };
 
 struct CollectiveBytes {
@@ -46,15 +65,22 @@ struct CollectiveBytes {
   std::uint64_t reduce_scatter = 0;
   std::uint64_t all_reduce = 0;    // HSDP replicate all-reduce or NO_SHARD all-reduce
   int all_gathers = 0, reduce_scatters = 0, all_reduces = 0;
+  // Time at the given bus bandwidth (nccl-tests busbw): t = size (n-1)/n / busbw for all-gather
+  // and reduce-scatter, t = size 2(n-1)/n / busbw for all-reduce; n the ranks of the collective.
+  double seconds = 0;
 };
 
 struct CommVolume {
   std::vector<CollectiveBytes> units;
   CollectiveBytes total;
+  std::optional<double> bus_bandwidth;  // bytes per second, when --bus-bandwidth was given
 };
 
 MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                const MemoryOptions& opts);
-CommVolume communication(const ShardPlan& plan, const FsdpSettings& s);
+CommVolume communication(const ShardPlan& plan, const FsdpSettings& s,
+                         std::optional<double> bus_bandwidth = std::nullopt);
+ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
+                                        const MemoryOptions& opts);
 
 }  // namespace shardcheck

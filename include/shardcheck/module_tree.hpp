@@ -60,6 +60,7 @@ struct ModuleTree {
   std::map<DType, std::int64_t> dtype_numel;   // parameter elements per dtype
   std::int64_t checkpoint_only_numel = 0;      // tensors on disk that transformers drops on load
   std::int64_t checkpoint_only_tensors = 0;
+  std::map<std::string, std::int64_t> activations;  // the registry's activation model, evaluated
 
   bool is_instance(const Module& m, const std::string& cls) const;
 };

@@ -28,6 +28,7 @@ struct PreflightRequest {
   FsdpSettings defaults;                // starting point (versions chosen by the caller)
   std::function<void(FsdpSettings&)> overrides;  // command-line flags, applied last
   MemoryOptions memory;
+  std::optional<double> bus_bandwidth;  // bytes/s (nccl-tests busbw) for communication time
 };
 
 struct PreflightResult {

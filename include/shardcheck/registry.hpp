@@ -82,6 +82,10 @@ struct ArchSpec {
   std::vector<std::string> ignore_unexpected;  // regexes (with ${expr} interpolation): tensors on disk
                                                // that transformers drops on load (old buffers, MTP)
   std::map<std::string, ClassSpec> classes;    // this file's classes (builtins live in Registry)
+  // Activation model (elements per token, see rules/models/README.md "activations"): `layer` saved
+  // for backward by one block, `layers` blocks, `checkpointed` kept per block under activation
+  // checkpointing, `logits` per token of the LM head. Empty: no estimate for this architecture.
+  std::vector<NamedExpr> activations;
 };
 
 struct TransformersVersions {

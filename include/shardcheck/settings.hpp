@@ -39,6 +39,7 @@ struct FsdpSettings {
   Setting<std::string> mixed_precision{"no"};          // "no", "bf16", "fp16"
   Setting<bool> offload_params{false};
   Setting<std::optional<bool>> reshard_after_forward;  // FSDP2; nullopt = torch's default
+  Setting<bool> activation_checkpointing{false};       // accelerate's fsdp_activation_checkpointing
   Setting<std::string> frozen;                          // regex over parameter FQNs (requires_grad=False)
   Setting<Version> torch_version{Version{2, 9, 0}};
   Setting<Version> accelerate_version{Version{1, 14, 0}};

@@ -39,7 +39,8 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
                                                   {"KB", 1e3},     {"MB", 1e6},       {"GB", 1e9},
                                                   {"TB", 1e12}};
   for (auto [name, factor] : units)
-    if (unit == name && v >= 0) return static_cast<std::uint64_t>(v * factor);
+    // 1.8e19 is just under 2^64: larger values (and NaN) would overflow the conversion.
+    if (unit == name && v >= 0 && v * factor < 1.8e19) return static_cast<std::uint64_t>(v * factor);
   return std::nullopt;
 }
 
@@ -69,6 +70,14 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
       ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
   cmd->add_flag("--config-only", f.config_only, "Ignore safetensors files");
   cmd->add_option("--gpu-memory", f.gpu_memory, "Memory of one GPU (default 80GiB)");
+  cmd->add_option("--seq-len", f.seq_len, "Tokens per sequence: with --micro-batch, estimate activations")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  cmd->add_option("--micro-batch", f.micro_batch, "Sequences per rank per step (with --seq-len)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
+  cmd->add_option("--activation-checkpointing", f.activation_checkpointing,
+                  "true/false: checkpoint every wrapped block (fsdp_activation_checkpointing)");
+  cmd->add_option("--bus-bandwidth", f.bus_bandwidth,
+                  "Measured bus bandwidth (nccl-tests busbw), e.g. 350GB/s: adds communication time");
 }
 
 std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContext& ctx, std::string& error) {
@@ -103,6 +112,26 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     return std::nullopt;
   }
   req.memory.gpu_memory = *gpu;
+  req.memory.seq_len = f.seq_len;
+  req.memory.micro_batch = f.micro_batch;
+  if (f.seq_len.has_value() != f.micro_batch.has_value()) {
+    error = fmt::format("--seq-len and --micro-batch go together: found only {}",
+                        f.seq_len ? "--seq-len" : "--micro-batch");
+    return std::nullopt;
+  }
+  if (!f.bus_bandwidth.empty()) {
+    // nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.
+    std::string text;
+    for (char c : f.bus_bandwidth)
+      if (c != ' ') text += c;
+    if (text.ends_with("/s")) text.resize(text.size() - 2);
+    auto bw = parse_size(text.find_first_not_of("0123456789.") == std::string::npos ? text + "GB" : text);
+    if (!bw || *bw == 0) {
+      error = fmt::format("expected a bandwidth like 350GB/s for --bus-bandwidth, found '{}'", f.bus_bandwidth);
+      return std::nullopt;
+    }
+    req.bus_bandwidth = static_cast<double>(*bw);
+  }
   std::optional<ShardingStrategy> strategy;
   if (!f.strategy.empty() && !(strategy = parse_strategy(f.strategy))) {
     error = fmt::format("expected FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or _HYBRID_SHARD_ZERO2 (or 1-5) for "
@@ -129,6 +158,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     from_cli(s.min_num_params, f.min_num_params, "--min-num-params");
     from_cli(s.use_orig_params, f.use_orig_params, "--use-orig-params");
     from_cli(s.offload_params, f.offload_params, "--offload-params");
+    from_cli(s.activation_checkpointing, f.activation_checkpointing, "--activation-checkpointing");
     from_cli(s.sharding_strategy, strategy, "--sharding-strategy");
     if (f.reshard_after_forward) s.reshard_after_forward = {*f.reshard_after_forward, "--reshard-after-forward"};
     if (!f.policy.empty())

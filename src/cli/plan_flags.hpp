@@ -18,7 +18,9 @@ struct PlanFlags {
   std::optional<int> world_size, num_machines, fsdp_version;
   std::string strategy, policy, wrap_cls, frozen, mixed_precision, gpu_memory = "80GiB";
   std::optional<std::int64_t> min_num_params;
-  std::optional<bool> use_orig_params, reshard_after_forward, offload_params;
+  std::optional<bool> use_orig_params, reshard_after_forward, offload_params, activation_checkpointing;
+  std::optional<std::int64_t> seq_len, micro_batch;
+  std::string bus_bandwidth;
 };
 
 void add_plan_flags(CLI::App* cmd, PlanFlags& f);

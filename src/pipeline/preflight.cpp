@@ -68,15 +68,16 @@ PreflightResult run_preflight(const PreflightRequest& req) {
                                               : plan_fsdp1(*r.tree, r.settings, r.sink);
   if (!wrap_failed) check_plan_coverage(*r.tree, r.settings, *r.plan, r.sink);
   r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
-  r.comm = communication(*r.plan, r.settings);
+  r.comm = communication(*r.plan, r.settings, req.bus_bandwidth);
   if (!r.memory.fits) {
     Diagnostic d;
     d.code = "FIT001";
     d.severity = Severity::error;
     d.location.file = req.model;
     d.message = fmt::format("the plan needs {} bytes per GPU on rank {} but a GPU has {} (params, grads and optimizer "
-                            "states sharded; the largest unsharded units resident; activations not counted)",
-                            r.memory.peak, r.memory.peak_rank, r.memory.gpu_memory);
+                            "states sharded; the largest unsharded units resident; {})",
+                            r.memory.peak, r.memory.peak_rank, r.memory.gpu_memory,
+                            r.memory.activations.available ? "activations estimated" : "activations not counted");
     d.help = "use more GPUs, fsdp_offload_params: true, mixed precision, or a larger --gpu-memory if the GPU has it";
     d.exit_code = ExitCode::findings;
     r.sink.report(std::move(d));

@@ -34,6 +34,7 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
     if (v) w.value(*v);
     else w.null();
   });
+  setting(w, "activation_checkpointing", s.activation_checkpointing, boolean);
   setting(w, "frozen", s.frozen, text);
   setting(w, "torch_version", s.torch_version, version);
   setting(w, "accelerate_version", s.accelerate_version, version);
@@ -49,6 +50,7 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
     w.key("optimizer").value(r.optimizer);
     w.key("buffers").value(r.buffers);
     w.key("transient").value(r.transient);
+    w.key("activations").value(r.activations);
     w.key("total").value(r.total());
     w.key("cpu").value(r.cpu);
     w.end_object();
@@ -67,6 +69,22 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   w.key("headroom_bytes").value(static_cast<std::int64_t>(m.gpu_memory) - static_cast<std::int64_t>(m.peak));
   w.key("transient_is_estimate").value(true);
   w.key("transient_note").value(m.transient_note);
+  const ActivationEstimate& a = m.activations;
+  w.key("activations").begin_object();
+  w.key("estimated").value(a.available);
+  if (a.available) {
+    w.key("is_estimate").value(true);
+    w.key("tokens").value(a.tokens);
+    w.key("dtype").value(dtype_name(a.dtype));
+    w.key("checkpointing").value(a.checkpointing);
+    w.key("blocks_bytes").value(a.blocks);
+    w.key("recompute_bytes").value(a.recompute);
+    w.key("logits_bytes").value(a.logits);
+    w.key("total_bytes").value(a.total());
+  } else {
+    w.key("why_not").value(a.why_not);
+  }
+  w.end_object();
   w.end_object();
 }
 
@@ -78,8 +96,10 @@ void comm_json(JsonWriter& w, const CommVolume& c) {
     w.key("all_gathers").value(b.all_gathers);
     w.key("reduce_scatters").value(b.reduce_scatters);
     w.key("all_reduces").value(b.all_reduces);
+    if (c.bus_bandwidth) w.key("seconds").value(b.seconds);
   };
   w.key("comm").begin_object();
+  if (c.bus_bandwidth) w.key("bus_bandwidth_bytes_per_s").value(*c.bus_bandwidth);
   w.key("per_step").begin_object();
   bytes(c.total);
   w.end_object();

@@ -96,8 +96,18 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     out += fmt::format("  {:<34} {:>14}\n", "buffers", human_bytes(r.buffers));
     out += fmt::format("  {:<34} {:>14}   estimate: {}\n", "unsharded params + grad buffers", human_bytes(r.transient),
                        mem.transient_note);
+    const ActivationEstimate& act = mem.activations;
+    if (act.available) {
+      const std::string blocks = act.checkpointing ? fmt::format("checkpointed block inputs {} + one recomputed block {}",
+                                                                 human_bytes(act.blocks), human_bytes(act.recompute))
+                                                   : fmt::format("blocks {}", human_bytes(act.blocks));
+      out += fmt::format("  {:<34} {:>14}   estimate: {} tokens in {}; {}; logits {}\n", "activations",
+                         human_bytes(r.activations), fmt::group_digits(act.tokens), dtype_name(act.dtype), blocks,
+                         human_bytes(act.logits));
+    }
     if (r.cpu) out += fmt::format("  {:<34} {:>14}\n", "pinned CPU memory (offload)", human_bytes(r.cpu));
-    out += fmt::format("  {:<34} {:>14}   (activations not included)\n", "total", human_bytes(r.total()));
+    out += fmt::format("  {:<34} {:>14}{}\n", "total", human_bytes(r.total()),
+                       act.available ? "" : fmt::format("   (activations not included: {})", act.why_not));
     const std::int64_t headroom = static_cast<std::int64_t>(mem.gpu_memory) - static_cast<std::int64_t>(mem.peak);
     out += bold(mem.fits ? fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory),
                                        human_bytes(static_cast<std::uint64_t>(headroom)))
@@ -109,6 +119,11 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                      comm.total.reduce_scatters);
   if (comm.total.all_reduces) out += fmt::format(", all-reduce {} ({} calls)", human_bytes(comm.total.all_reduce), comm.total.all_reduces);
   out += "\n";
+  if (comm.bus_bandwidth)
+    out += fmt::format("  at a bus bandwidth of {:.1f} GB/s: {} of collectives per step (before any overlap with compute)\n",
+                       *comm.bus_bandwidth / 1e9,
+                       comm.total.seconds >= 1 ? fmt::format("{:.2f} s", comm.total.seconds)
+                                               : fmt::format("{:.3f} ms", comm.total.seconds * 1e3));
   return out;
 }
 

@@ -99,6 +99,11 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
     s.use_orig_params = {true, "accelerate launch default"};  // exported as "true" (not the plugin's False)
   if (const YamlEntry* e = ctx.fsdp("fsdp_offload_params"); e && ctx.fsdp_bool("fsdp_offload_params"))
     s.offload_params = {*ctx.fsdp_bool("fsdp_offload_params"), where(doc, e)};
+  // The launcher always exports FSDP_ACTIVATION_CHECKPOINTING (default "false", launch.py).
+  if (const YamlEntry* e = ctx.fsdp("fsdp_activation_checkpointing"); e && ctx.fsdp_bool("fsdp_activation_checkpointing"))
+    s.activation_checkpointing = {*ctx.fsdp_bool("fsdp_activation_checkpointing"), where(doc, e)};
+  else
+    s.activation_checkpointing = {false, "accelerate launch default"};
 }
 
 }  // namespace shardcheck

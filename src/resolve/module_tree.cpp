@@ -275,6 +275,12 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
         for (const auto& item : *l)
           if (item.as_string()) tree.no_split_modules.push_back(*item.as_string());
     }
+    for (const auto& a : arch.activations) {
+      const Value v = a.expr.evaluate(globals.lookup());
+      if (!v.as_int())
+        throw ExprError(fmt::format("activations.{} must be an integer, got {}", a.name, v.repr()));
+      tree.activations[a.name] = *v.as_int();
+    }
   } catch (const ExprError& e) {
     report("REG003", fmt::format("registry expression failed for {}: {}", config.path, e.what()), ExitCode::bad_rules);
     return std::nullopt;

@@ -271,7 +271,8 @@ class Reader {
     a.source = file_;
     static const std::set<std::string> known = {
         "model_type", "since", "vars", "extends", "architectures", "base_model_prefix", "base_model_class",
-        "no_split_modules", "config", "tied_weights", "checkpoint", "classes", "doc", "abstract"};
+        "no_split_modules", "config", "tied_weights", "checkpoint", "classes", "doc", "abstract",
+        "activations"};
     for (auto it = root.begin(); it != root.end(); ++it)
       if (!known.count(it->first.as<std::string>()))
         fail(file_, it->first, fmt::format("unknown top-level key '{}'", it->first.as<std::string>()));
@@ -296,6 +297,14 @@ class Reader {
     if (const auto& config = root["config"]) {
       a.defaults = literals(config["defaults"], "config.defaults");
       a.derived = named_exprs(config["derived"], "config.derived");
+    }
+    if (const auto& act = root["activations"]) {
+      a.activations = named_exprs(act, "activations");
+      static const std::set<std::string> fields = {"layer", "layers", "checkpointed", "logits"};
+      for (auto it = act.begin(); it != act.end(); ++it)
+        if (!fields.count(it->first.as<std::string>()))
+          fail(file_, it->first, fmt::format("unknown activations field '{}' (expected layer, layers, checkpointed, logits)",
+                                             it->first.as<std::string>()));
     }
     if (const auto& tied = root["tied_weights"]) {
       for (auto it = tied.begin(); it != tied.end(); ++it)

@@ -127,7 +127,57 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   return t;
 }
 
+// The dtype saved activations have: the mixed-precision param_dtype, else the dtype most
+// parameters compute in (8-bit and smaller storage formats such as FP8 weights compute in bf16).
+DType activation_dtype(const ShardPlan& plan, const FsdpSettings& s) {
+  if (auto d = s.param_dtype()) return *d;
+  std::int64_t best = -1;
+  DType dt = DType::BF16;
+  for (const auto& u : plan.units)
+    if (!u.params.empty() && u.numel > best) {
+      best = u.numel;
+      dt = u.dtype;
+    }
+  return dtype_bits(dt) <= 8 ? DType::BF16 : dt;
+}
+
 }  // namespace
+
+ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
+                                        const MemoryOptions& opts) {
+  ActivationEstimate a;
+  if (!opts.seq_len || !opts.micro_batch) {
+    a.why_not = "give --seq-len and --micro-batch to estimate activations";
+    return a;
+  }
+  for (const char* field : {"layer", "layers", "checkpointed", "logits"})
+    if (!tree.activations.count(field)) {
+      a.why_not = fmt::format("the registry has no activation model for {} (rules/models/{}.yaml `activations`)",
+                              tree.model_type, tree.model_type);
+      return a;
+    }
+  a.available = true;
+  a.tokens = *opts.seq_len * *opts.micro_batch;
+  a.dtype = activation_dtype(plan, s);
+  a.checkpointing = s.activation_checkpointing.value;
+  const std::uint64_t t = static_cast<std::uint64_t>(a.tokens);
+  const std::uint64_t size = static_cast<std::uint64_t>(dtype_bits(a.dtype)) / 8;
+  const auto field = [&](const char* name) { return static_cast<std::uint64_t>(tree.activations.at(name)); };
+  // accelerate applies checkpoint_wrapper to the auto-wrap policy's modules (accelerator.py
+  // prepare_model, `apply_activation_checkpointing(..., auto_wrap_policy=fsdp_plugin.auto_wrap_policy)`):
+  // each block then keeps only its input, and one block's activations exist again while it is
+  // recomputed in backward.
+  if (a.checkpointing) {
+    a.blocks = t * field("checkpointed") * field("layers") * size;
+    a.recompute = t * field("layer") * size;
+  } else {
+    a.blocks = t * field("layer") * field("layers") * size;
+  }
+  // transformers loss_utils.py ForCausalLMLoss: `logits = logits.float()` before cross_entropy,
+  // which saves its fp32 log-softmax: the head output (compute dtype) + two fp32 copies.
+  a.logits = t * field("logits") * (size + 4 + 4);
+  return a;
+}
 
 MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                const MemoryOptions& opts) {
@@ -135,6 +185,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
   est.gpu_memory = opts.gpu_memory;
   const Transient transient = transient_peak(plan, s);
   est.transient_note = transient.note;
+  est.activations = estimate_activations(plan, tree, s, opts);
   const bool offload = s.offload_params.value;
   const bool orig = s.use_orig_params.value || plan.fsdp_version == 2;
   for (int r = 0; r < plan.shard_group; ++r) {
@@ -161,6 +212,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
     }
     m.buffers = buffer_bytes(tree);
     m.transient = transient.bytes;
+    m.activations = est.activations.available ? est.activations.total() : 0;
     if (m.total() > est.peak) {
       est.peak = m.total();
       est.peak_rank = r;
@@ -171,8 +223,19 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
   return est;
 }
 
-CommVolume communication(const ShardPlan& plan, const FsdpSettings& s) {
+CommVolume communication(const ShardPlan& plan, const FsdpSettings& s, std::optional<double> bus_bandwidth) {
   CommVolume cv;
+  cv.bus_bandwidth = bus_bandwidth;
+  // shared-research/fsdp-semantics.md §4.3 (nccl-tests src/all_gather.cu, reduce_scatter.cu,
+  // all_reduce.cu busbw factors): the time a collective of `size` bytes over n ranks takes at a
+  // measured bus bandwidth.
+  const auto ring = [&](std::uint64_t size, int n, double factor) {
+    if (!bus_bandwidth || *bus_bandwidth <= 0 || n <= 1) return 0.0;
+    return static_cast<double>(size) * factor * (n - 1) / n / *bus_bandwidth;
+  };
+  // NO_SHARD all-reduces over the shard group; HSDP all-reduces the shards over the replicas.
+  const int ar_ranks = plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard ? plan.shard_group
+                                                                                              : plan.replicate_group;
   for (const auto& u : plan.units) {
     CollectiveBytes cb;
     cb.unit = u.path;
@@ -206,6 +269,9 @@ CommVolume communication(const ShardPlan& plan, const FsdpSettings& s) {
         }
       }
     }
+    cb.seconds = ring(cb.all_gather, plan.shard_group, 1) + ring(cb.reduce_scatter, plan.shard_group, 1) +
+                 ring(cb.all_reduce, ar_ranks, 2);
+    cv.total.seconds += cb.seconds;
     cv.total.all_gather += cb.all_gather;
     cv.total.reduce_scatter += cb.reduce_scatter;
     cv.total.all_reduce += cb.all_reduce;

@@ -114,3 +114,42 @@ CASES += [
     {"name": "plan: an unreadable --config stops before planning (exit 3)",
      "args": ["plan", LLAMA, "--config", "{work}/missing.yaml"], "exit": 3, "not_stdout": ["FSDP1"]},
 ]
+
+
+def activations_ckpt(doc):
+    # Tiny llama, 16 tokens, bf16: checkpointed inputs 3*20*16*2 = 1920, one recomputed block
+    # 348*16*2 = 11136, logits 37*16*10 = 5920 (tests/unit/test_memory_activations.cpp).
+    a = doc["memory"]["activations"]
+    got = (a["blocks_bytes"], a["recompute_bytes"], a["logits_bytes"], doc["memory"]["per_rank_bytes"]["activations"])
+    if got != (1920, 11136, 5920, 18976):
+        return f"activations {got}, expected (1920, 11136, 5920, 18976)"
+    if doc["settings"]["activation_checkpointing"]["source"] != "--activation-checkpointing":
+        return "activation_checkpointing should come from the flag"
+    return None
+
+
+def comm_seconds(doc):
+    # (55344 + 29172) bytes * 2/3 / 1e9 B/s (see test_memory_activations.cpp).
+    got = doc["comm"]["per_step"]["seconds"]
+    return None if abs(got - 84516 * 2 / 3 / 1e9) < 1e-15 else f"seconds {got}"
+
+
+CASES += [
+    {"name": "plan: activations with checkpointing, as JSON",
+     "args": ["plan", LLAMA, "--world-size", "3", "--seq-len", "8", "--micro-batch", "2",
+              "--activation-checkpointing", "true", "--format", "json"], "json": activations_ckpt},
+    {"name": "plan: activations from fsdp_activation_checkpointing in the accelerate file",
+     "args": ["plan", LLAMA, "--no-env", "--world-size", "3", "--seq-len", "8", "--micro-batch", "2",
+              "--config", "{src}/fixtures/check/activation_checkpointing.yaml"],
+     "stdout": ["checkpointed block inputs 1.88 KiB + one recomputed block 10.88 KiB"]},
+    {"name": "plan: text says activations are not counted without --seq-len",
+     "args": ["plan", LLAMA, "--world-size", "3"], "stdout": ["activations not included: give --seq-len"]},
+    {"name": "plan: --seq-len without --micro-batch is a usage error",
+     "args": ["plan", LLAMA, "--seq-len", "8"], "exit": 2, "stderr": ["--seq-len and --micro-batch go together"]},
+    {"name": "plan: communication time at --bus-bandwidth",
+     "args": ["plan", LLAMA, "--world-size", "3", "--bus-bandwidth", "1 GB/s", "--format", "json"],
+     "json": comm_seconds},
+    {"name": "plan: a bad --bus-bandwidth is a usage error",
+     "args": ["plan", LLAMA, "--bus-bandwidth", "fast"], "exit": 2,
+     "stderr": ["expected a bandwidth like 350GB/s for --bus-bandwidth, found 'fast'"]},
+]

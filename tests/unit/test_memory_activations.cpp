@@ -1,0 +1,96 @@
+// Activation estimates and communication time, checked against hand arithmetic from the registry's
+// activation model (rules/models/llama.yaml `activations`, docs/activations.md) and the nccl-tests
+// busbw conventions (shared-research/fsdp-semantics.md §4.3).
+#include <doctest/doctest.h>
+
+#include "shardcheck/memory.hpp"
+#include "shardcheck/model_source.hpp"
+#include "shardcheck/registry.hpp"
+#include "shardcheck/shard_plan.hpp"
+
+using namespace shardcheck;
+
+namespace {
+
+ModuleTree tree_of(const std::string& ref, bool config_only) {
+  DiagnosticSink sink;
+  auto in = load_model(ref, config_only, sink);
+  REQUIRE(in);
+  auto reg = Registry::load(SHARDCHECK_SOURCE_DIR "/rules", sink);
+  REQUIRE(reg);
+  auto tree = build_module_tree(in->config, in->checkpoint ? &*in->checkpoint : nullptr, *reg, {}, sink);
+  REQUIRE(tree);
+  REQUIRE_FALSE(sink.has_errors());
+  return *tree;
+}
+
+FsdpSettings llama_settings(int world) {
+  FsdpSettings s;
+  s.world_size.value = world;
+  s.wrap_classes.value = {"LlamaDecoderLayer"};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("activations: tiny llama fixture, with and without checkpointing") {
+  // hidden 20, 4 heads of dim 5, 2 KV heads, intermediate 52, 3 layers, vocab 37, bf16:
+  // layer = 4*20 + 2*4*5 + 2*2*5 + 4*52 = 80 + 40 + 20 + 208 = 348 elements per token.
+  const ModuleTree tree = tree_of(SHARDCHECK_FIXTURES_DIR "/models/llama", false);
+  FsdpSettings s = llama_settings(3);
+  DiagnosticSink sink;
+  const ShardPlan plan = plan_fsdp1(tree, s, sink);
+  MemoryOptions opts;
+  CHECK_FALSE(estimate_activations(plan, tree, s, opts).available);  // no --seq-len/--micro-batch
+  opts.seq_len = 8;
+  opts.micro_batch = 2;
+  ActivationEstimate a = estimate_activations(plan, tree, s, opts);
+  REQUIRE(a.available);
+  CHECK(a.tokens == 16);
+  CHECK(a.dtype == DType::BF16);
+  CHECK(a.blocks == 3u * 348 * 16 * 2);       // 33,408
+  CHECK(a.recompute == 0u);
+  CHECK(a.logits == 37u * 16 * (2 + 4 + 4));  // 5,920: bf16 logits, fp32 copy, fp32 log-softmax
+  const MemoryEstimate m = estimate_memory(plan, tree, s, opts);
+  CHECK(m.ranks[0].activations == 33'408u + 5'920u);
+
+  s.activation_checkpointing.value = true;
+  a = estimate_activations(plan, tree, s, opts);
+  CHECK(a.blocks == 3u * 20 * 16 * 2);   // each block keeps its 20-wide input: 1,920
+  CHECK(a.recompute == 348u * 16 * 2);   // one block recomputed in backward: 11,136
+  CHECK(a.logits == 5'920u);
+}
+
+TEST_CASE("activations: Meta-Llama-3-8B config, seq 4096, micro-batch 1, bf16 mixed precision") {
+  // hidden 4096, 32 heads x 128, 8 KV heads, intermediate 14336, 32 layers, vocab 128256 (config.json):
+  // layer = 16384 + 8192 + 2048 + 57344 = 83,968 elements per token.
+  const ModuleTree tree = tree_of(SHARDCHECK_FIXTURES_DIR "/corpus-configs/meta-llama__Meta-Llama-3-8B.json", true);
+  FsdpSettings s = llama_settings(8);
+  s.mixed_precision.value = "bf16";
+  DiagnosticSink sink;
+  const ShardPlan plan = plan_fsdp1(tree, s, sink);
+  MemoryOptions opts;
+  opts.seq_len = 4096;
+  opts.micro_batch = 1;
+  const ActivationEstimate a = estimate_activations(plan, tree, s, opts);
+  REQUIRE(a.available);
+  CHECK(a.blocks == 22'011'707'392ull);   // 83968 * 32 * 4096 * 2
+  CHECK(a.logits == 5'253'365'760ull);    // 128256 * 4096 * 10
+}
+
+TEST_CASE("communication time at a bus bandwidth: FSDP1 FULL_SHARD, llama fixture, W=3") {
+  // Root: 1500 elements (bf16) all-gathered once, reduce-scattered once: 3000 + 3000 bytes.
+  // Layers: padded 4362 elements: all-gathered twice (forward, backward), reduce-scattered once.
+  // AG = 3000 + 3 * 2 * 8724 = 55,344; RS = 3000 + 3 * 8724 = 29,172.
+  const ModuleTree tree = tree_of(SHARDCHECK_FIXTURES_DIR "/models/llama", false);
+  const FsdpSettings s = llama_settings(3);
+  DiagnosticSink sink;
+  const ShardPlan plan = plan_fsdp1(tree, s, sink);
+  const CommVolume none = communication(plan, s);
+  CHECK(none.total.seconds == 0.0);
+  const CommVolume cv = communication(plan, s, 1e9);
+  CHECK(cv.total.all_gather == 55'344u);
+  CHECK(cv.total.reduce_scatter == 29'172u);
+  // t = size (n-1)/n / busbw with n = 3: (55344 + 29172) * 2/3 / 1e9 s.
+  CHECK(cv.total.seconds == doctest::Approx(84'516.0 * 2 / 3 / 1e9).epsilon(1e-12));
+}
