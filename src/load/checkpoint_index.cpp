@@ -52,6 +52,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
 
 namespace shardcheck {
@@ -566,15 +567,16 @@ void check_unlisted_shard_files(const fs::path& dir, const IndexContents& index,
 
 // Reads and checks the index (IX002-IX007, IX013). `text` and `parser` own the strings the
 // result points into, so they must outlive it. nullopt when the index is unusable.
-std::optional<IndexContents> read_index(const fs::path& index_path, simdjson::padded_string& text,
-                                        dom::parser& parser, IndexReporter& report) {
-  if (!is_regular(index_path) || simdjson::padded_string::load(index_path.string()).get(text)) {
+std::optional<IndexContents> read_index(const fs::path& index_path,
+                                        std::optional<detail::PaddedFile>& text, dom::parser& parser,
+                                        IndexReporter& report) {
+  if (!is_regular(index_path) || !(text = detail::PaddedFile::read(index_path))) {
     report.at(IndexFailure::unreadable_index, "cannot read the index file");
     return std::nullopt;
   }
-  report.set_text(std::string_view(text.data(), text.size()));
+  report.set_text(text->view());
   dom::element root;
-  if (auto error = parser.parse(text).get(root)) {
+  if (auto error = parser.parse(text->data(), text->size(), false).get(root)) {
     report.at(IndexFailure::index_not_json,
               fmt::format("index is not valid JSON: {}", simdjson::error_message(error)));
     return std::nullopt;
@@ -642,7 +644,7 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
   early.start();
 
   IndexReporter report((dir / kIndexName).string(), sink);
-  simdjson::padded_string text;
+  std::optional<detail::PaddedFile> text;
   dom::parser parser;
   std::optional<IndexContents> index = read_index(dir / kIndexName, text, parser, report);
   std::vector<ShardJob>& early_jobs = early.finish();

@@ -1,0 +1,65 @@
+#include "load/padded_file.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <utility>
+
+#include <simdjson.h>
+
+namespace shardcheck::detail {
+namespace {
+
+// Closes a descriptor on every return path.
+struct Fd {
+  int fd;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+std::optional<PaddedFile> PaddedFile::read(const std::filesystem::path& path) {
+  const Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (file.fd < 0) return std::nullopt;
+  struct stat st {};
+  if (::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const auto size = static_cast<std::size_t>(st.st_size);
+  const std::size_t mapped = size + simdjson::SIMDJSON_PADDING;
+  // Anonymous pages start zeroed, which is the padding simdjson wants after the text.
+  void* memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (memory == MAP_FAILED) return std::nullopt;
+  PaddedFile out(static_cast<char*>(memory), size, mapped);
+  for (std::size_t done = 0; done < size;) {
+    const ssize_t got = ::pread(file.fd, out.data_ + done, size - done, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return std::nullopt;  // an error, or the file shrank while being read
+    done += static_cast<std::size_t>(got);
+  }
+  return out;
+}
+
+PaddedFile::PaddedFile(PaddedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, 0)) {}
+
+PaddedFile& PaddedFile::operator=(PaddedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, mapped_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, 0);
+  }
+  return *this;
+}
+
+PaddedFile::~PaddedFile() {
+  if (data_) ::munmap(data_, mapped_);
+}
+
+}  // namespace shardcheck::detail

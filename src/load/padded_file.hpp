@@ -1,0 +1,41 @@
+#pragma once
+// A whole file in memory followed by simdjson::SIMDJSON_PADDING zero bytes, so that simdjson can
+// parse it in place (parser.parse(data, size, false)).
+//
+// Why not simdjson::padded_string::load: its buffer comes from new[] and is faulted in one page at a
+// time while read() fills it. Here the buffer is mapped with MAP_POPULATE, every page in one system
+// call. On the CI machine, a VM where each page fault costs ~10 us, reading DeepSeek-V3's 8.9 MB
+// index took 28 ms the first way and 8 ms this way (medians of 5, warm page cache). Mapping the file
+// itself would be quicker still (1.3 ms), but a file truncated while mapped kills the reader with
+// SIGBUS; a copy cannot.
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string_view>
+
+namespace shardcheck::detail {
+
+class PaddedFile {
+ public:
+  // The file's bytes; nullopt when it is not a regular file or cannot be read in full.
+  static std::optional<PaddedFile> read(const std::filesystem::path& path);
+
+  PaddedFile(PaddedFile&& other) noexcept;
+  PaddedFile& operator=(PaddedFile&& other) noexcept;
+  PaddedFile(const PaddedFile&) = delete;
+  PaddedFile& operator=(const PaddedFile&) = delete;
+  ~PaddedFile();
+
+  const char* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  std::string_view view() const { return {data_, size_}; }
+
+ private:
+  PaddedFile(char* data, std::size_t size, std::size_t mapped) : data_(data), size_(size), mapped_(mapped) {}
+  char* data_ = nullptr;
+  std::size_t size_ = 0;    // bytes of the file
+  std::size_t mapped_ = 0;  // size_ + padding, as mapped
+};
+
+}  // namespace shardcheck::detail
