@@ -12,6 +12,7 @@ Repositories (commit = sha1 of the repo id, so tests can compute it):
   gated/llama                  401 GatedRepo without "Authorization: Bearer <TOKEN>"
   gated/denied                 401 without a token, 403 GatedRepo with any token
   hostile/header-past-end      model.safetensors whose header length points past the file
+  hostile/empty-file           an empty model.safetensors (nginx answers its range with 416)
   hostile/redirect-loop        shards redirect CDN a -> b -> a
   (python) flaky/llama         each shard answers 503 once, then normally
   (python) hostile/short-body  model.safetensors: 206 announcing 5000 bytes, sending 100
@@ -51,6 +52,12 @@ def header_bytes(path):
         return 8 + struct.unpack("<Q", f.read(8))[0]
 
 
+def make_empty_file(out, config_src):
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copy(config_src, out / "config.json")
+    (out / "model.safetensors").write_bytes(b"")
+
+
 def make_header_past_end(out, config_src):
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(config_src, out / "config.json")
@@ -73,6 +80,7 @@ class LoopbackHub:
         models = self.source / "fixtures" / "models"
         hostile = self.work / "hostile-src"
         make_header_past_end(hostile / "header-past-end", models / "llama" / "config.json")
+        make_empty_file(hostile / "empty-file", models / "llama" / "config.json")
         self.repos = {
             "meta-llama/Meta-Llama-3-8B": models / "llama",
             "deepseek-ai/DeepSeek-V3": self.generated / "deepseek-v3",
@@ -81,6 +89,7 @@ class LoopbackHub:
             "gated/llama": models / "llama",
             "gated/denied": models / "llama",
             "hostile/header-past-end": hostile / "header-past-end",
+            "hostile/empty-file": hostile / "empty-file",
             "hostile/redirect-loop": models / "llama",
         }
         self.py_repos = {"flaky/llama": models / "llama", "hostile/short-body": models / "mistral",

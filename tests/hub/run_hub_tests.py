@@ -362,6 +362,14 @@ def case_header_past_end(c):
     expect_exit(p, 6, "ST003", url, "1000000 header bytes")
 
 
+def case_empty_file(c):
+    c.fresh("empty_file")
+    p = c.run(["inspect", "hostile/empty-file"], c.env())
+    url = f"{c.hub.endpoint}/hostile/empty-file/resolve/{commit_of('hostile/empty-file')}/model.safetensors"
+    local = c.local(["inspect", str(c.hub.repos["hostile/empty-file"])])
+    expect_exit(p, local.returncode, "ST001", url)
+
+
 def case_unreachable(c):
     c.fresh("unreachable")
     p = c.run(["inspect", LLAMA_ID], c.env(HF_ENDPOINT=f"http://127.0.0.1:{free_port()}"))

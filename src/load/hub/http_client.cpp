@@ -68,6 +68,7 @@ struct HttpClient::Transfer {
   std::optional<std::uint64_t> content_length;
   std::optional<ContentRange> content_range;
   std::optional<std::uint64_t> retry_after;
+  std::optional<std::uint64_t> unsatisfied_complete;
   bool body_started = false;
   long status = 0;
   std::uint64_t delivered = 0;    // body bytes this attempt, kept or not
@@ -85,6 +86,7 @@ struct HttpClient::Transfer {
     content_length.reset();
     content_range.reset();
     retry_after.reset();
+    unsatisfied_complete.reset();
     body_started = false;
     status = 0;
     delivered = 0;
@@ -116,8 +118,11 @@ struct HttpClient::Transfer {
     const auto [name, value] = *field;
     if (header_name_is(name, "Content-Length"))
       t->content_length = parse_decimal_u64(value);
-    else if (header_name_is(name, "Content-Range"))
+    else if (header_name_is(name, "Content-Range")) {
       t->content_range = parse_content_range(value);
+      // "bytes */N" of a 416 reply: the range starts at or past the end of an N-byte file.
+      if (value.starts_with("bytes */")) t->unsatisfied_complete = parse_decimal_u64(value.substr(8));
+    }
     else if (header_name_is(name, "Retry-After"))
       t->retry_after = parse_retry_after_seconds(value);
     else if (header_name_is(name, "X-Repo-Commit") && t->result.repo_commit.empty())
@@ -319,6 +324,15 @@ void HttpClient::finish(Transfer* raw, int curl_code) {
     t->current_url = t->req.url;  // start over at the Hub: CDN links are signed and expire
     t->visited.clear();
     delayed_.emplace_back(std::chrono::steady_clock::now() + std::chrono::seconds(wait), std::move(t));
+    return;
+  }
+  if (status == 416 && t->req.range && t->unsatisfied_complete && *t->unsatisfied_complete <= t->req.range->first) {
+    // Nothing of the file lies in the range (an empty file, asked for its first bytes): the
+    // caller learns the length and judges the file, as it would on disk.
+    r.total_size = t->unsatisfied_complete;
+    r.body.clear();
+    wire_bytes_ += r.wire_body_bytes + r.wire_header_bytes;
+    t->done(std::move(r));
     return;
   }
   if (status < 200 || status >= 300) return fail(HttpFailure::status, fmt::format("HTTP {}", status));
