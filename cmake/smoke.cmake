@@ -14,11 +14,12 @@ endif()
 # shardcheck-smoke: the runner, only when LibTorch is found (Debian's libtorch-dev: CPU + gloo; or a
 # CUDA LibTorch given as -DTorch_DIR=<site-packages>/torch/share/cmake/Torch, which adds NCCL).
 option(SHARDCHECK_WITH_TORCH "Build shardcheck-smoke when LibTorch is found" ON)
-if(SHARDCHECK_WITH_TORCH)
+# Not in libFuzzer builds: no harness needs it, and coverage-instrumenting the runner buys nothing.
+if(SHARDCHECK_WITH_TORCH AND NOT SHARDCHECK_BUILD_FUZZ)
   find_package(Torch QUIET)
 endif()
 set(SHARDCHECK_SMOKE_BUILT OFF)
-if(SHARDCHECK_WITH_TORCH AND Torch_FOUND)
+if(Torch_FOUND)
   set(SHARDCHECK_SMOKE_BUILT ON)
   # The one translation unit that includes torch headers (~20-30 s to compile), kept apart so the
   # rest of the runner compiles at normal speed and without torch's include paths.
@@ -43,6 +44,13 @@ if(SHARDCHECK_WITH_TORCH AND Torch_FOUND)
   target_link_libraries(shardcheck-smoke PRIVATE shardcheck_smoke shardcheck_core CLI11::CLI11 yaml-cpp
                         ${TORCH_LIBRARIES} ${smoke_cuda_libs})
   install(TARGETS shardcheck-smoke)
+  if(SHARDCHECK_BUILD_TESTS)
+    # Real gloo process groups on CPU: world sizes 1-4, --weights, the shifted shard, every fault.
+    add_test(NAME smoke COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/tests/smoke/run_smoke_tests.py
+             --binary $<TARGET_FILE:shardcheck> --source ${CMAKE_CURRENT_SOURCE_DIR}
+             --work ${CMAKE_CURRENT_BINARY_DIR}/smoke-work)
+    set_tests_properties(smoke PROPERTIES TIMEOUT 900)
+  endif()
 else()
   message(STATUS "shardcheck-smoke: LibTorch not found, not built (scripts/setup.sh installs libtorch-dev)")
 endif()

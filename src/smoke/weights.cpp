@@ -7,11 +7,12 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <vector>
 
 namespace shardcheck::smoke {
 
-WeightReader::WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases)
-    : meta_(std::move(meta)), aliases_(std::move(aliases)) {}
+WeightReader::WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases, std::string base_prefix)
+    : meta_(std::move(meta)), aliases_(std::move(aliases)), base_prefix_(std::move(base_prefix)) {}
 
 WeightReader::~WeightReader() {
   for (auto [index, fd] : fds_) ::close(fd);
@@ -30,17 +31,18 @@ bool WeightReader::bind(const UnitLayout& u, std::string& error) {
   bound_.clear();
   width_ = element_bytes(u.dtype);
   for (std::size_t i = 0; i < u.params.size(); ++i) {
-    std::string name = u.params[i];
+    // The parameter's own name, then without the base-model prefix, then the same for the tensor
+    // it is tied to.
+    std::vector<std::string> candidates{u.params[i]};
+    if (auto alias = aliases_.find(u.params[i]); alias != aliases_.end()) candidates.push_back(alias->second);
+    for (std::size_t c = 0, n = candidates.size(); c < n; ++c)
+      if (!base_prefix_.empty() && candidates[c].starts_with(base_prefix_ + "."))
+        candidates.push_back(candidates[c].substr(base_prefix_.size() + 1));
     const TensorInfo* found = nullptr;
-    for (int hop = 0; hop < 2 && !found; ++hop) {
+    for (const auto& name : candidates) {
       for (const auto& f : meta_.files)
         for (const auto& t : f.tensors)
-          if (t.name == name) found = &t;
-      if (!found) {
-        auto alias = aliases_.find(name);
-        if (alias == aliases_.end()) break;
-        name = alias->second;
-      }
+          if (!found && t.name == name) found = &t;
     }
     if (!found) {
       error = fmt::format("unit '{}': parameter '{}' is not in the checkpoint at {}", u.path, u.params[i],

@@ -18,7 +18,9 @@ namespace shardcheck::smoke {
 class WeightReader {
  public:
   // `aliases`: tied parameter -> the tensor that stores it (checkpoints keep one copy).
-  WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases);
+  // `base_prefix`: the base model's attribute ("transformer"): a base-model checkpoint (gpt2's)
+  // stores "h.0.attn..." for "transformer.h.0.attn..." (modeling_utils.py strips/adds it on load).
+  WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases, std::string base_prefix = "");
   ~WeightReader();
   WeightReader(const WeightReader&) = delete;
   WeightReader& operator=(const WeightReader&) = delete;
@@ -40,6 +42,7 @@ class WeightReader {
 
   CheckpointMeta meta_;
   std::map<std::string, std::string> aliases_;
+  std::string base_prefix_;
   std::map<std::uint32_t, int> fds_;
   std::vector<Bound> bound_;
   int width_ = 0;

@@ -43,6 +43,7 @@ struct Planned {
   ShardPlan plan;
   std::string strategy;
   std::map<std::string, std::string> aliases;  // tied parameter -> stored tensor
+  std::string base_prefix;                     // the base model's attribute ("model", "transformer")
 };
 
 // The plan this rank verifies: from --plan, or computed exactly as `shardcheck plan` would.
@@ -75,8 +76,10 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
   }
   out.plan = std::move(*r.plan);
   out.strategy = strategy_name(out.plan.strategy);
-  if (r.tree)
+  if (r.tree) {
     for (const auto& t : r.tree->tied) out.aliases[t.alias] = t.target;
+    out.base_prefix = r.tree->base_model_path;
+  }
   return out;
 }
 
@@ -131,7 +134,7 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
       std::fputs(render_diagnostics_text(sink.items()).c_str(), stderr);
       throw SmokeFault(sink.first_error_exit_code(), "--weights: the checkpoint is broken (above)");
     }
-    reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases);
+    reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases, planned.base_prefix);
     opt.weights = reader.get();
   }
 

@@ -1,0 +1,112 @@
+"""`shardcheck smoke` over real gloo process groups (LibTorch 1.13, CPU), run by run_smoke_tests.py.
+
+Expected numbers are hand arithmetic on the tiny Llama fixture (hidden 20, 3 layers, vocab 37,
+bf16; tests/unit/test_plan_fsdp.cpp): root = embed 740 + norm 20 + lm_head 740 = 1500 elements,
+each layer 4360. Over W ranks a unit of N elements has S = ceil(N/W) per rank and W*S - N padding
+(torch.chunk, FlatParamHandle._get_shard): W=3 -> root S=500 pad 0, layer S=1454 pad 2;
+W=4 -> root 375, layer 1090, no padding.
+"""
+
+LLAMA = "{src}/fixtures/models/llama"
+GPT2 = "{src}/fixtures/models/gpt2"
+FAST = ["-b", "1K", "-e", "4K", "-f", "4", "-n", "2", "-w", "1", "--timeout", "20"]
+QUICK = ["--no-sweep", "--no-unit-timing", "--timeout", "20"]
+
+
+def units_check(world, pads):
+    def check(doc):
+        if doc["world_size"] != world or doc["backend"] != "gloo":
+            return f"world {doc['world_size']} backend {doc['backend']}"
+        got = [(u["path"], u["shard_numel"], u["pad_elements"]) for u in doc["units"]]
+        if got != pads:
+            return f"units {got}, expected {pads}"
+        if doc["wrong_elements"] != 0 or doc["exit_code"] != 0 or doc["verdict"] != "ok":
+            return f"verdict {doc['verdict']} wrong {doc['wrong_elements']}"
+        for u in doc["units"]:
+            if not u["reduce_scatter"]["ran"] or u["reduce_scatter"]["wrong"] != 0:
+                return f"reduce_scatter of {u['path']}: {u['reduce_scatter']}"
+        # nccl-tests: busbw = algbw * (n-1)/n, algbw = size / time.
+        for row in doc["bandwidth"]["rows"]:
+            algbw = row["size"] / (row["time_us"] * 1e-6) / 1e9
+            if abs(row["algbw_gbps"] - algbw) > 1e-9 * max(1, algbw) or \
+               abs(row["busbw_gbps"] - algbw * (world - 1) / world) > 1e-9 * max(1, algbw):
+                return f"bandwidth row {row}"
+        return None
+    return check
+
+
+LAYERS = ["model.layers.0", "model.layers.1", "model.layers.2"]
+
+CASES = [
+    # Verification passes on 1, 2, 3 and 4 ranks (FSDP1 flat parameters).
+    {"name": "smoke llama W=1", "args": ["smoke", LLAMA, "--nproc", "1"] + FAST, "exit": 0,
+     "stdout": ["shardcheck smoke: 1 rank, gloo on cpu", "OK: 4 units all-gathered and reduce-scattered exactly on 1 ranks",
+                "# Avg bus bandwidth"]},
+    {"name": "smoke llama W=2", "args": ["smoke", LLAMA, "--nproc", "2"] + FAST, "exit": 0,
+     "stdout": ["OK: 4 units all-gathered and reduce-scattered exactly on 2 ranks",
+                # the path that ran on gloo 1.13, said in the output
+                "allgather into 2 tensors (ProcessGroupGloo in LibTorch 1.13",
+                "BF16 carried as bytes", "allreduce (sum) then each rank keeps its slice", "BF16 summed as F32"]},
+    {"name": "smoke llama W=3 json", "args": ["smoke", LLAMA, "--nproc", "3", "--format", "json"] + FAST, "exit": 0,
+     "json": units_check(3, [("", 500, 0)] + [(p, 1454, 2) for p in LAYERS])},
+    {"name": "smoke llama W=4 json", "args": ["smoke", LLAMA, "--nproc", "4", "--format", "json"] + FAST, "exit": 0,
+     "json": units_check(4, [("", 375, 0)] + [(p, 1090, 0) for p in LAYERS])},
+    # FSDP2 per-parameter padded layout: 3 ranks.
+    {"name": "smoke llama fsdp2 W=3", "args": ["smoke", LLAMA, "--nproc", "3", "--fsdp-version", "2"] + QUICK,
+     "exit": 0, "stdout": ["FSDP2", "OK: 5 units"]},
+    # --units: the largest 1 (a layer; ties go to the first) plus a sample of 1 of the others.
+    {"name": "smoke --units", "args": ["smoke", LLAMA, "--nproc", "2", "--units", "1", "--sample", "1"] + QUICK,
+     "exit": 0, "stdout": ["checked 2 of 4 units", "model.layers.0 "], "not_stdout": ["model.layers.2 "]},
+    # --weights: shards read from the safetensors files (llama: 2 shard files; gpt2: base-model
+    # names and the tied head), gathered back bit for bit.
+    {"name": "smoke --weights llama W=1", "args": ["smoke", LLAMA, "--nproc", "1", "--weights"] + QUICK, "exit": 0,
+     "stdout": ["equal to the checkpoint's bytes bit for bit"]},
+    {"name": "smoke --weights llama W=3", "args": ["smoke", LLAMA, "--nproc", "3", "--weights"] + QUICK, "exit": 0,
+     # every real element read once, 2 bytes each: (1500 + 3*4360) * 2
+     "stdout": ["equal to the checkpoint's bytes bit for bit", "shard reads from the checkpoint: 29160 bytes"]},
+    {"name": "smoke --weights llama fsdp2 W=4", "args": ["smoke", LLAMA, "--nproc", "4", "--weights",
+                                                          "--fsdp-version", "2"] + QUICK, "exit": 0,
+     "stdout": ["equal to the checkpoint's bytes bit for bit"]},
+    {"name": "smoke --weights gpt2 W=2", "args": ["smoke", GPT2, "--nproc", "2", "--weights"] + QUICK, "exit": 0,
+     "stdout": ["equal to the checkpoint's bytes bit for bit"]},
+    # The test-only shift: rank 1 sends elements [r*S+1, (r+1)*S+1). Root: 500 wrong, layers 1454
+    # each (all real), every one seen by 3 ranks: 3 * (500 + 3*1454) = 14586.
+    {"name": "smoke shifted shard caught", "args": ["smoke", LLAMA, "--nproc", "3", "--test-shift-shard", "1"] + QUICK,
+     "exit": 20, "stdout": ["FAILED: 14586 wrong elements in 4 of 4 units on 3 ranks"]},
+    {"name": "smoke shifted shard caught with --weights",
+     "args": ["smoke", LLAMA, "--nproc", "2", "--weights", "--test-shift-shard", "1"] + QUICK,
+     "exit": 20, "stdout": ["FAILED:", "differ from the checkpoint's bytes"]},
+    # Faults: each ends within the timeout, names the ranks and the cause, with its own exit code.
+    {"name": "smoke rank never joins", "args": ["smoke", LLAMA, "--nproc", "3", "--test-absent-rank", "2",
+                                               "--no-sweep", "--timeout", "2"],
+     "exit": 21, "stderr": ["rank 2 of WORLD_SIZE=3 never joined the rendezvous", "within 2 s (joined: 0, 1)"],
+     "timeout": 30},
+    {"name": "smoke rank dies", "args": ["smoke", LLAMA, "--nproc", "3", "--test-die-rank", "1", "--no-sweep",
+                                        "--timeout", "5"],
+     "exit": 22, "stderr": ["rank 1 (pid", "died: killed by signal 9 (SIGKILL)", "rank 1 last at 'joined'"],
+     "timeout": 30},
+    {"name": "smoke rank dies json", "args": ["smoke", LLAMA, "--nproc", "2", "--test-die-rank", "0", "--no-sweep",
+                                             "--timeout", "3", "--format", "json"],
+     "exit": 22, "json": lambda d: None if d["verdict"] == "error" and d["exit_code"] == 22 and
+     "rank 0 (pid" in d["error"] else f"{d}", "timeout": 30},
+    {"name": "smoke plan for another world size", "args": ["smoke", LLAMA, "--nproc", "3", "--world-size", "2"],
+     "exit": 23, "stderr": ["--world-size 2 disagrees with the job's 3 ranks"]},
+    {"name": "smoke RANK malformed", "args": ["smoke", LLAMA], "env": {"RANK": "x", "WORLD_SIZE": "2"},
+     "exit": 29, "stderr": ["expected an integer from 0 to 1048576 in RANK, found 'x'"]},
+    {"name": "smoke not a rank", "args": ["smoke", LLAMA], "exit": 29,
+     "stderr": ["not started as a rank (RANK and WORLD_SIZE are unset)"]},
+    {"name": "smoke unreachable master", "args": ["smoke", LLAMA, "--no-sweep", "--timeout", "2"],
+     "env": {"RANK": "1", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{free_port}"},
+     "exit": 25, "stderr": ["rank 1 cannot reach the master at 127.0.0.1:", "within 2 s"], "timeout": 30},
+    {"name": "smoke port in use", "args": ["smoke", LLAMA, "--no-sweep", "--timeout", "2"],
+     "env": {"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "{busy_port}"},
+     "exit": 24, "stderr": ["rank 0 cannot listen on 127.0.0.1:", "the port is in use"], "timeout": 30},
+    {"name": "smoke expect-busbw", "args": ["smoke", LLAMA, "--nproc", "2", "--expect-busbw", "100000"] + FAST,
+     "exit": 26, "stdout": ["FAILED: average bus bandwidth", "below 0.9 x the expected 100000.000 GB/s"]},
+    {"name": "smoke --plan", "args": ["smoke", "--plan", "{work}/llama-plan-w2.json", "--nproc", "2"] + QUICK,
+     "exit": 0, "stdout": ["OK: 4 units"], "setup": ["plan", LLAMA, "--world-size", "2", "--format", "json"]},
+    {"name": "smoke --plan for another world size", "args": ["smoke", "--plan", "{work}/llama-plan-w2.json",
+                                                            "--nproc", "3"] + QUICK,
+     "exit": 23, "stderr": ["llama-plan-w2.json is a plan for world size 2, this job has WORLD_SIZE=3"],
+     "setup": ["plan", LLAMA, "--world-size", "2", "--format", "json"]},
+]
