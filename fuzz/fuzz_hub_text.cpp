@@ -20,7 +20,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // An accepted id never leads outside the cache folder it names.
     const std::string folder = repo_folder_name(*ref);
     if (folder.find("..") != std::string::npos || folder.find('/') != std::string::npos) __builtin_trap();
-    if (ref->revision.empty() || ref->revision.find("..") == 0) __builtin_trap();
+    // ... nor a revision that climbs out of refs/ (it becomes the path refs/<revision>).
+    if (ref->revision.empty() || ref->revision.find("..") != std::string::npos || ref->revision.front() == '/')
+      __builtin_trap();
     (void)url_quote(ref->revision, false);
   }
   if (auto field = split_header_line(text)) {

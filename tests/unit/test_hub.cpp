@@ -63,7 +63,8 @@ TEST_CASE("hub: model ids as huggingface_hub validates them") {
 
   for (const char* bad : {"", "/", "org/", "/name", "a/b/c", "org--x/name", "org/na..me", "-org/name", "org/name-",
                           ".org/name", "org/name.git", "org/na me", "org/naé", "org/name@", "org/name@a b",
-                          "org/name@../x", "org/name@a//b", "org/name@/a", "org/name@a\\b"})
+                          "org/name@../x", "org/name@a//b", "org/name@/a", "org/name@a\\b", "org/name@.hidden",
+                          "org/name@a..b", "org/name@x.lock", "org/name@a@{1}", "org/name@a:b", "org/name@a/"})
     CHECK_MESSAGE(!parse_model_ref(bad), bad);
   CHECK_FALSE(parse_model_ref("org/" + std::string(97, 'x')));
 }

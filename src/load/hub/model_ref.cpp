@@ -24,21 +24,26 @@ bool valid_part(std::string_view part, std::size_t max_len) {
                      [](char c) { return is_word(c) || c == '-' || c == '.'; });
 }
 
-// Branch and tag names are git ref names; the Hub also serves "refs/pr/N". Only what could break
-// a URL or a cache path is refused: control bytes, whitespace, empty components and "..".
+// Branch and tag names are git ref names (the Hub also serves "refs/pr/N"), so git's
+// check-ref-format rules apply: no control bytes, space, ~ ^ : ? * [ or backslash; no "..", "@{",
+// empty component, component starting with '.', or trailing ".lock". They also keep the name safe
+// as a cache path (refs/<revision>).
 bool valid_revision(std::string_view rev) {
-  if (rev.empty() || rev.size() > 256) return false;
+  if (rev.empty() || rev.size() > 256 || rev == "@") return false;
   for (char c : rev) {
     const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f || c == '\\') return false;
+    if (u <= 0x20 || u == 0x7f) return false;
+    if (std::string_view("~^:?*[\\").find(c) != std::string_view::npos) return false;
   }
-  if (rev.front() == '/' || rev.back() == '/' || rev.find("//") != std::string_view::npos) return false;
+  if (rev.find("..") != std::string_view::npos || rev.find("@{") != std::string_view::npos ||
+      rev.ends_with(".lock") || rev.back() == '.')
+    return false;
   std::size_t start = 0;
   while (start <= rev.size()) {
     std::size_t end = rev.find('/', start);
     if (end == std::string_view::npos) end = rev.size();
     const std::string_view component = rev.substr(start, end - start);
-    if (component == "." || component == "..") return false;
+    if (component.empty() || component.front() == '.') return false;
     start = end + 1;
   }
   return true;
