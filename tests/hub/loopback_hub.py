@@ -14,7 +14,8 @@ Repositories (commit = sha1 of the repo id, so tests can compute it):
   hostile/header-past-end      model.safetensors whose header length points past the file
   hostile/empty-file           an empty model.safetensors (nginx answers its range with 416)
   hostile/redirect-loop        shards redirect CDN a -> b -> a
-  (python) flaky/llama         each shard answers 503 once, then normally
+  (python) flaky/llama         the index answers 429 (Retry-After: 0) once, each shard 503 once
+  (python) hostile/always-503  every file but config.json answers 503 (Retry-After: 0)
   (python) hostile/short-body  model.safetensors: 206 announcing 5000 bytes, sending 100
   (python) hostile/slow        config.json answered after 30 s
   (python) hostile/no-commit   no X-Repo-Commit header
@@ -93,7 +94,8 @@ class LoopbackHub:
             "hostile/redirect-loop": models / "llama",
         }
         self.py_repos = {"flaky/llama": models / "llama", "hostile/short-body": models / "mistral",
-                         "hostile/slow": models / "mistral", "hostile/no-commit": models / "mistral"}
+                         "hostile/slow": models / "mistral", "hostile/no-commit": models / "mistral",
+                         "hostile/always-503": models / "mistral"}
 
     # --- nginx ------------------------------------------------------------------------------
     def _tree(self):
@@ -197,6 +199,11 @@ http {{
                 headers = {} if repo == "hostile/no-commit" else {"X-Repo-Commit": commit_of(repo)}
                 if repo == "hostile/slow":
                     time.sleep(30)
+                if repo == "hostile/always-503" and file != "config.json":
+                    return self._reply(503, b"down", dict(headers, **{"Retry-After": "0"}))
+                if repo == "flaky/llama" and file.endswith(".index.json") and self.path not in seen:
+                    seen.add(self.path)
+                    return self._reply(429, b"slow down", dict(headers, **{"Retry-After": "0"}))
                 if repo == "flaky/llama" and file.endswith(".safetensors") and self.path not in seen:
                     seen.add(self.path)
                     return self._reply(503, b"busy", headers)

@@ -327,7 +327,18 @@ def case_flaky(c):
     same_json(p, c.local(["inspect", "fixtures/models/llama", "--format", "json"]), "flaky")
     shard_requests = [x for x in c.hub.py_requests[before:] if x.endswith(".safetensors")]
     expect(len(shard_requests) == 4, f"expected 2 shards x (503 + retry), saw {shard_requests}")
+    index_requests = [x for x in c.hub.py_requests[before:] if x.endswith(".index.json")]
+    expect(len(index_requests) == 2, f"expected the index twice (429 + retry), saw {index_requests}")
     expect(p.elapsed >= 1.0, f"retried after {p.elapsed:.2f} s; expected a backoff of 1 s")
+
+
+def case_server_error(c):
+    c.fresh("server_error")
+    before = len(c.hub.py_requests)
+    p = c.run(["inspect", "hostile/always-503"], c.env(HF_ENDPOINT=c.hub.py_endpoint))
+    expect_exit(p, 36, "HUB007", "HTTP 503 on each of 6 attempts")
+    tries = [x for x in c.hub.py_requests[before:] if x.endswith(".index.json")]
+    expect(len(tries) == 6, f"expected 6 attempts at the index, saw {len(tries)}")
 
 
 def case_short_body(c):
