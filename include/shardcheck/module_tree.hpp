@@ -61,6 +61,8 @@ struct ModuleTree {
   std::int64_t checkpoint_only_numel = 0;      // tensors on disk that transformers drops on load
   std::int64_t checkpoint_only_tensors = 0;
   std::map<std::string, std::int64_t> activations;  // the registry's activation model, evaluated
+  // transformers' native FSDP2 plan with full module paths (base keys prefixed by the base model).
+  std::vector<std::pair<std::string, std::string>> fsdp_plan;
 
   bool is_instance(const Module& m, const std::string& cls) const;
 };

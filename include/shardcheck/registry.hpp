@@ -86,6 +86,11 @@ struct ArchSpec {
   // for backward by one block, `layers` blocks, `checkpointed` kept per block under activation
   // checkpointing, `logits` per token of the LM head. Empty: no estimate for this architecture.
   std::vector<NamedExpr> activations;
+  // transformers' native FSDP2 plan (main, PR #46707/#47165): module-name pattern -> strategy
+  // ("free_full_weight" | "keep_full_weight"). `base`: the config's base_model_fsdp_plan (nullopt:
+  // PreTrainedConfig's default); `head`: the head class's `_fsdp_plan`.
+  std::optional<std::vector<std::pair<std::string, std::string>>> fsdp_plan_base;
+  std::vector<std::pair<std::string, std::string>> fsdp_plan_head;
 };
 
 struct TransformersVersions {

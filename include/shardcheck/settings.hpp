@@ -21,6 +21,12 @@ bool is_hybrid(ShardingStrategy s);
 enum class WrapPolicyKind { transformer, size, none };
 const char* policy_name(WrapPolicyKind k);
 
+// Who calls fully_shard (FSDP2), each with its own grouping and defaults: accelerate's
+// fsdp2_prepare_model, torchtitan's apply_fsdp, or transformers' native plan (`_fsdp_plan`).
+enum class Fsdp2Caller { accelerate, torchtitan, transformers };
+const char* caller_name(Fsdp2Caller c);
+std::optional<Fsdp2Caller> parse_caller(std::string_view s);
+
 template <class T>
 struct Setting {
   T value{};
@@ -39,7 +45,11 @@ struct FsdpSettings {
   Setting<std::string> mixed_precision{"no"};          // "no", "bf16", "fp16"
   Setting<bool> offload_params{false};
   Setting<std::optional<bool>> reshard_after_forward;  // FSDP2; nullopt = torch's default
-  Setting<bool> activation_checkpointing{false};       // accelerate's fsdp_activation_checkpointing
+  Setting<bool> activation_checkpointing{false};
+  Setting<Fsdp2Caller> fsdp2_caller{Fsdp2Caller::accelerate};
+  // accelerate's ParallelismConfig (v1.10+, FSDP2 only): HSDP replicas and tensor parallelism.
+  Setting<int> dp_replicate{1};
+  Setting<int> tp_size{1};       // accelerate's fsdp_activation_checkpointing
   Setting<std::string> frozen;                          // regex over parameter FQNs (requires_grad=False)
   Setting<Version> torch_version{Version{2, 9, 0}};
   Setting<Version> accelerate_version{Version{1, 14, 0}};
@@ -49,6 +59,9 @@ struct FsdpSettings {
   int shard_group_size() const;
   // param_dtype under accelerate's mixed precision, or nullopt (no mixed precision).
   std::optional<DType> param_dtype() const;
+  // reduce_dtype: accelerate reduces in param_dtype; torchtitan and transformers' native FSDP2
+  // default to MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32).
+  std::optional<DType> reduce_dtype() const;
 };
 
 }  // namespace shardcheck

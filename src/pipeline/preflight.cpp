@@ -67,6 +67,18 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   r.plan = r.settings.fsdp_version.value == 2 ? plan_fsdp2(*r.tree, r.settings, r.sink)
                                               : plan_fsdp1(*r.tree, r.settings, r.sink);
   if (!wrap_failed) check_plan_coverage(*r.tree, r.settings, *r.plan, r.sink);
+  if (r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1) {
+    // accelerate applies tensor parallelism before fully_shard, so each parameter FSDP shards is
+    // already a TP slice; shardcheck does not model TP plans, and says so rather than guess.
+    Diagnostic d;
+    d.code = "PLAN015";
+    d.severity = Severity::warning;
+    d.location.file = r.settings.tp_size.source;
+    d.message = fmt::format("tensor parallelism (tp_size {}) is not simulated: the shards below are over {} ranks of "
+                            "whole parameters; with TP each rank holds about 1/{} of those elements",
+                            r.settings.tp_size.value, r.plan->shard_group, r.settings.tp_size.value);
+    r.sink.report(std::move(d));
+  }
   r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
   r.comm = communication(*r.plan, r.settings, req.bus_bandwidth);
   if (!r.memory.fits) {

@@ -35,6 +35,9 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
     else w.null();
   });
   setting(w, "activation_checkpointing", s.activation_checkpointing, boolean);
+  setting(w, "fsdp2_caller", s.fsdp2_caller, [&](Fsdp2Caller v) { w.value(caller_name(v)); });
+  setting(w, "dp_replicate", s.dp_replicate, integer);
+  setting(w, "tp_size", s.tp_size, integer);
   setting(w, "frozen", s.frozen, text);
   setting(w, "torch_version", s.torch_version, version);
   setting(w, "accelerate_version", s.accelerate_version, version);

@@ -58,8 +58,15 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                           strategy_name(plan.strategy), plan.units.size(), plan.fsdp_version == 1 ? "units" : "groups",
                           plan.shard_group));
   if (plan.replicate_group > 1) out += fmt::format(" x {} replicas", plan.replicate_group);
-  out += fmt::format(" (torch {}, accelerate {}, use_orig_params={})\n", plan.torch_version.str(),
-                     s.accelerate_version.value.str(), s.use_orig_params.value ? "True" : "False");
+  if (plan.fsdp_version == 2)
+    out += fmt::format(" (torch {}, fully_shard calls as {} makes them{})\n", plan.torch_version.str(),
+                       s.fsdp2_caller.value == Fsdp2Caller::accelerate
+                           ? "accelerate " + s.accelerate_version.value.str()
+                           : std::string(caller_name(s.fsdp2_caller.value)),
+                       plan.replicate_group > 1 ? ", HSDP 2-D mesh" : "");
+  else
+    out += fmt::format(" (torch {}, accelerate {}, use_orig_params={})\n", plan.torch_version.str(),
+                       s.accelerate_version.value.str(), s.use_orig_params.value ? "True" : "False");
   std::string classes;
   for (const auto& c : s.wrap_classes.value) classes += (classes.empty() ? "" : ",") + c;
   out += fmt::format("policy {}{} [{}]\n\n", policy_name(s.policy.value),

@@ -99,6 +99,16 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
     s.use_orig_params = {true, "accelerate launch default"};  // exported as "true" (not the plugin's False)
   if (const YamlEntry* e = ctx.fsdp("fsdp_offload_params"); e && ctx.fsdp_bool("fsdp_offload_params"))
     s.offload_params = {*ctx.fsdp_bool("fsdp_offload_params"), where(doc, e)};
+  // parallelism_config (accelerate v1.10+): dp_replicate_size > 1 is HSDP over a 2-D mesh.
+  if (const YamlNode* pc = ctx.section_map("parallelism_config")) {
+    for (auto [key, setting] : {std::pair{"parallelism_config_dp_replicate_size", &s.dp_replicate},
+                                std::pair{"parallelism_config_tp_size", &s.tp_size}}) {
+      const YamlEntry* e = pc->find(key);
+      if (e && e->value && e->value->is_scalar() && e->value->scalar().type == YamlType::integer &&
+          e->value->scalar().integer >= 1)
+        *setting = {static_cast<int>(e->value->scalar().integer), where(doc, e)};
+    }
+  }
   // The launcher always exports FSDP_ACTIVATION_CHECKPOINTING (default "false", launch.py).
   if (const YamlEntry* e = ctx.fsdp("fsdp_activation_checkpointing"); e && ctx.fsdp_bool("fsdp_activation_checkpointing"))
     s.activation_checkpointing = {*ctx.fsdp_bool("fsdp_activation_checkpointing"), where(doc, e)};

@@ -321,6 +321,17 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     for (int c : tree.modules[0].children)
       if (tree.modules[c].name == arch.base_model_prefix) tree.base_model_path = tree.modules[c].path;
 
+  // transformers distributed/mixin.py init_parallel_plans: the base model's plan under its prefix,
+  // then the head's `_fsdp_plan`. PreTrainedConfig.base_model_fsdp_plan's default (main) applies
+  // when the architecture declares none.
+  static const std::vector<std::pair<std::string, std::string>> kDefaultBasePlan = {
+      {"embed_tokens", "free_full_weight"}, {"layers.*", "free_full_weight"}, {"norm", "keep_full_weight"}};
+  const bool has_head = root_cls != arch.base_model_class && !tree.base_model_path.empty();
+  for (const auto& [pattern, strategy] : arch.fsdp_plan_base.value_or(kDefaultBasePlan))
+    tree.fsdp_plan.emplace_back(has_head ? tree.base_model_path + "." + pattern : pattern, strategy);
+  if (root_cls != arch.base_model_class)
+    for (const auto& entry : arch.fsdp_plan_head) tree.fsdp_plan.push_back(entry);
+
   // Tied weights (tie_word_embeddings): the alias keeps its place in the tree, shares the storage.
   const Value* tie = globals.lookup()("tie_word_embeddings");
   if (tie && tie->truthy()) {

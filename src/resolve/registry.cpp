@@ -272,7 +272,7 @@ class Reader {
     static const std::set<std::string> known = {
         "model_type", "since", "vars", "extends", "architectures", "base_model_prefix", "base_model_class",
         "no_split_modules", "config", "tied_weights", "checkpoint", "classes", "doc", "abstract",
-        "activations"};
+        "activations", "fsdp_plan"};
     for (auto it = root.begin(); it != root.end(); ++it)
       if (!known.count(it->first.as<std::string>()))
         fail(file_, it->first, fmt::format("unknown top-level key '{}'", it->first.as<std::string>()));
@@ -305,6 +305,25 @@ class Reader {
         if (!fields.count(it->first.as<std::string>()))
           fail(file_, it->first, fmt::format("unknown activations field '{}' (expected layer, layers, checkpointed, logits)",
                                              it->first.as<std::string>()));
+    }
+    if (const auto& plan = root["fsdp_plan"]) {
+      auto entries = [&](const YAML::Node& m, const char* what) {
+        std::vector<std::pair<std::string, std::string>> out;
+        if (!m.IsMap()) fail(file_, m, fmt::format("`fsdp_plan.{}` must map module patterns to strategies", what));
+        for (auto it = m.begin(); it != m.end(); ++it) {
+          const std::string strategy = str(it->second, "fsdp_plan strategy");
+          if (strategy != "free_full_weight" && strategy != "keep_full_weight")
+            fail(file_, it->second, fmt::format("expected free_full_weight or keep_full_weight, found '{}'", strategy));
+          out.emplace_back(it->first.as<std::string>(), strategy);
+        }
+        return out;
+      };
+      for (auto it = plan.begin(); it != plan.end(); ++it) {
+        const std::string key = it->first.as<std::string>();
+        if (key == "base") a.fsdp_plan_base = entries(it->second, "base");
+        else if (key == "head") a.fsdp_plan_head = entries(it->second, "head");
+        else fail(file_, it->first, fmt::format("unknown fsdp_plan field '{}' (expected base, head)", key));
+      }
     }
     if (const auto& tied = root["tied_weights"]) {
       for (auto it = tied.begin(); it != tied.end(); ++it)

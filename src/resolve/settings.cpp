@@ -39,8 +39,33 @@ const char* policy_name(WrapPolicyKind k) {
   return "NO_WRAP";
 }
 
+const char* caller_name(Fsdp2Caller c) {
+  switch (c) {
+    case Fsdp2Caller::accelerate: return "accelerate";
+    case Fsdp2Caller::torchtitan: return "torchtitan";
+    case Fsdp2Caller::transformers: return "transformers";
+  }
+  return "accelerate";
+}
+
+std::optional<Fsdp2Caller> parse_caller(std::string_view s) {
+  if (s == "accelerate") return Fsdp2Caller::accelerate;
+  if (s == "torchtitan") return Fsdp2Caller::torchtitan;
+  if (s == "transformers") return Fsdp2Caller::transformers;
+  return std::nullopt;
+}
+
 int FsdpSettings::shard_group_size() const {
+  // FSDP2 shards over the "dp_shard_cp" mesh dimension: the ranks left after the replicas and the
+  // tensor-parallel groups (accelerate parallelism_config.py `fsdp_dim_names`).
+  if (fsdp_version.value == 2) return std::max(1, world_size.value / std::max(1, dp_replicate.value * tp_size.value));
   return is_hybrid(sharding_strategy.value) ? gpus_per_node() : world_size.value;
+}
+
+std::optional<DType> FsdpSettings::reduce_dtype() const {
+  const auto p = param_dtype();
+  if (p && fsdp_version.value == 2 && fsdp2_caller.value != Fsdp2Caller::accelerate) return DType::F32;
+  return p;
 }
 
 std::optional<DType> FsdpSettings::param_dtype() const {

@@ -4,6 +4,8 @@
 // (torch/distributed/fsdp/_fully_shard/_fsdp_param.py). shared-research/fsdp-semantics.md §5.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <unordered_set>
 
 #include "simulate/plan_internal.hpp"
@@ -23,6 +25,16 @@ class Fsdp2Planner {
       : tree_(tree), s_(s), params_(params), sink_(sink), has_state_(tree.modules.size(), false) {}
 
   std::vector<std::pair<Group, std::vector<int>>> run() {
+    switch (s_.fsdp2_caller.value) {
+      case Fsdp2Caller::torchtitan: return run_torchtitan();
+      case Fsdp2Caller::transformers: return run_transformers();
+      case Fsdp2Caller::accelerate: break;
+    }
+    return run_accelerate();
+  }
+
+ private:
+  std::vector<std::pair<Group, std::vector<int>>> run_accelerate() {
     const Version acc = s_.accelerate_version.value;
     const std::optional<bool> user_raf = s_.reshard_after_forward.value.value_or(true);
     // (a) the policy, bottom-up over every module but the root (get_module_children_bottom_up[:-1]).
@@ -54,7 +66,105 @@ class Fsdp2Planner {
     return std::move(groups_);
   }
 
- private:
+  // torchtitan v0.2.x `apply_fsdp` (torchtitan/models/llama3/infra/parallelize.py), default
+  // reshard policy, no pipeline parallelism: the input embedding, then every block, each
+  // resharding after forward; [final norm, output] kept after forward; then the root. With tied
+  // embeddings (torchtitan HEAD, enable_weight_tying) the embedding joins the kept tail group.
+  std::vector<std::pair<Group, std::vector<int>>> run_torchtitan() {
+    const int in = find(tree_.input_embeddings);
+    const int out = find(tree_.output_embeddings);
+    const int norm = final_norm();
+    const bool tied = !tree_.tied.empty();
+    if (in >= 0 && !tied) shard({in}, true, false);
+    std::vector<int> post;
+    post_order(0, post);
+    post.pop_back();
+    for (int m : post)
+      if (!has_state_[m] && is_block(m)) shard({m}, true, false);
+    std::vector<int> tail;
+    if (tied && in >= 0) tail.push_back(in);
+    if (norm >= 0 && !has_state_[norm]) tail.push_back(norm);
+    if (out >= 0 && !has_state_[out] && out != in) tail.push_back(out);
+    if (!tail.empty()) shard(tail, false, false);
+    shard({0}, std::nullopt, true);
+    return std::move(groups_);
+  }
+
+  // transformers (main) distributed/fsdp.py apply_fully_sharded_data_parallelism: the model's
+  // `_fsdp_plan` (tree.fsdp_plan), with a tied embedding folded into the head's entry; modules
+  // matched in named_modules() order, "free_full_weight" ones first (reshard after forward), then
+  // the "keep_full_weight" ones (a final norm + head pair as one group), then the root.
+  std::vector<std::pair<Group, std::vector<int>>> run_transformers() {
+    std::vector<std::pair<std::string, std::string>> plan = tree_.fsdp_plan;
+    auto find_key = [&](const std::string& k) {
+      return std::find_if(plan.begin(), plan.end(), [&](const auto& e) { return e.first == k; });
+    };
+    if (!tree_.tied.empty() && !tree_.input_embeddings.empty() && !tree_.output_embeddings.empty()) {
+      // _resolve_tied_embed_lm_head_plan
+      const bool head_keeps = find_key(tree_.output_embeddings) != plan.end() &&
+                              find_key(tree_.output_embeddings)->second == "keep_full_weight";
+      if (auto it = find_key(tree_.input_embeddings); it != plan.end()) plan.erase(it);
+      if (head_keeps) {
+        plan.erase(find_key(tree_.output_embeddings));
+        plan.emplace_back(tree_.input_embeddings, "keep_full_weight");
+      }
+    }
+    std::vector<int> free, keep;
+    for (int m = 0; m < static_cast<int>(tree_.modules.size()); ++m) {  // pre-order = named_modules()
+      const std::string& name = tree_.modules[m].path;
+      auto it = find_key(name);
+      if (it == plan.end()) it = find_key(layer_numbers_to_wildcard(name));
+      if (it == plan.end()) continue;
+      (it->second == "keep_full_weight" ? keep : free).push_back(m);
+    }
+    for (int m : free) shard({m}, true, false);
+    if (is_norm_and_head_pair(keep)) {
+      shard(keep, false, false);
+    } else {
+      for (int m : keep) shard({m}, false, false);
+    }
+    shard({0}, std::nullopt, true);
+    return std::move(groups_);
+  }
+
+  // tensor_parallel.py replace_layer_number_by_wildcard: ".<digits>" followed by "." or the end
+  // becomes ".*" ("model.layers.3.mlp" -> "model.layers.*.mlp").
+  static std::string layer_numbers_to_wildcard(const std::string& name) {
+    std::string out;
+    std::size_t i = 0;
+    while (i < name.size()) {
+      if (name[i] == '.' && i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) {
+        std::size_t j = i + 1;
+        while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
+        if (j == name.size() || name[j] == '.') {
+          out += ".*";
+          if (j < name.size()) out += '.';
+          i = j + (j < name.size() ? 1 : 0);
+          continue;
+        }
+      }
+      out += name[i++];
+    }
+    return out;
+  }
+
+  bool is_norm_and_head_pair(const std::vector<int>& keep) const {
+    if (keep.size() != 2) return false;
+    bool norm = false, head = false;
+    for (int m : keep) {
+      const std::string& p = tree_.modules[m].path;
+      norm = norm || p == "norm" || p.ends_with(".norm");
+      head = head || p == tree_.input_embeddings || p == tree_.output_embeddings;
+    }
+    return norm && head;
+  }
+
+  bool is_block(int m) const {
+    for (const auto& cls : s_.wrap_classes.value)
+      if (tree_.is_instance(tree_.modules[m], cls)) return true;
+    return false;
+  }
+
   const ModuleTree& tree_;
   const FsdpSettings& s_;
   const ParamTable& params_;

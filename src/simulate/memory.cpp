@@ -22,9 +22,10 @@ struct Dtypes {
 };
 
 Dtypes dtypes_of(const ShardUnit& u, const FsdpSettings& s) {
-  // accelerate's MixedPrecision(param_dtype=reduce_dtype=bf16/fp16); without it all three are p.
+  // accelerate's MixedPrecision(param_dtype=reduce_dtype=bf16/fp16); torchtitan and transformers'
+  // native FSDP2 reduce in fp32; without mixed precision all three are p.
   const DType c = s.param_dtype().value_or(u.dtype);
-  return {u.dtype, c, c};
+  return {u.dtype, c, s.reduce_dtype().value_or(c)};
 }
 
 // Real (non-padding) elements of a FlatParameter that fall in rank r's slice [r*S, (r+1)*S).

@@ -48,7 +48,9 @@ ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {
   plan.world_size = s.world_size.value;
   plan.strategy = s.sharding_strategy.value;
   plan.shard_group = s.shard_group_size();
-  plan.replicate_group = is_hybrid(plan.strategy) ? std::max(1, s.num_machines.value) : 1;
+  plan.replicate_group = fsdp_version == 2 ? std::max(1, s.dp_replicate.value)
+                        : is_hybrid(plan.strategy) ? std::max(1, s.num_machines.value)
+                                                   : 1;
   // fully_sharded_data_parallel.py / _init_utils.py: a shard group of one rank means NO_SHARD
   // (2.x warns "FSDP is switching to use `NO_SHARD` instead of ... since the world size is 1").
   if (plan.shard_group == 1 && fsdp_version == 1) plan.strategy = ShardingStrategy::no_shard;

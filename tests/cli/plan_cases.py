@@ -153,3 +153,23 @@ CASES += [
      "args": ["plan", LLAMA, "--bus-bandwidth", "fast"], "exit": 2,
      "stderr": ["expected a bandwidth like 350GB/s for --bus-bandwidth, found 'fast'"]},
 ]
+
+
+def hsdp_groups(doc):
+    # 6 ranks, dp_replicate 2: shard over 3 (layer shard 1538 as W=3), replicate over 2.
+    got = (doc["shard_group_size"], doc["replicate_group_size"], units_by_path(doc)["model.layers.0"]["shard_numel"],
+           doc["settings"]["dp_replicate"]["source"])
+    return None if got == (3, 2, 1538, "--dp-replicate") else f"HSDP {got}"
+
+
+CASES += [
+    {"name": "plan: FSDP2 HSDP with --dp-replicate", "json": hsdp_groups,
+     "args": ["plan", LLAMA, "--fsdp-version", "2", "--world-size", "6", "--dp-replicate", "2", "--format", "json"]},
+    {"name": "plan: FSDP2 groups of transformers' native plan, named in the header",
+     "args": ["plan", "{src}/fixtures/models/gpt2", "--fsdp-version", "2", "--world-size", "3",
+              "--fsdp2-caller", "transformers"],
+     "stdout": ["fully_shard calls as transformers makes them"],
+     "stderr": ["the root unit keeps 4428 of 4428 parameters"]},
+    {"name": "plan: an unknown --fsdp2-caller is a usage error",
+     "args": ["plan", LLAMA, "--fsdp2-caller", "megatron"], "exit": 2, "stderr": ["megatron"]},
+]
