@@ -60,7 +60,7 @@ std::string render_smoke_text(const RunHeader& h, const RunResult& r, const Verd
 
   std::size_t name_w = 4;
   for (const auto& u : r.units) name_w = std::max(name_w, unit_name(u.path).size());
-  out += fmt::format("{:<{}}  {:>5}  {:>10}  {:>10}  {:>6}  {:>16}  {:>16}\n", "unit", name_w, "dtype", "numel",
+  out += fmt::format("{:<{}}  {:>5}  {:>10}  {:>10}  {:>6}  {:>17}  {:>16}\n", "unit", name_w, "dtype", "numel",
                      "shard", "pad", "all_gather #wrong", "red_scat #wrong");
   for (const auto& u : r.units) {
     out += fmt::format("{:<{}}  {:>5}  {:>10}  {:>10}  {:>6}  {:>17}  {:>16}\n", unit_name(u.path), name_w,

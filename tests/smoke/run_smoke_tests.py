@@ -2,7 +2,8 @@
 """Runs tests/smoke/*_cases.py on `shardcheck smoke` (registered by cmake/smoke.cmake only when
 shardcheck-smoke is built). Same case format as tests/cli/run_cli_tests.py, plus:
   setup: args of a `shardcheck` run whose stdout is saved as {work}/llama-plan-w2.json first;
-  {free_port}: a port nobody listens on; {busy_port}: a port this driver holds open.
+  {free_port}: a port nobody listens on; {busy_port}: a port this driver holds open;
+  quick: True marks the subset --quick runs (the sanitizer build).
 Two multi-process faults (ranks started with different WORLD_SIZE) are run directly below.
 """
 import argparse
@@ -31,7 +32,7 @@ def world_mismatch(binary, source):
     procs = []
     for rank, world in ((0, 2), (1, 3)):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen([binary, "smoke", model, "--no-sweep", "--timeout", "5"], env=env,
+        procs.append(subprocess.Popen([binary, "smoke", model, "--no-sweep", "--timeout", "30"], env=env,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     outs = [p.communicate(timeout=60) for p in procs]
     problems = []
@@ -49,6 +50,8 @@ def main():
     ap.add_argument("--source", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--only", default="")
+    ap.add_argument("--quick", action="store_true",
+                    help="only cases marked quick (sanitizer builds: each rank starts ~5x slower)")
     opts = ap.parse_args()
     source = pathlib.Path(opts.source)
     work = pathlib.Path(opts.work)
@@ -66,7 +69,7 @@ def main():
     started = time.monotonic()
     for path in sorted((source / "tests" / "smoke").glob("*_cases.py")):
         for case in load(path).CASES:
-            if opts.only and opts.only not in case["name"]:
+            if (opts.only and opts.only not in case["name"]) or (opts.quick and not case.get("quick")):
                 continue
             if "setup" in case:
                 setup = subprocess.run([opts.binary] + [a.format(**subst) for a in case["setup"]],

@@ -134,7 +134,7 @@ class C10dComm final : public Comm {
       std::string p = ag_base_ == false
                           ? fmt::format("allgather into {} tensors ({} has no _allgather_base)", spec_.world, who())
                           : "_allgather_base into one flat buffer";
-      if (bytes_for_.count(d) && bytes_for_.at(d)) p += fmt::format("; {} carried as bytes (no {} in {})", name, name, who());
+      if (bytes_for_.count(d) && bytes_for_.at(d)) p += fmt::format("; {} carried as bytes ({} has no {})", name, backend_, name);
       return p;
     }
     std::string p = rs_mode_ == 0   ? "_reduce_scatter_base (sum)"
@@ -142,7 +142,7 @@ class C10dComm final : public Comm {
                                     : fmt::format("allreduce (sum) then each rank keeps its slice ({} has neither "
                                                   "_reduce_scatter_base nor reduce_scatter)",
                                                   who());
-    if (sum_as_f32_.count(d) && sum_as_f32_.at(d)) p += fmt::format("; {} summed as F32 (no {} sum in {})", name, name, who());
+    if (sum_as_f32_.count(d) && sum_as_f32_.at(d)) p += fmt::format("; {} summed as F32 ({} cannot sum {})", name, backend_, name);
     return p;
   }
 
@@ -181,7 +181,7 @@ class C10dComm final : public Comm {
   }
 
  private:
-  std::string who() const { return fmt::format("ProcessGroup{} in LibTorch {}", backend_ == "gloo" ? "Gloo" : "NCCL", TORCH_VERSION); }
+  std::string who() const { return fmt::format("{} of LibTorch {}", backend_, TORCH_VERSION); }
 
   // The tensor type an all-gather moves d in: d itself if the backend takes it, else raw bytes.
   at::ScalarType transport(DType d) {
