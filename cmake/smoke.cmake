@@ -1,4 +1,7 @@
 # `shardcheck smoke` (issue #5). Included at the end of the top-level CMakeLists.txt.
+if(SHARDCHECK_BUILD_FUZZ)
+  return()  # no harness needs the runner; libFuzzer builds stay as small as they were
+endif()
 #
 # shardcheck_smoke: the torch-free part (layouts, patterns, verification, bandwidth math, reports,
 # launcher, --plan reader, --weights reader); always built and unit-tested, so the static tool and
@@ -14,8 +17,7 @@ endif()
 # shardcheck-smoke: the runner, only when LibTorch is found (Debian's libtorch-dev: CPU + gloo; or a
 # CUDA LibTorch given as -DTorch_DIR=<site-packages>/torch/share/cmake/Torch, which adds NCCL).
 option(SHARDCHECK_WITH_TORCH "Build shardcheck-smoke when LibTorch is found" ON)
-# Not in libFuzzer builds: no harness needs it, and coverage-instrumenting the runner buys nothing.
-if(SHARDCHECK_WITH_TORCH AND NOT SHARDCHECK_BUILD_FUZZ)
+if(SHARDCHECK_WITH_TORCH)
   find_package(Torch QUIET)
 endif()
 set(SHARDCHECK_SMOKE_BUILT OFF)
