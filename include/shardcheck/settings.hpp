@@ -21,6 +21,11 @@ bool is_hybrid(ShardingStrategy s);
 enum class WrapPolicyKind { transformer, size, none };
 const char* policy_name(WrapPolicyKind k);
 
+// torch.distributed.fsdp.BackwardPrefetch (FSDP1); `none` is accelerate's NO_PREFETCH (None).
+enum class BackwardPrefetch { pre = 1, post = 2, none = 0 };
+const char* prefetch_name(BackwardPrefetch p);
+std::optional<BackwardPrefetch> parse_prefetch(std::string_view s);  // names (any case) or "1"/"2"
+
 // Who calls fully_shard (FSDP2), each with its own grouping and defaults: accelerate's
 // fsdp2_prepare_model, torchtitan's apply_fsdp, or transformers' native plan (`_fsdp_plan`).
 enum class Fsdp2Caller { accelerate, torchtitan, transformers };
@@ -46,6 +51,8 @@ struct FsdpSettings {
   Setting<bool> offload_params{false};
   Setting<std::optional<bool>> reshard_after_forward;  // FSDP2; nullopt = torch's default
   Setting<bool> activation_checkpointing{false};
+  // torch's FSDP default; accelerate passes None unless fsdp_backward_prefetch is set.
+  Setting<BackwardPrefetch> backward_prefetch{BackwardPrefetch::pre};
   Setting<Fsdp2Caller> fsdp2_caller{Fsdp2Caller::accelerate};
   // accelerate's ParallelismConfig (v1.10+, FSDP2 only): HSDP replicas and tensor parallelism.
   Setting<int> dp_replicate{1};

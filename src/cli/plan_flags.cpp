@@ -70,6 +70,8 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
       ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
   cmd->add_flag("--config-only", f.config_only, "Ignore safetensors files");
   cmd->add_option("--gpu-memory", f.gpu_memory, "Memory of one GPU (default 80GiB)");
+  cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
+      ->check(CLI::IsMember({"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}, CLI::ignore_case));
   cmd->add_option("--fsdp2-caller", f.fsdp2_caller, "FSDP2: who calls fully_shard (default accelerate)")
       ->check(CLI::IsMember({"accelerate", "torchtitan", "transformers"}));
   cmd->add_option("--dp-replicate", f.dp_replicate, "FSDP2 HSDP: replicas of the shard group (2-D mesh)")
@@ -164,6 +166,8 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     from_cli(s.offload_params, f.offload_params, "--offload-params");
     from_cli(s.activation_checkpointing, f.activation_checkpointing, "--activation-checkpointing");
     from_cli(s.dp_replicate, f.dp_replicate, "--dp-replicate");
+    if (!f.backward_prefetch.empty())
+      s.backward_prefetch = {*parse_prefetch(f.backward_prefetch), "--backward-prefetch"};
     if (!f.fsdp2_caller.empty()) s.fsdp2_caller = {*parse_caller(f.fsdp2_caller), "--fsdp2-caller"};
     from_cli(s.sharding_strategy, strategy, "--sharding-strategy");
     if (f.reshard_after_forward) s.reshard_after_forward = {*f.reshard_after_forward, "--reshard-after-forward"};

@@ -35,6 +35,7 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
     else w.null();
   });
   setting(w, "activation_checkpointing", s.activation_checkpointing, boolean);
+  setting(w, "backward_prefetch", s.backward_prefetch, [&](BackwardPrefetch v) { w.value(prefetch_name(v)); });
   setting(w, "fsdp2_caller", s.fsdp2_caller, [&](Fsdp2Caller v) { w.value(caller_name(v)); });
   setting(w, "dp_replicate", s.dp_replicate, integer);
   setting(w, "tp_size", s.tp_size, integer);

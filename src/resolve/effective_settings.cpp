@@ -99,6 +99,18 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
     s.use_orig_params = {true, "accelerate launch default"};  // exported as "true" (not the plugin's False)
   if (const YamlEntry* e = ctx.fsdp("fsdp_offload_params"); e && ctx.fsdp_bool("fsdp_offload_params"))
     s.offload_params = {*ctx.fsdp_bool("fsdp_offload_params"), where(doc, e)};
+  // fsdp_backward_prefetch is exported only when set (so a shell's FSDP_BACKWARD_PREFETCH leaks
+  // in); the plugin's default is None. The old `_policy` spelling is read until v1.0.0.
+  if (auto v = ctx.fsdp_enum("fsdp_backward_prefetch"); v && parse_prefetch(*v)) {
+    s.backward_prefetch = {*parse_prefetch(*v), where(doc, ctx.fsdp("fsdp_backward_prefetch"))};
+  } else if (auto old = ctx.fsdp_enum("fsdp_backward_prefetch_policy");
+             old && parse_prefetch(*old) && s.accelerate_version.value < Version{1, 0, 0}) {
+    s.backward_prefetch = {*parse_prefetch(*old), where(doc, ctx.fsdp("fsdp_backward_prefetch_policy"))};
+  } else if (const EnvVar* e = find_env(env, "FSDP_BACKWARD_PREFETCH"); e && parse_prefetch(e->value)) {
+    s.backward_prefetch = {*parse_prefetch(e->value), "env FSDP_BACKWARD_PREFETCH"};
+  } else {
+    s.backward_prefetch = {BackwardPrefetch::none, "accelerate plugin default (None)"};
+  }
   // parallelism_config (accelerate v1.10+): dp_replicate_size > 1 is HSDP over a 2-D mesh.
   if (const YamlNode* pc = ctx.section_map("parallelism_config")) {
     for (auto [key, setting] : {std::pair{"parallelism_config_dp_replicate_size", &s.dp_replicate},

@@ -39,6 +39,24 @@ const char* policy_name(WrapPolicyKind k) {
   return "NO_WRAP";
 }
 
+const char* prefetch_name(BackwardPrefetch p) {
+  switch (p) {
+    case BackwardPrefetch::pre: return "BACKWARD_PRE";
+    case BackwardPrefetch::post: return "BACKWARD_POST";
+    case BackwardPrefetch::none: return "NO_PREFETCH";
+  }
+  return "NO_PREFETCH";
+}
+
+std::optional<BackwardPrefetch> parse_prefetch(std::string_view s) {
+  std::string up;
+  for (char c : s) up += static_cast<char>(c >= 'a' && c <= 'z' ? c - 32 : c);
+  if (up == "BACKWARD_PRE" || up == "1") return BackwardPrefetch::pre;
+  if (up == "BACKWARD_POST" || up == "2") return BackwardPrefetch::post;
+  if (up == "NO_PREFETCH") return BackwardPrefetch::none;
+  return std::nullopt;
+}
+
 const char* caller_name(Fsdp2Caller c) {
   switch (c) {
     case Fsdp2Caller::accelerate: return "accelerate";

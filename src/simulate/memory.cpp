@@ -92,7 +92,8 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   // Units that stay unsharded from their forward to their post-backward: the FSDP1 root, FSDP1
   // SHARD_GRAD_OP/ZERO2 units, FSDP2 groups with reshard_after_forward=False.
   std::uint64_t kept = 0;
-  std::vector<std::uint64_t> flowing, grads;
+  std::vector<std::uint64_t> flowing, grads, unsharded_grad;
+  const BackwardPrefetch prefetch = plan.fsdp_version == 2 ? BackwardPrefetch::pre : s.backward_prefetch.value;
   std::vector<std::string> names;
   const bool zero2 = plan.strategy == ShardingStrategy::shard_grad_op ||
                      plan.strategy == ShardingStrategy::hybrid_shard_zero2;
@@ -105,6 +106,7 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
     }
     flowing.push_back(g);
     grads.push_back(grad_temps(plan, u, s));
+    unsharded_grad.push_back(u.requires_grad && !u.params.empty() ? bytes(u.numel, dtypes_of(u, s).c) : 0);
     names.push_back(u.path.empty() ? "<root>" : u.path);
   }
   // Forward: the rate limiter (_limiter_utils.py, 2 in flight) and FSDP2's one-ahead prefetch keep
@@ -114,16 +116,25 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   for (std::size_t i = 0; i < flowing.size(); ++i) {
     const std::uint64_t pair = flowing[i] + (i + 1 < flowing.size() ? flowing[i + 1] : 0);
     if (pair > fwd) { fwd = pair; fwd_at = i; }
-    // Backward, reverse order: the unit computing, the one prefetched before it, its grad temps.
-    const std::uint64_t prefetched = i > 0 ? flowing[i - 1] : 0;
-    const std::uint64_t b = flowing[i] + prefetched + grads[i];
+    // Backward, reverse order (fsdp-semantics.md §3.3). BACKWARD_PRE (and FSDP2's implicit
+    // one-ahead prefetch): the unit computing, the previous unit already prefetched, its grad
+    // temporaries. BACKWARD_POST: the next all-gather is issued in the post-backward, after this
+    // unit's parameters are freed. None: no overlap at all.
+    const std::uint64_t previous = i > 0 ? flowing[i - 1] : 0;
+    std::uint64_t b = 0;
+    switch (prefetch) {
+      case BackwardPrefetch::pre: b = flowing[i] + previous + grads[i]; break;
+      case BackwardPrefetch::post: b = std::max(flowing[i] + unsharded_grad[i], grads[i] + previous); break;
+      case BackwardPrefetch::none: b = flowing[i] + grads[i]; break;
+    }
     if (b > bwd) { bwd = b; bwd_at = i; }
   }
   Transient t;
   t.bytes = kept + std::max(fwd, bwd);
   if (!flowing.empty())
     t.note = fwd >= bwd ? fmt::format("forward all-gathers of {} and the next unit", names[fwd_at])
-                        : fmt::format("backward of {} (unsharded params, prefetch, gradient buffers)", names[bwd_at]);
+                        : fmt::format("backward of {} (unsharded params{}, gradient buffers)", names[bwd_at],
+                                      prefetch == BackwardPrefetch::none ? "" : ", prefetch");
   if (kept) t.note += fmt::format("; {} bytes stay unsharded through the step (root / kept groups)", kept);
   return t;
 }

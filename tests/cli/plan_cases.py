@@ -173,3 +173,23 @@ CASES += [
     {"name": "plan: an unknown --fsdp2-caller is a usage error",
      "args": ["plan", LLAMA, "--fsdp2-caller", "megatron"], "exit": 2, "stderr": ["megatron"]},
 ]
+
+
+def prefetch_from_file(doc):
+    # good_docs_fsdp_template.yaml sets fsdp_backward_prefetch: BACKWARD_PRE (line 11).
+    bp = doc["settings"]["backward_prefetch"]
+    return None if (bp["value"], bp["source"].endswith(":11")) == ("BACKWARD_PRE", True) else f"backward_prefetch {bp}"
+
+
+def prefetch_default_none(doc):
+    bp = doc["settings"]["backward_prefetch"]
+    return None if bp["value"] == "NO_PREFETCH" else f"backward_prefetch {bp}, expected accelerate's None"
+
+
+CASES += [
+    {"name": "plan: backward prefetch read from the accelerate file", "json": prefetch_from_file,
+     "args": ["plan", LLAMA, "--no-env", "--config", "{src}/fixtures/configs/good_docs_fsdp_template.yaml",
+              "--format", "json"]},
+    {"name": "plan: accelerate passes no backward prefetch unless the file sets it", "json": prefetch_default_none,
+     "args": ["plan", LLAMA, "--no-env", "--config", "{src}/fixtures/check/no_policy.yaml", "--format", "json"]},
+]

@@ -94,3 +94,20 @@ TEST_CASE("communication time at a bus bandwidth: FSDP1 FULL_SHARD, llama fixtur
   // t = size (n-1)/n / busbw with n = 3: (55344 + 29172) * 2/3 / 1e9 s.
   CHECK(cv.total.seconds == doctest::Approx(84'516.0 * 2 / 3 / 1e9).epsilon(1e-12));
 }
+
+TEST_CASE("transient peak by backward prefetch: FSDP1 FULL_SHARD, llama fixture, W=3 (fsdp-semantics.md §3.3)") {
+  // Root kept unsharded all step: G_R = 1500 * 2 = 3000. Each layer: G = 4362 * 2 = 8724 (padded,
+  // bf16); grad temporaries = unsharded grad 4360*2 = 8720 + padded RS input 8724 + RS output
+  // 1454*2 = 2908 -> 20,352. Forward: two layers in flight = 17,448.
+  const ModuleTree tree = tree_of(SHARDCHECK_FIXTURES_DIR "/models/llama", false);
+  FsdpSettings s = llama_settings(3);
+  DiagnosticSink sink;
+  const ShardPlan plan = plan_fsdp1(tree, s, sink);
+  const MemoryOptions opts;
+  s.backward_prefetch.value = BackwardPrefetch::pre;   // G_i + G_{i-1} + temps = 37,800
+  CHECK(estimate_memory(plan, tree, s, opts).ranks[0].transient == 3000u + 37'800u);
+  s.backward_prefetch.value = BackwardPrefetch::post;  // max(G_i + 8720, temps + G_{i-1}) = 29,076
+  CHECK(estimate_memory(plan, tree, s, opts).ranks[0].transient == 3000u + 29'076u);
+  s.backward_prefetch.value = BackwardPrefetch::none;  // G_i + temps = 29,076
+  CHECK(estimate_memory(plan, tree, s, opts).ranks[0].transient == 3000u + 29'076u);
+}
