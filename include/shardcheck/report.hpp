@@ -7,6 +7,7 @@
 
 #include "shardcheck/diagnostics.hpp"
 #include "shardcheck/module_tree.hpp"
+#include "shardcheck/shard_plan.hpp"
 
 namespace shardcheck {
 
@@ -16,6 +17,12 @@ struct TextStyle {
 
 // `print(model)`-like tree with parameter counts; identical consecutive layers collapsed.
 std::string render_tree_text(const ModuleTree& tree, const TextStyle& style = {});
+// The same print(model)-shaped tree, module lines only, with marks[i] after module i (one per module).
+std::string render_marked_tree_text(const ModuleTree& tree, const std::vector<std::string>& marks,
+                                    const TextStyle& style = {});
+// The module tree with every FSDP unit / fully_shard group marked: flat size, per-rank shard,
+// padding by rank and dtype (the plan's numbers, formatted).
+std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan, const TextStyle& style = {});
 // The `inspect --format json` contract (see README "JSON output").
 std::string render_tree_json(const ModuleTree& tree, const std::vector<Diagnostic>& diagnostics);
 

@@ -28,6 +28,7 @@ int run_plan(const PlanFlags& f, const CliContext& ctx) {
     std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, r.sink.items()).c_str(), stdout);
   } else {
     if (!r.planned_config_note.empty()) std::printf("note: %s\n\n", r.planned_config_note.c_str());
+    if (r.plan && r.tree && !f.no_tree) std::printf("%s\n", render_plan_tree_text(*r.tree, *r.plan, TextStyle{ctx.color}).c_str());
     if (r.plan) std::fputs(render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color}).c_str(), stdout);
     std::fputs(render_diagnostics_text(r.sink.items()).c_str(), stderr);
   }
@@ -41,6 +42,7 @@ void register_plan(CLI::App& app, CliContext& ctx) {
   CLI::App* cmd = app.add_subcommand("plan", "Simulate FSDP auto-wrap and sharding: units, per-rank shards, memory");
   cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]")->required();
   cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_flag("--no-tree", f->no_tree, "Text: only the unit table, not the module tree with unit marks");
   add_plan_flags(cmd, *f);
   cmd->callback([f, &ctx] { ctx.exit_code = run_plan(*f, ctx); });
 }

@@ -50,6 +50,27 @@ std::string range_label(const std::string& first, const std::string& last) {
 
 }  // namespace
 
+std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan, const TextStyle& style) {
+  std::vector<std::string> marks(tree.modules.size());
+  for (const auto& u : plan.units) {
+    const std::string what = plan.fsdp_version == 1 ? "FSDP unit" : "fully_shard";
+    std::string mark = fmt::format("<{} {} -> {}/rank, pad {}, {}{}>", what, fmt::group_digits(u.numel),
+                                   fmt::group_digits(u.shard_numel), pads(u.rank_pad),
+                                   u.params.empty() ? "-" : dtype_name(u.dtype),
+                                   u.reshard_after_forward && !*u.reshard_after_forward ? ", kept after forward" : "");
+    // A fully_shard([a, b]) group is marked on every module it lists.
+    if (u.modules.size() > 1) {
+      for (std::size_t k = 0; k < tree.modules.size(); ++k)
+        for (std::size_t j = 0; j < u.modules.size(); ++j)
+          if (tree.modules[k].path == u.modules[j])
+            marks[k] = j == 0 ? mark : fmt::format("<in the fully_shard group of {}>", u.modules[0]);
+    } else if (u.module >= 0) {
+      marks[static_cast<std::size_t>(u.module)] = mark;
+    }
+  }
+  return render_marked_tree_text(tree, marks, style);
+}
+
 std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const MemoryEstimate& mem,
                              const CommVolume& comm, const TextStyle& style) {
   std::string out;

@@ -17,12 +17,13 @@ std::string shape_str(const std::vector<std::int64_t>& s) {
 }
 
 // Structural signature id per module: equal ids = identical subtrees (class, params, children).
-std::vector<int> signatures(const ModuleTree& tree) {
+std::vector<int> signatures(const ModuleTree& tree, const std::vector<std::string>* marks) {
   std::vector<int> sig(tree.modules.size(), 0);
   std::unordered_map<std::string, int> ids;
   for (std::size_t i = tree.modules.size(); i-- > 0;) {
     const Module& m = tree.modules[i];
     std::string key = m.cls;
+    if (marks) key += "#" + (*marks)[i];  // units with different shards never collapse together
     for (const auto& p : m.params) {
       key += fmt::format("|{}{}{}{}", p.name, shape_str(p.shape), dtype_name(p.dtype), p.tied_to.empty() ? "" : "T");
       if (p.buffer) key += "B";
@@ -35,7 +36,8 @@ std::vector<int> signatures(const ModuleTree& tree) {
 
 class TextTree {
  public:
-  TextTree(const ModuleTree& tree, const TextStyle& style) : tree_(tree), style_(style), sig_(signatures(tree)) {}
+  TextTree(const ModuleTree& tree, const TextStyle& style, const std::vector<std::string>* marks = nullptr)
+      : tree_(tree), style_(style), marks_(marks), sig_(signatures(tree, marks)) {}
 
   std::string render() {
     header();
@@ -44,9 +46,16 @@ class TextTree {
     return out_;
   }
 
+  // Only the module lines, each FSDP unit followed by its mark (no per-parameter detail).
+  std::string render_marked() {
+    module(0, "", 0, 1);
+    return out_;
+  }
+
  private:
   const ModuleTree& tree_;
   const TextStyle& style_;
+  const std::vector<std::string>* marks_;
   std::vector<int> sig_;
   std::string out_;
 
@@ -94,7 +103,12 @@ class TextTree {
     std::string line = indent + (label.empty() ? "" : "(" + label + "): ");
     line += repeat > 1 ? fmt::format("{} x {}", repeat, bold(m.cls)) : bold(m.cls);
     if (m.total_numel > 0) line += "  " + human_count(m.total_numel) + " params";
-    if (!m.params.empty()) line += "  " + dim(params_str(m));
+    if (marks_) {
+      const std::string& mark = (*marks_)[static_cast<std::size_t>(idx)];
+      if (!mark.empty()) line += "  " + (style_.color ? "\x1b[36m" + mark + "\x1b[0m" : mark);
+    } else if (!m.params.empty()) {
+      line += "  " + dim(params_str(m));
+    }
     out_ += line + "\n";
     // Consecutive children with identical structure and numeric names collapse into one line.
     for (std::size_t k = 0; k < m.children.size();) {
@@ -114,5 +128,10 @@ class TextTree {
 }  // namespace
 
 std::string render_tree_text(const ModuleTree& tree, const TextStyle& style) { return TextTree(tree, style).render(); }
+
+std::string render_marked_tree_text(const ModuleTree& tree, const std::vector<std::string>& marks,
+                                    const TextStyle& style) {
+  return TextTree(tree, style, &marks).render_marked();
+}
 
 }  // namespace shardcheck

@@ -193,3 +193,17 @@ CASES += [
     {"name": "plan: accelerate passes no backward prefetch unless the file sets it", "json": prefetch_default_none,
      "args": ["plan", LLAMA, "--no-env", "--config", "{src}/fixtures/check/no_policy.yaml", "--format", "json"]},
 ]
+
+CASES += [
+    {"name": "plan: print(model)-style tree with the units marked",
+     "args": ["plan", LLAMA, "--world-size", "3"],
+     "stdout": ["LlamaForCausalLM  14.6K params  <FSDP unit 1,500 -> 500/rank, pad none, BF16>",
+                "(0-2): 3 x LlamaDecoderLayer  4.4K params  <FSDP unit 4,360 -> 1,454/rank, pad r2:2, BF16>"]},
+    {"name": "plan: a fully_shard group is marked on each of its modules",
+     "args": ["plan", "{src}/fixtures/models/gemma", "--world-size", "3", "--fsdp-version", "2"],
+     "stdout": ["(norm): GemmaRMSNorm  20 params  <fully_shard 760 -> 267/rank, pad r2:41, BF16, kept after forward>",
+                "<in the fully_shard group of model.norm>"]},
+    {"name": "plan --no-tree prints only the table",
+     "args": ["plan", LLAMA, "--world-size", "3", "--no-tree"], "stdout": ["model.layers.{{0-2}}"],
+     "not_stdout": ["<FSDP unit"]},
+]
