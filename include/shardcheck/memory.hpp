@@ -46,7 +46,8 @@ struct RankMemory {
   std::uint64_t transient = 0;     // peak of unsharded all-gather and reduce-scatter buffers
   std::uint64_t cpu = 0;           // pinned host memory with CPU offload
   std::uint64_t activations = 0;   // ActivationEstimate::total() when estimated, else 0
-  std::uint64_t total() const { return params + grads + optimizer + buffers + transient + activations; }
+  std::uint64_t ignored = 0;       // ignored modules: whole parameters, grads and optimizer states
+  std::uint64_t total() const { return params + grads + optimizer + buffers + transient + activations + ignored; }
 };
 
 struct MemoryEstimate {

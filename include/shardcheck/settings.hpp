@@ -57,7 +57,10 @@ struct FsdpSettings {
   // accelerate's ParallelismConfig (v1.10+, FSDP2 only): HSDP replicas and tensor parallelism.
   Setting<int> dp_replicate{1};
   Setting<int> tp_size{1};       // accelerate's fsdp_activation_checkpointing
-  Setting<std::string> frozen;                          // regex over parameter FQNs (requires_grad=False)
+  Setting<std::string> frozen;
+  // accelerate's fsdp_ignored_modules (v1.10+): a regex fullmatched against module names; the
+  // matched subtrees' parameters stay whole on every rank, outside every unit.
+  Setting<std::string> ignored_modules;                          // regex over parameter FQNs (requires_grad=False)
   Setting<Version> torch_version{Version{2, 9, 0}};
   Setting<Version> accelerate_version{Version{1, 14, 0}};
 

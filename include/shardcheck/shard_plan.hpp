@@ -50,6 +50,14 @@ struct ShardUnit {
   std::vector<std::string> duplicated;  // tied parameters flattened again although another unit holds them
 };
 
+// A parameter of an ignored module: whole on every rank, in no unit, reduced by no FSDP collective.
+struct IgnoredParam {
+  std::string fqn;
+  std::int64_t numel = 0;
+  DType dtype = DType::F32;
+  bool requires_grad = true;
+};
+
 struct ShardPlan {
   int fsdp_version = 1;
   Version torch_version;
@@ -58,6 +66,7 @@ struct ShardPlan {
   int replicate_group = 1;              // R: HSDP replicas
   ShardingStrategy strategy = ShardingStrategy::full_shard;  // after the world-size-1 clamp
   std::vector<ShardUnit> units;         // pre-order of the module tree (root first)
+  std::vector<IgnoredParam> ignored;    // fsdp_ignored_modules' parameters
 };
 
 // FSDP1: torch/distributed/fsdp/wrap.py `_recursive_wrap` + flat_param.py, per torch version.

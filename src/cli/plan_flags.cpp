@@ -72,6 +72,8 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_option("--gpu-memory", f.gpu_memory, "Memory of one GPU (default 80GiB)");
   cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
       ->check(CLI::IsMember({"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}, CLI::ignore_case));
+  cmd->add_option("--ignored-modules", f.ignored_modules,
+                  "Regex of module names FSDP leaves whole on every rank (fsdp_ignored_modules)");
   cmd->add_option("--fsdp2-caller", f.fsdp2_caller, "FSDP2: who calls fully_shard (default accelerate)")
       ->check(CLI::IsMember({"accelerate", "torchtitan", "transformers"}));
   cmd->add_option("--dp-replicate", f.dp_replicate, "FSDP2 HSDP: replicas of the shard group (2-D mesh)")
@@ -178,6 +180,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
                   "--policy"};
     if (!f.wrap_cls.empty()) s.wrap_classes = {split_classes(f.wrap_cls), "--wrap-cls"};
     if (!f.frozen.empty()) s.frozen = {f.frozen, "--frozen"};
+    if (!f.ignored_modules.empty()) s.ignored_modules = {f.ignored_modules, "--ignored-modules"};
     if (!f.mixed_precision.empty()) s.mixed_precision = {f.mixed_precision, "--mixed-precision"};
   };
   return req;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <regex>
+
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/effective_settings.hpp"
 #include "shardcheck/model_source.hpp"
@@ -49,6 +51,21 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     }
   }
   if (req.overrides) req.overrides(r.settings);
+  // Regexes from the file, the environment or a flag: a bad one is Python's re.error at launch.
+  for (const Setting<std::string>* rx : {&r.settings.frozen, &r.settings.ignored_modules}) {
+    if (rx->value.empty()) continue;
+    try {
+      std::regex check(rx->value);
+    } catch (const std::regex_error& e) {
+      Diagnostic d;
+      d.code = "PLAN016";
+      d.location.file = rx->source;
+      d.message = fmt::format("expected a regular expression, found '{}' ({})", rx->value, e.what());
+      d.exit_code = rx->source.starts_with("--") ? ExitCode::usage : ExitCode::findings;
+      r.sink.report(std::move(d));
+      return r;
+    }
+  }
 
   DiagnosticSink model_sink;
   auto inputs = load_model(req.model, req.config_only, model_sink);

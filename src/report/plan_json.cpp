@@ -40,6 +40,7 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
   setting(w, "dp_replicate", s.dp_replicate, integer);
   setting(w, "tp_size", s.tp_size, integer);
   setting(w, "frozen", s.frozen, text);
+  setting(w, "ignored_modules", s.ignored_modules, text);
   setting(w, "torch_version", s.torch_version, version);
   setting(w, "accelerate_version", s.accelerate_version, version);
   w.end_object();
@@ -55,6 +56,7 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
     w.key("buffers").value(r.buffers);
     w.key("transient").value(r.transient);
     w.key("activations").value(r.activations);
+    w.key("ignored").value(r.ignored);
     w.key("total").value(r.total());
     w.key("cpu").value(r.cpu);
     w.end_object();
@@ -170,6 +172,15 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
       w.end_array();
     }
     if (!u.duplicated.empty()) w.key("duplicated").array(u.duplicated);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("ignored_params").begin_array();
+  for (const auto& p : plan.ignored) {
+    w.begin_object();
+    w.key("param").value(p.fqn);
+    w.key("numel").value(p.numel);
+    w.key("dtype").value(dtype_name(p.dtype));
     w.end_object();
   }
   w.end_array();

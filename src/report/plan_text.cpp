@@ -133,6 +133,9 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                          human_bytes(r.activations), fmt::group_digits(act.tokens), dtype_name(act.dtype), blocks,
                          human_bytes(act.logits));
     }
+    if (r.ignored)
+      out += fmt::format("  {:<34} {:>14}   {} parameters of ignored modules, whole on every rank\n",
+                         "ignored modules (not sharded)", human_bytes(r.ignored), plan.ignored.size());
     if (r.cpu) out += fmt::format("  {:<34} {:>14}\n", "pinned CPU memory (offload)", human_bytes(r.cpu));
     out += fmt::format("  {:<34} {:>14}{}\n", "total", human_bytes(r.total()),
                        act.available ? "" : fmt::format("   (activations not included: {})", act.why_not));

@@ -99,6 +99,11 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
     s.use_orig_params = {true, "accelerate launch default"};  // exported as "true" (not the plugin's False)
   if (const YamlEntry* e = ctx.fsdp("fsdp_offload_params"); e && ctx.fsdp_bool("fsdp_offload_params"))
     s.offload_params = {*ctx.fsdp_bool("fsdp_offload_params"), where(doc, e)};
+  // fsdp_ignored_modules: exported only when set, so FSDP_IGNORED_MODULES leaks in from the shell.
+  if (const YamlEntry* e = ctx.fsdp("fsdp_ignored_modules"); e && e->value && e->value->is_scalar())
+    s.ignored_modules = {python_str(*e->value), where(doc, e)};
+  else if (const EnvVar* v = find_env(env, "FSDP_IGNORED_MODULES"))
+    s.ignored_modules = {v->value, "env FSDP_IGNORED_MODULES"};
   // fsdp_backward_prefetch is exported only when set (so a shell's FSDP_BACKWARD_PREFETCH leaks
   // in); the plugin's default is None. The old `_policy` spelling is read until v1.0.0.
   if (auto v = ctx.fsdp_enum("fsdp_backward_prefetch"); v && parse_prefetch(*v)) {

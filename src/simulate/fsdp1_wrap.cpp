@@ -96,6 +96,9 @@ class Fsdp1Wrapper {
   // Pre-order walk of parameter registrations below m, skipping subtrees already wrapped.
   template <class F>
   void visit_registrations(int m, F&& f) const {
+    // Ignored modules' parameters are in no flat parameter and in no numel count (wrap.py
+    // `_recursive_wrap` subtracts ignored_params; _init_utils.py `_get_ignored_params`).
+    if (params_.ignored_module(m)) return;
     for (int pidx : params_.by_module(m)) f(pidx);
     for (int c : tree_.modules[m].children)
       if (unit_of_[c] < 0) visit_registrations(c, f);
@@ -105,7 +108,8 @@ class Fsdp1Wrapper {
     const std::int64_t n = available_numel(m);
     if (!policy(m, /*recurse=*/true, n)) return 0;
     std::int64_t wrapped = 0;
-    for (int c : tree_.modules[m].children) wrapped += recursive_wrap(c, false);
+    for (int c : tree_.modules[m].children)
+      if (!params_.ignored_module(c)) wrapped += recursive_wrap(c, false);  // `if child in ignored_modules: continue`
     const std::int64_t remainder = n - wrapped;
     if (!only_wrap_children && policy(m, /*recurse=*/false, remainder)) {
       make_unit(m);
@@ -155,6 +159,7 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
     if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, sink);
     plan.units.push_back(std::move(unit));
   }
+  plan.ignored = ignored_params(params);
   return plan;
 }
 

@@ -230,7 +230,8 @@ class Fsdp2Planner {
     std::unordered_set<int> seen;
     for (int m : managed)
       for (int pidx : params_.by_module(m))
-        if (seen.insert(params_[pidx].storage).second) owned.push_back(pidx);
+        // accelerate passes the ignored modules' parameters as fully_shard(ignored_params=...).
+        if (!params_[pidx].ignored && seen.insert(params_[pidx].storage).second) owned.push_back(pidx);
     for (int m : managed) has_state_[m] = true;
     Group g;
     g.roots = roots;
@@ -325,6 +326,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
     if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, sink);
     plan.units.push_back(std::move(unit));
   }
+  plan.ignored = ignored_params(params);
   return plan;
 }
 

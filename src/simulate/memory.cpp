@@ -223,6 +223,11 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
       m.optimizer = optim;
     }
     m.buffers = buffer_bytes(tree);
+    // Ignored parameters are plain tensors on every rank: FSDP neither shards nor offloads them.
+    for (const auto& p : plan.ignored) {
+      m.ignored += bytes(p.numel, p.dtype);
+      if (p.requires_grad) m.ignored += static_cast<std::uint64_t>(1 + opts.optimizer_states) * bytes(p.numel, p.dtype);
+    }
     m.transient = transient.bytes;
     m.activations = est.activations.available ? est.activations.total() : 0;
     if (m.total() > est.peak) {

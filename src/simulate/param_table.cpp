@@ -7,9 +7,19 @@
 
 namespace shardcheck {
 
-ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s) : by_module_(tree.modules.size()) {
+ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
+    : by_module_(tree.modules.size()), ignored_module_(tree.modules.size(), false) {
   std::optional<std::regex> frozen;
   if (!s.frozen.value.empty()) frozen.emplace(s.frozen.value);
+  // accelerate (utils/dataclasses.py, v1.10+): modules whose name re.fullmatch-es the pattern;
+  // torch then ignores their whole subtree (_get_ignored_modules).
+  std::optional<std::regex> ignored;
+  if (!s.ignored_modules.value.empty()) ignored.emplace(s.ignored_modules.value);
+  for (std::size_t m = 0; m < tree.modules.size(); ++m) {
+    const Module& mod = tree.modules[m];
+    ignored_module_[m] = (mod.parent >= 0 && ignored_module_[static_cast<std::size_t>(mod.parent)]) ||
+                         (ignored && std::regex_match(mod.path, *ignored));
+  }
   std::unordered_map<std::string, int> index;
   std::vector<std::string> alias_targets;
   for (int m = 0; m < static_cast<int>(tree.modules.size()); ++m) {
@@ -23,6 +33,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s) : by_modul
       e.numel = p.numel;
       e.dtype = p.dtype;
       e.requires_grad = p.requires_grad && !(frozen && std::regex_search(e.fqn, *frozen));
+      e.ignored = ignored_module_[static_cast<std::size_t>(m)];
       // accelerate upcasts trainable low-precision parameters to fp32 before wrapping when mixed
       // precision is on (accelerator.py prepare_model for FSDP1; fsdp_utils.py fsdp2_prepare_model).
       if (s.param_dtype() && e.requires_grad && dtype_is_floating(e.dtype) && e.dtype != DType::F32)
@@ -39,6 +50,18 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s) : by_modul
     if (alias_targets[i].empty()) continue;
     if (auto it = index.find(alias_targets[i]); it != index.end()) entries_[i].storage = it->second;
   }
+}
+
+std::vector<IgnoredParam> ignored_params(const ParamTable& params) {
+  std::vector<IgnoredParam> out;
+  std::vector<bool> seen(params.size(), false);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const ParamEntry& p = params[static_cast<int>(i)];
+    if (!p.ignored || seen[static_cast<std::size_t>(p.storage)]) continue;
+    seen[static_cast<std::size_t>(p.storage)] = true;
+    out.push_back({p.fqn, p.numel, p.dtype, p.requires_grad});
+  }
+  return out;
 }
 
 ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {

@@ -18,6 +18,7 @@ struct ParamEntry {
   std::int64_t numel = 0;
   DType dtype = DType::F32;        // after accelerate's upcast (see ParamTable)
   bool requires_grad = true;
+  bool ignored = false;            // under an ignored module: never flattened or sharded
   int storage = -1;
 };
 
@@ -27,11 +28,16 @@ class ParamTable {
   const ParamEntry& operator[](int i) const { return entries_[static_cast<std::size_t>(i)]; }
   std::size_t size() const { return entries_.size(); }
   const std::vector<int>& by_module(int m) const { return by_module_[static_cast<std::size_t>(m)]; }
+  bool ignored_module(int m) const { return ignored_module_[static_cast<std::size_t>(m)]; }
 
  private:
   std::vector<ParamEntry> entries_;
   std::vector<std::vector<int>> by_module_;
+  std::vector<bool> ignored_module_;
 };
+
+// The plan's record of ignored parameters (every storage once).
+std::vector<IgnoredParam> ignored_params(const ParamTable& params);
 
 ShardPlan plan_header(const FsdpSettings& s, int fsdp_version);
 

@@ -207,3 +207,13 @@ CASES += [
      "args": ["plan", LLAMA, "--world-size", "3", "--no-tree"], "stdout": ["model.layers.{{0-2}}"],
      "not_stdout": ["<FSDP unit"]},
 ]
+
+CASES += [
+    {"name": "plan: --ignored-modules leaves the embedding whole on every rank",
+     "args": ["plan", LLAMA, "--world-size", "3", "--ignored-modules", "model\\.embed_tokens", "--no-tree"],
+     "stdout": ["<root>                             LlamaForCausalLM                           760             254",
+                "ignored modules (not sharded)            5.78 KiB"]},
+    {"name": "plan: an invalid regex is a usage error, not a crash",
+     "args": ["plan", LLAMA, "--ignored-modules", "("], "exit": 2,
+     "stderr": ["--ignored-modules: error: expected a regular expression, found '('", "PLAN016"]},
+]
