@@ -84,6 +84,11 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
 }
 
 std::vector<UnitLayout> layouts(const Planned& p, const SmokeFlags& f, int world) {
+  // NO_SHARD keeps whole parameters on every rank and all-reduces gradients (fsdp-semantics.md
+  // §2.6): there is no shard to gather.
+  if (p.strategy == "NO_SHARD" && world > 1)
+    throw SmokeFault(ExitCode::usage, "the plan is NO_SHARD: every rank holds whole parameters, there is no shard "
+                                      "to all-gather or reduce-scatter (plan FULL_SHARD or SHARD_GRAD_OP)");
   if (p.plan.shard_group != world)
     throw SmokeFault(ExitCode::usage,
                      fmt::format("the plan shards over {} of {} ranks ({}): smoke verifies one shard group spanning "
