@@ -39,6 +39,7 @@ import functools
 import json
 import os
 import socket
+import re
 import subprocess
 import sys
 import tempfile
@@ -283,9 +284,11 @@ def subtree_numel(tree: dict, path: str) -> int:
 # --------------------------------------------------------------------------------------------
 
 def case(name, model, tree, W, policy, strategy="FULL_SHARD", param_dtype="float32", mixed_precision=None,
-         note=None):
+         note=None, ignored_modules=None):
     c = {"case": name, "model": model, "tree": tree, "world_size": W, "policy": policy,
          "sharding_strategy": strategy, "param_dtype": param_dtype}
+    if ignored_modules:
+        c["ignored_modules"] = ignored_modules
     if mixed_precision:
         c["mixed_precision"] = mixed_precision
     if note:
@@ -357,6 +360,13 @@ def extra_model_cases(trees: dict) -> list:
         cs += [case("llama-tf-full-w1", "fixtures/models/llama", "llama", 1, tf(*nsm),
                     note="world size 1: 1.13 silently clamps to NO_SHARD"),
                case("llama-tf-full-w8", "fixtures/models/llama", "llama", 8, tf(*nsm)),
+               # accelerate's fsdp_ignored_modules: a regex re.fullmatch-ed against module names.
+               case("llama-tf-ignore-embed-w3", "fixtures/models/llama", "llama", 3, tf(*nsm),
+                    ignored_modules=r"model\.embed_tokens"),
+               case("llama-tf-ignore-layer1-w3", "fixtures/models/llama", "llama", 3, tf(*nsm),
+                    ignored_modules=r"model\.layers\.1"),
+               case("llama-size-ignore-mlps-w5", "fixtures/models/llama", "llama", 5, size(1000),
+                    ignored_modules=r"model\.layers\.\d+\.mlp"),
                case("llama-size-layer-noshard-w3", "fixtures/models/llama", "llama", 3,
                     size(subtree_numel(trees["llama"], next(m["path"] for m in trees["llama"]["modules"]
                                                              if m["class"] in nsm))), "NO_SHARD")]
@@ -547,6 +557,9 @@ def run_case(c: dict, trees: dict) -> dict:
         policy = functools.partial(size_based_auto_wrap_policy, min_num_params=pol["min_num_params"])
     else:
         policy = None
+    ignored = None
+    if c.get("ignored_modules"):  # accelerate utils/dataclasses.py: re.fullmatch over named_modules()
+        ignored = [m for n, m in root.named_modules() if re.fullmatch(c["ignored_modules"], n)]
     mp = None
     if c.get("mixed_precision"):
         mp = MixedPrecision(**{k: getattr(torch, v) for k, v in c["mixed_precision"].items()})
@@ -569,7 +582,7 @@ def run_case(c: dict, trees: dict) -> dict:
         warnings.simplefilter("always")
         try:
             fsdp = FSDP(root, auto_wrap_policy=policy, sharding_strategy=ShardingStrategy[c["sharding_strategy"]],
-                        mixed_precision=mp)
+                        mixed_precision=mp, ignored_modules=ignored)
         except Exception as e:  # the oracle records FSDP's own error
             out["error"] = str(e)
             out["error_type"] = type(e).__name__
@@ -679,6 +692,8 @@ def merge(c: dict, per_rank: list, trees: dict) -> dict:
     out["use_orig_params"] = False
     out["param_dtype"] = c["param_dtype"]
     out["mixed_precision"] = c.get("mixed_precision")
+    if c.get("ignored_modules"):
+        out["ignored_modules"] = c["ignored_modules"]
     if c.get("note"):
         out["note"] = c["note"]
     for r, res in enumerate(per_rank):
