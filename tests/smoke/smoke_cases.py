@@ -115,4 +115,9 @@ CASES = [
                                                             "--nproc", "3"] + QUICK,
      "exit": 23, "stderr": ["llama-plan-w2.json is a plan for world size 2, this job has WORLD_SIZE=3"],
      "setup": ["plan", LLAMA, "--world-size", "2", "--format", "json"]},
+    # bad-plan.json: `shardcheck plan --world-size 2 --format json` of llama, first two units, with
+    # model.layers.0's padded_numel edited to 999 (2 x ceil(4360/2) = 4360 would be right).
+    {"name": "smoke --plan inconsistent", "args": ["smoke", "--plan", "{src}/tests/smoke/bad-plan.json", "--nproc", "2"],
+     "exit": 2, "stderr": ["bad-plan.json: inconsistent plan: unit 'model.layers.0': padded_numel 999 is not world "
+                           "size 2 x shard_numel 2180"]},
 ]

@@ -102,7 +102,9 @@ std::vector<UnitLayout> layouts(const Planned& p, const SmokeFlags& f, int world
     if (element_bytes(u.dtype) == 0) continue;  // packed sub-byte kinds are never a flat parameter
     std::string error;
     UnitLayout l = unit_layout(u, i, p.plan.fsdp_version, world, error);
-    if (!error.empty()) throw SmokeFault(ExitCode::internal, "inconsistent plan: " + error);
+    if (!error.empty())  // a hand-edited --plan file; from the planner it would be a bug
+      throw SmokeFault(f.plan_file.empty() ? ExitCode::internal : ExitCode::usage,
+                       fmt::format("{}: inconsistent plan: {}", f.plan_file.empty() ? "planner" : f.plan_file, error));
     out.push_back(std::move(l));
   }
   return out;
