@@ -11,8 +11,12 @@
 
 namespace shardcheck::smoke {
 
-WeightReader::WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases, std::string base_prefix)
-    : meta_(std::move(meta)), aliases_(std::move(aliases)), base_prefix_(std::move(base_prefix)) {}
+WeightReader::WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases, std::string base_prefix,
+                           std::vector<std::pair<std::string, std::string>> renames)
+    : meta_(std::move(meta)),
+      aliases_(std::move(aliases)),
+      base_prefix_(std::move(base_prefix)),
+      renames_(std::move(renames)) {}
 
 WeightReader::~WeightReader() {
   for (auto [index, fd] : fds_) ::close(fd);
@@ -38,6 +42,11 @@ bool WeightReader::bind(const UnitLayout& u, std::string& error) {
     for (std::size_t c = 0, n = candidates.size(); c < n; ++c)
       if (!base_prefix_.empty() && candidates[c].starts_with(base_prefix_ + "."))
         candidates.push_back(candidates[c].substr(base_prefix_.size() + 1));
+    // A rename maps the disk name to the model's; undo it (first occurrence, as the name was built).
+    for (std::size_t c = 0, n = candidates.size(); c < n; ++c)
+      for (const auto& [disk, model] : renames_)
+        if (auto at = candidates[c].find(model); at != std::string::npos)
+          candidates.push_back(std::string(candidates[c]).replace(at, model.size(), disk));
     const TensorInfo* found = nullptr;
     for (const auto& name : candidates) {
       for (const auto& f : meta_.files)

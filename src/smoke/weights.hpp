@@ -20,7 +20,10 @@ class WeightReader {
   // `aliases`: tied parameter -> the tensor that stores it (checkpoints keep one copy).
   // `base_prefix`: the base model's attribute ("transformer"): a base-model checkpoint (gpt2's)
   // stores "h.0.attn..." for "transformer.h.0.attn..." (modeling_utils.py strips/adds it on load).
-  WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases, std::string base_prefix = "");
+  // `renames`: (on disk, in the model) substring pairs transformers applies when loading
+  // (the registry's checkpoint.renames that hold for the target version, e.g. embed_out. -> lm_head.).
+  WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases, std::string base_prefix = "",
+               std::vector<std::pair<std::string, std::string>> renames = {});
   ~WeightReader();
   WeightReader(const WeightReader&) = delete;
   WeightReader& operator=(const WeightReader&) = delete;
@@ -43,6 +46,7 @@ class WeightReader {
   CheckpointMeta meta_;
   std::map<std::string, std::string> aliases_;
   std::string base_prefix_;
+  std::vector<std::pair<std::string, std::string>> renames_;
   std::map<std::uint32_t, int> fds_;
   std::vector<Bound> bound_;
   int width_ = 0;

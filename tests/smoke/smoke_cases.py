@@ -70,6 +70,13 @@ CASES = [
      "stdout": ["equal to the checkpoint's bytes bit for bit"]},
     {"name": "smoke --weights gpt2 W=2", "args": ["smoke", GPT2, "--nproc", "2", "--weights"] + QUICK, "exit": 0,
      "stdout": ["equal to the checkpoint's bytes bit for bit"]},
+    # gpt_neox: F16 (gloo 1.13 moves and sums it natively) and the registry's checkpoint rename
+    # embed_out. -> lm_head. (transformers >= 5.16, the default) undone to find the head on disk.
+    {"name": "smoke --weights gpt_neox W=3", "args": ["smoke", "{src}/fixtures/models/gpt_neox", "--nproc", "3",
+                                                      "--weights"] + QUICK, "exit": 0,
+     "stdout": ["equal to the checkpoint's bytes bit for bit", "all_gather (F16): allgather into 3 tensors",
+                "reduce_scatter (F16): allreduce (sum) then each rank keeps its slice"],
+     "not_stdout": ["F16 carried as bytes", "F16 summed as F32"]},
     # The test-only shift: rank 1 sends elements [r*S+1, (r+1)*S+1). Root: 500 wrong, layers 1454
     # each (all real), every one seen by 3 ranks: 3 * (500 + 3*1454) = 14586.
     {"name": "smoke shifted shard caught", "quick": True, "args": ["smoke", LLAMA, "--nproc", "3", "--test-shift-shard", "1"] + QUICK,

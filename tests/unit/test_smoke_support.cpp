@@ -146,4 +146,14 @@ TEST_CASE("smoke weights: a rank reads exactly its shard's bytes of the real fix
   u.params = {"model.nope.weight"};
   CHECK_FALSE(reader.bind(u, error));
   CHECK(error.find("parameter 'model.nope.weight' is not in the checkpoint") != std::string::npos);
+
+  // A checkpoint rename (disk "model.embed_tokens." is "model.tok." in the model) is undone.
+  DiagnosticSink sink2;
+  WeightReader renamed(*load_checkpoint(dir, sink2), {}, "", {{"model.embed_tokens.", "model.tok."}});
+  u.params = {"model.tok.weight"};
+  u.param_numels = {740};
+  REQUIRE(renamed.bind(u, error));
+  std::vector<std::byte> all(2 * 740);
+  renamed.source()(0, 0, 740, all.data());
+  CHECK(std::memcmp(all.data(), bytes.data() + 8 + n + begin, all.size()) == 0);
 }

@@ -13,6 +13,8 @@
 
 #include "cli/plan_flags.hpp"
 #include "shardcheck/exit_codes.hpp"
+#include "shardcheck/expr.hpp"
+#include "shardcheck/registry.hpp"
 #include "shardcheck/report.hpp"
 #include "smoke/launcher.hpp"
 #include "smoke/plan_reader.hpp"
@@ -44,7 +46,31 @@ struct Planned {
   std::string strategy;
   std::map<std::string, std::string> aliases;  // tied parameter -> stored tensor
   std::string base_prefix;                     // the base model's attribute ("model", "transformer")
+  std::vector<std::pair<std::string, std::string>> renames;  // checkpoint renames in force (disk, model)
 };
+
+// The registry's checkpoint renames that hold for the planned transformers version (the same
+// data src/resolve/checkpoint_match.cpp applies when it matches the checkpoint to the tree).
+std::vector<std::pair<std::string, std::string>> checkpoint_renames(const std::string& rules_dir,
+                                                                    const ModuleTree& tree) {
+  std::vector<std::pair<std::string, std::string>> out;
+  DiagnosticSink sink;
+  auto reg = Registry::load(rules_dir, sink, {tree.model_type});
+  const ArchSpec* arch = reg ? reg->find(tree.model_type) : nullptr;
+  if (!arch) return out;
+  const Value transformers(tree.transformers);
+  const Lookup lookup = [&](std::string_view name) -> const Value* {
+    return name == "transformers" ? &transformers : nullptr;
+  };
+  for (const auto& r : arch->renames) {
+    try {
+      if (!r.condition || r.condition->evaluate(lookup).truthy()) out.emplace_back(r.from, r.to);
+    } catch (const ExprError&) {
+      // A condition over config fields: the rename is not needed to find this version's names.
+    }
+  }
+  return out;
+}
 
 // The plan this rank verifies: from --plan, or computed exactly as `shardcheck plan` would.
 Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
@@ -79,6 +105,7 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
   if (r.tree) {
     for (const auto& t : r.tree->tied) out.aliases[t.alias] = t.target;
     out.base_prefix = r.tree->base_model_path;
+    out.renames = checkpoint_renames(ctx.rules_dir, *r.tree);
   }
   return out;
 }
@@ -141,7 +168,8 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
       std::fputs(render_diagnostics_text(sink.items()).c_str(), stderr);
       throw SmokeFault(sink.first_error_exit_code(), "--weights: the checkpoint is broken (above)");
     }
-    reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases, planned.base_prefix);
+    reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases, planned.base_prefix,
+                                            planned.renames);
     opt.weights = reader.get();
   }
 
