@@ -66,6 +66,11 @@ std::string render_diagnostics_text(const std::vector<Diagnostic>& diagnostics, 
 // `{"diagnostics": [{"rule","severity","file","line","column","end_column","message","help","fix"}]}`
 std::string render_diagnostics_json(const std::vector<Diagnostic>& diagnostics);
 // SARIF 2.1.0 as GitHub code scanning accepts it. `uri_base`: paths are made relative to it.
+// Where a rule's documentation is published: SHARDCHECK_DOCS_URL (a CMake cache variable, e.g.
+// the repository's docs/rules/ on its forge) + "<id>.md" for the linter's rules, else "" (the
+// SARIF omits helpUri rather than point at a page that does not exist).
+std::string rule_doc_uri(std::string_view rule_id);
+
 struct SarifRule {
   std::string id, name, short_description, full_description, help_uri;
   Severity level = Severity::error;

@@ -39,7 +39,7 @@ std::vector<SarifRule> sarif_rules_for(const std::vector<Diagnostic>& items) {
       s.short_description = d.message.substr(0, 120);
       s.full_description = d.message;
     }
-    s.help_uri = fmt::format("https://github.com/shardcheck/shardcheck/blob/main/docs/rules/{}.md", d.code);
+    s.help_uri = rule_doc_uri(d.code);
     out.push_back(std::move(s));
   }
   return out;

@@ -63,7 +63,7 @@ std::vector<SarifRule> sarif_rules() {
     }
     s.short_description = r->summary;
     s.full_description = r->explanation;
-    s.help_uri = fmt::format("https://github.com/shardcheck/shardcheck/blob/main/docs/rules/{}.md", r->id);
+    s.help_uri = rule_doc_uri(r->id);
     s.level = r->severity;
     out.push_back(std::move(s));
   }

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "report/json_writer.hpp"
+#include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
 
 namespace shardcheck {
@@ -42,6 +43,12 @@ std::string fingerprint(const Diagnostic& d, const std::string& uri) {
 
 }  // namespace
 
+std::string rule_doc_uri(std::string_view rule_id) {
+  const std::string_view base = SHARDCHECK_DOCS_URL;
+  if (base.empty() || !find_rule(rule_id)) return {};
+  return fmt::format("{}{}{}.md", base, base.ends_with('/') ? "" : "/", rule_id);
+}
+
 std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics, const std::vector<SarifRule>& rules,
                                      const std::string& tool_version, const std::string& uri_base) {
   std::string out;
@@ -54,7 +61,7 @@ std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics,
   w.key("name").value("shardcheck");
   w.key("version").value(tool_version);
   w.key("semanticVersion").value(tool_version);
-  w.key("informationUri").value("https://github.com/shardcheck/shardcheck");
+  if (std::string_view(SHARDCHECK_DOCS_URL).size()) w.key("informationUri").value(SHARDCHECK_DOCS_URL);
   w.key("rules").begin_array();
   for (const auto& r : rules) {
     w.begin_object();
@@ -62,7 +69,7 @@ std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics,
     w.key("name").value(r.name);
     w.key("shortDescription").begin_object().key("text").value(r.short_description).end_object();
     w.key("fullDescription").begin_object().key("text").value(r.full_description).end_object();
-    w.key("helpUri").value(r.help_uri);
+    if (!r.help_uri.empty()) w.key("helpUri").value(r.help_uri);
     w.key("help").begin_object().key("text").value(r.full_description).end_object();
     w.key("defaultConfiguration").begin_object().key("level").value(sarif_level(r.level)).end_object();
     w.end_object();

@@ -55,7 +55,9 @@ TEST_CASE("lint output: SARIF 2.1.0 has what GitHub code scanning requires") {
   REQUIRE(j["runs"].size() == 1);
   const auto& run = j["runs"][0];
   const auto& driver = run["tool"]["driver"];
-  for (const char* k : {"name", "version", "informationUri", "rules"}) CHECK(driver.contains(k));
+  for (const char* k : {"name", "version", "rules"}) CHECK(driver.contains(k));
+  // informationUri only when the build names where the docs are published (SHARDCHECK_DOCS_URL).
+  CHECK(driver.contains("informationUri") == !std::string_view(SHARDCHECK_DOCS_URL).empty());
   CHECK(driver["rules"].size() == all_rules().size());
   for (const auto& r : driver["rules"]) {
     for (const char* k : {"id", "name", "shortDescription", "fullDescription", "helpUri", "defaultConfiguration"})
@@ -95,4 +97,13 @@ TEST_CASE("lint output: every rule has an id, summary and an explanation citing 
     CHECK(find_rule(r->id) == r);
   }
   CHECK(find_rule("no-such-rule") == nullptr);
+}
+
+TEST_CASE("rule_doc_uri: a published docs URL only for the linter's own rules") {
+  if (std::string_view(SHARDCHECK_DOCS_URL).empty()) {
+    CHECK(rule_doc_uri("flattened-fsdp-config").empty());
+  } else {
+    CHECK(rule_doc_uri("flattened-fsdp-config").ends_with("flattened-fsdp-config.md"));
+  }
+  CHECK(rule_doc_uri("PLAN001").empty());  // no docs/rules page for plan codes
 }
