@@ -4,10 +4,13 @@
 #include "shardcheck/registry.hpp"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <deque>
 #include <set>
+#include <tuple>
+
+#include "registry_yaml.hpp"
 
 namespace shardcheck {
 namespace fs = std::filesystem;
@@ -16,15 +19,64 @@ Version TransformersVersions::newest() { return Version{5, 16, 0}; }
 
 namespace {
 
-// A YAML problem found while reading the registry; turned into a Diagnostic at the top level.
+using registry_yaml::Arena;
+using registry_yaml::Node;
+
+// A problem found while reading the registry; turned into a Diagnostic at the top level. `node`
+// gives the position (and the file, which for an inherited key is the `extends` parent's).
 struct RulesError {
   std::string file;
-  YAML::Mark mark;
+  int line = -1;  // 0-based
+  int column = -1;
   std::string message;
 };
 
-[[noreturn]] void fail(const std::string& file, const YAML::Node& node, std::string message) {
-  throw RulesError{file, node.Mark(), std::move(message)};
+[[noreturn]] void fail(const std::string& file, const Node* node, std::string message) {
+  if (!node) throw RulesError{file, -1, -1, std::move(message)};
+  throw RulesError{node->file ? *node->file : file, node->line, node->column, std::move(message)};
+}
+
+const char* kind_name(const Node& n) {
+  switch (n.kind) {
+    case Node::Kind::null: return "nothing";
+    case Node::Kind::scalar: return "a single value";
+    case Node::Kind::sequence: return "a list";
+    case Node::Kind::map: return "a map";
+  }
+  return "?";
+}
+
+// A map key as text. yaml-cpp's as<std::string>() spelling: a null key reads "null".
+std::string key_text(const std::string& file, const Node& key) {
+  if (key.is_null()) return "null";
+  if (!key.is_scalar()) fail(file, &key, fmt::format("expected a name as the key, found {}", kind_name(key)));
+  return key.text;
+}
+
+// yaml-cpp 0.7 convert<bool>::decode (src/convert.cpp): y/yes/true/on and n/no/false/off in
+// lower, UPPER or Capitalised spelling.
+std::optional<bool> yaml_cpp_bool(const Node& n) {
+  if (!n.is_scalar()) return std::nullopt;
+  const std::string& s = n.text;
+  auto all = [](std::string_view v, int (*pred)(int)) {
+    return std::all_of(v.begin(), v.end(), [&](char c) { return pred(static_cast<unsigned char>(c)) != 0; });
+  };
+  const bool flexible = s.empty() || all(s, ::islower) ||
+                        (std::isupper(static_cast<unsigned char>(s[0])) &&
+                         (all(std::string_view(s).substr(1), ::islower) || all(std::string_view(s).substr(1), ::isupper)));
+  if (!flexible) return std::nullopt;
+  std::string lower = s;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "y" || lower == "yes" || lower == "true" || lower == "on") return true;
+  if (lower == "n" || lower == "no" || lower == "false" || lower == "off") return false;
+  return std::nullopt;
+}
+
+bool bool_value(const std::string& file, const Node& n, const char* what) {
+  auto b = yaml_cpp_bool(n);
+  if (!b) fail(file, &n, fmt::format("expected true or false for {}, found {}", what,
+                                     n.is_scalar() ? fmt::format("'{}'", n.text) : kind_name(n)));
+  return *b;
 }
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to) {
@@ -37,58 +89,93 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 
 struct RawFile {
   std::string path;
-  YAML::Node root;
+  Node* root = nullptr;
 };
 
-// Child maps override parent maps key by key (one level deep for `classes`, `config.defaults`,
-// `config.derived`, `vars`, `tied_weights`); everything else is replaced whole.
-YAML::Node merge(const YAML::Node& parent, const YAML::Node& child) {
-  YAML::Node out = YAML::Clone(parent);
-  out.remove("abstract");
-  for (auto it = child.begin(); it != child.end(); ++it) {
-    const std::string key = it->first.as<std::string>();
-    const YAML::Node value = it->second;  // a copy: it->second lives only as long as the iterator proxy
+// Sets `key` in a map built here: an existing entry keeps its place and takes the new value (as
+// YAML::Node's `map[key] = value` does), a new key goes last.
+void assign(Arena& arena, Node& map, const std::string& key, const Node& key_position, Node* value) {
+  for (auto& [k, v] : map.entries)
+    if (k->text == key) {
+      v = value;
+      return;
+    }
+  Node* k = arena.make(Node::Kind::scalar, &key_position);
+  k->text = key;
+  map.entries.emplace_back(k, value);
+}
+
+// A fresh map with the entries of `src`, duplicates kept (as YAML::Clone keeps them; `{P}`
+// substitution later collapses them into the first key's place holding the last value).
+Node* copy_map(Arena& arena, const Node& src) {
+  Node* out = arena.make(Node::Kind::map, &src);
+  out->entries = src.entries;
+  return out;
+}
+
+// Child maps override parent maps key by key (one level deep for `classes`, `vars`,
+// `tied_weights`, two for `config`: `config.defaults`/`config.derived` merge key by key);
+// everything else is replaced whole. The parent's `abstract` is not inherited, the child's
+// `extends` is not copied. Nodes are shared, not cloned: nothing is modified after building.
+Node* merge(Arena& arena, const std::string& child_file, const Node& parent, const Node& child) {
+  Node* out = arena.make(Node::Kind::map, &child);
+  if (parent.is_map())
+    for (const auto& [k, v] : parent.entries)
+      if (!(k->is_scalar() && k->text == "abstract")) out->entries.emplace_back(k, v);
+  for (const auto& [ck, value] : child.entries) {
+    const std::string key = key_text(child_file, *ck);
     const bool mergeable = key == "classes" || key == "vars" || key == "tied_weights" || key == "config";
-    if (mergeable && value.IsMap() && out[key].IsMap()) {
-      YAML::Node target = out[key];
-      for (auto c = value.begin(); c != value.end(); ++c) {
-        const std::string sub = c->first.as<std::string>();
-        if (key == "config" && c->second.IsMap() && target[sub].IsMap()) {
-          YAML::Node inner = target[sub];
-          for (auto d = c->second.begin(); d != c->second.end(); ++d)
-            inner[d->first.as<std::string>()] = YAML::Clone(d->second);
+    Node* existing = out->get(key);
+    if (mergeable && value->is_map() && existing && existing->is_map()) {
+      Node* target = copy_map(arena, *existing);
+      for (const auto& [sk, sv] : value->entries) {
+        const std::string sub = key_text(child_file, *sk);
+        Node* inner = target->get(sub);
+        if (key == "config" && sv->is_map() && inner && inner->is_map()) {
+          Node* merged = copy_map(arena, *inner);
+          for (const auto& [dk, dv] : sv->entries) assign(arena, *merged, key_text(child_file, *dk), *dk, dv);
+          assign(arena, *target, sub, *sk, merged);
         } else {
-          target[sub] = YAML::Clone(c->second);
+          assign(arena, *target, sub, *sk, sv);
         }
       }
+      assign(arena, *out, key, *ck, target);
     } else if (key != "extends") {
-      out[key] = YAML::Clone(value);
+      assign(arena, *out, key, *ck, value);
     }
   }
   return out;
 }
 
-// `{P}` and friends: textual substitution in every scalar and map key.
-YAML::Node substitute(const YAML::Node& node, const std::vector<std::pair<std::string, std::string>>& vars) {
+using Vars = std::vector<std::pair<std::string, std::string>>;
+
+// `{P}` and friends: textual substitution in every scalar and map key, applied in `vars` order.
+Node* substitute(Arena& arena, const std::string& file, Node* node, const Vars& vars) {
   auto subst = [&](std::string s) {
     for (auto& [k, v] : vars) s = replace_all(std::move(s), "{" + k + "}", v);
     return s;
   };
-  if (node.IsScalar()) {
-    YAML::Node out(subst(node.Scalar()));
-    out.SetTag(node.Tag());  // "!" marks a quoted scalar: it stays a string, never a number
-    return out;
-  }
-  if (node.IsSequence()) {
-    YAML::Node out(YAML::NodeType::Sequence);
-    for (const auto& item : node) out.push_back(substitute(item, vars));
-    return out;
-  }
-  if (node.IsMap()) {
-    YAML::Node out(YAML::NodeType::Map);
-    for (auto it = node.begin(); it != node.end(); ++it)
-      out[subst(it->first.as<std::string>())] = substitute(it->second, vars);
-    return out;
+  switch (node->kind) {
+    case Node::Kind::scalar: {
+      if (node->text.find('{') == std::string::npos) return node;  // nothing to substitute
+      Node* out = arena.copy(*node);
+      out->text = subst(node->text);
+      return out;
+    }
+    case Node::Kind::sequence: {
+      Node* out = arena.make(Node::Kind::sequence, node);
+      out->items.reserve(node->items.size());
+      for (Node* item : node->items) out->items.push_back(substitute(arena, file, item, vars));
+      return out;
+    }
+    case Node::Kind::map: {
+      Node* out = arena.make(Node::Kind::map, node);
+      out->entries.reserve(node->entries.size());
+      for (const auto& [k, v] : node->entries)
+        assign(arena, *out, subst(key_text(file, *k)), *k, substitute(arena, file, v, vars));
+      return out;
+    }
+    case Node::Kind::null: break;
   }
   return node;
 }
@@ -99,33 +186,36 @@ class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
 
-  std::string str(const YAML::Node& n, const char* what) const {
-    if (!n.IsScalar()) fail(file_, n, fmt::format("expected a string for {}", what));
-    return n.Scalar();
+  std::string key(const Node& k) const { return key_text(file_, k); }
+
+  std::string str(const Node* n, const char* what, const Node* parent = nullptr) const {
+    if (!n) fail(file_, parent, fmt::format("expected a string for {}, found nothing", what));
+    if (!n->is_scalar()) fail(file_, n, fmt::format("expected a string for {}", what));
+    return n->text;
   }
 
   // A YAML scalar becomes an expression: strings are parsed, numbers/bools/null are constants.
-  Expr expr(const YAML::Node& n, const char* what) const {
-    if (n.IsNull()) return Expr::constant(Value());
-    if (!n.IsScalar()) fail(file_, n, fmt::format("expected an expression for {}", what));
+  Expr expr(const Node* n, const char* what) const {
+    if (n->is_null()) return Expr::constant(Value());
+    if (!n->is_scalar()) fail(file_, n, fmt::format("expected an expression for {}", what));
     try {
-      return Expr::parse(n.Scalar());
+      return Expr::parse(n->text);
     } catch (const ExprError& e) {
       fail(file_, n, fmt::format("bad expression for {}: {}", what, e.what()));
     }
   }
 
   // A literal value (config defaults): plain scalars typed as YAML 1.2 core would type them.
-  Value literal(const YAML::Node& n) const {
-    if (n.IsNull()) return Value();
-    if (n.IsSequence()) {
+  Value literal(const Node& n) const {
+    if (n.is_null()) return Value();
+    if (n.is_sequence()) {
       ValueList items;
-      for (const auto& item : n) items.push_back(literal(item));
+      for (const Node* item : n.items) items.push_back(literal(*item));
       return Value(std::move(items));
     }
-    if (!n.IsScalar()) fail(file_, n, "expected a scalar or a list");
-    if (n.Tag() == "!") return Value(n.Scalar());  // quoted: always a string
-    const std::string& s = n.Scalar();
+    if (!n.is_scalar()) fail(file_, &n, "expected a scalar or a list");
+    if (n.quoted) return Value(n.text);  // quoted: always a string
+    const std::string& s = n.text;
     if (s == "true" || s == "True") return Value(true);
     if (s == "false" || s == "False") return Value(false);
     if (s == "null" || s == "~") return Value();
@@ -140,207 +230,226 @@ class Reader {
     return Value(s);
   }
 
-  std::vector<NamedExpr> named_exprs(const YAML::Node& map, const char* what) const {
+  // A section that may be absent and may be empty (`key:` alone: nothing to read, as looking up
+  // or iterating a null YAML::Node gave nothing), but must be a map when written.
+  const Node* optional_map(const Node* n, const std::string& what) const {
+    if (!n || n->is_null()) return nullptr;
+    if (!n->is_map()) fail(file_, n, fmt::format("expected a map for {}", what));
+    return n;
+  }
+  // The same for lists.
+  const Node* optional_list(const Node* n, const std::string& what) const {
+    if (!n || n->is_null()) return nullptr;
+    if (!n->is_sequence()) fail(file_, n, fmt::format("expected a list for {}", what));
+    return n;
+  }
+
+  // Absent is empty; written, even empty (`args:`), it must be a map.
+  std::vector<NamedExpr> named_exprs(const Node* map, const char* what) const {
     std::vector<NamedExpr> out;
     if (!map) return out;
-    if (!map.IsMap()) fail(file_, map, fmt::format("expected a map for {}", what));
-    for (auto it = map.begin(); it != map.end(); ++it)
-      out.push_back({it->first.as<std::string>(), expr(it->second, what)});
+    if (!map->is_map()) fail(file_, map, fmt::format("expected a map for {}", what));
+    for (const auto& [k, v] : map->entries) out.push_back({key(*k), expr(v, what)});
     return out;
   }
 
-  std::vector<NamedExpr> literals(const YAML::Node& map, const char* what) const {
+  std::vector<NamedExpr> literals(const Node* map, const char* what) const {
     std::vector<NamedExpr> out;
     if (!map) return out;
-    if (!map.IsMap()) fail(file_, map, fmt::format("expected a map for {}", what));
-    for (auto it = map.begin(); it != map.end(); ++it)
-      out.push_back({it->first.as<std::string>(), Expr::constant(literal(it->second))});
+    if (!map->is_map()) fail(file_, map, fmt::format("expected a map for {}", what));
+    for (const auto& [k, v] : map->entries) out.push_back({key(*k), Expr::constant(literal(*v))});
     return out;
   }
 
-  std::vector<ClassVariant> variants(const YAML::Node& seq) const {
+  std::vector<ClassVariant> variants(const Node* seq) const {
     std::vector<ClassVariant> out;
     if (!seq) return out;
-    if (!seq.IsSequence()) fail(file_, seq, "expected a list of {if: ..., class: ...} for variants");
-    for (const auto& v : seq) {
-      if (!v.IsMap() || !v["if"] || !v["class"]) fail(file_, v, "a variant needs `if` and `class`");
-      out.push_back({expr(v["if"], "variant condition"), str(v["class"], "variant class")});
+    if (!seq->is_sequence()) fail(file_, seq, "expected a list of {if: ..., class: ...} for variants");
+    for (const Node* v : seq->items) {
+      if (!v->is_map() || !v->get("if") || !v->get("class")) fail(file_, v, "a variant needs `if` and `class`");
+      out.push_back({expr(v->get("if"), "variant condition"), str(v->get("class"), "variant class")});
     }
     return out;
   }
 
-  ParamSpec param(const std::string& name, const YAML::Node& n) const {
+  ParamSpec param(const std::string& name, const Node& n) const {
     ParamSpec p;
     p.name = name;
-    const YAML::Node shape = n.IsSequence() ? n : n["shape"];
-    if (!shape || !shape.IsSequence()) fail(file_, n, fmt::format("parameter '{}' needs a shape list", name));
-    for (const auto& dim : shape) p.shape.push_back(expr(dim, "a shape dimension"));
-    if (n.IsMap()) {
-      for (auto it = n.begin(); it != n.end(); ++it) {
-        const std::string key = it->first.as<std::string>();
-        if (key != "shape" && key != "if" && key != "dtype" && key != "from" && key != "buffer")
-          fail(file_, it->first, fmt::format("unknown key '{}' in parameter '{}'", key, name));
+    const Node* shape = n.is_sequence() ? &n : n.get("shape");
+    if (!shape || !shape->is_sequence())
+      fail(file_, shape ? shape : &n, fmt::format("parameter '{}' needs a shape list", name));
+    for (const Node* dim : shape->items) p.shape.push_back(expr(dim, "a shape dimension"));
+    if (n.is_map()) {
+      for (const auto& [k, v] : n.entries) {
+        const std::string key_name = key(*k);
+        if (key_name != "shape" && key_name != "if" && key_name != "dtype" && key_name != "from" && key_name != "buffer")
+          fail(file_, k, fmt::format("unknown key '{}' in parameter '{}'", key_name, name));
       }
-      if (n["if"]) p.condition = expr(n["if"], "parameter condition");
-      if (n["dtype"]) p.dtype = expr(n["dtype"], "parameter dtype");
-      if (n["buffer"]) p.buffer = n["buffer"].as<bool>();
-      if (const auto& from = n["from"]) {
-        if (!from.IsSequence()) fail(file_, from, "`from` must be a list of tensor-name globs");
-        for (const auto& f : from) p.from.push_back(str(f, "from"));
+      if (const Node* c = n.get("if")) p.condition = expr(c, "parameter condition");
+      if (const Node* d = n.get("dtype")) p.dtype = expr(d, "parameter dtype");
+      if (const Node* b = n.get("buffer")) p.buffer = bool_value(file_, *b, "buffer");
+      if (const Node* from = n.get("from")) {
+        if (!from->is_sequence()) fail(file_, from, "`from` must be a list of tensor-name globs");
+        for (const Node* f : from->items) p.from.push_back(str(f, "from"));
       }
     }
     return p;
   }
 
-  ChildSpec child(const std::string& name, const YAML::Node& n) const {
+  ChildSpec child(const std::string& name, const Node& n) const {
     ChildSpec c;
     c.name = name;
-    if (n.IsScalar()) {
-      c.cls = n.Scalar();
+    if (n.is_scalar()) {
+      c.cls = n.text;
       return c;
     }
-    if (!n.IsMap()) fail(file_, n, fmt::format("child '{}' must be a class name or a map", name));
-    static const std::set<std::string> known = {"class", "variants", "args", "if", "repeat", "index",
-                                                "item", "item_variants", "item_args", "name"};
-    for (auto it = n.begin(); it != n.end(); ++it)
-      if (!known.count(it->first.as<std::string>()))
-        fail(file_, it->first, fmt::format("unknown key '{}' in child '{}'", it->first.as<std::string>(), name));
-    if (n["repeat"]) {
-      c.repeat = expr(n["repeat"], "repeat");
-      c.cls = n["class"] ? str(n["class"], "class") : "ModuleList";
-      if (!n["item"]) fail(file_, n, fmt::format("repeated child '{}' needs `item`", name));
-      c.item = str(n["item"], "item");
-      if (n["index"]) c.index = str(n["index"], "index");
-      c.item_variants = variants(n["item_variants"]);
-      c.item_args = named_exprs(n["item_args"], "item_args");
+    if (!n.is_map()) fail(file_, &n, fmt::format("child '{}' must be a class name or a map", name));
+    static const std::set<std::string, std::less<>> known = {"class", "variants", "args", "if", "repeat", "index",
+                                                             "item", "item_variants", "item_args", "name"};
+    for (const auto& [k, v] : n.entries)
+      if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown key '{}' in child '{}'", key(*k), name));
+    if (const Node* repeat = n.get("repeat")) {
+      c.repeat = expr(repeat, "repeat");
+      c.cls = n.get("class") ? str(n.get("class"), "class") : "ModuleList";
+      if (!n.get("item")) fail(file_, &n, fmt::format("repeated child '{}' needs `item`", name));
+      c.item = str(n.get("item"), "item");
+      if (n.get("index")) c.index = str(n.get("index"), "index");
+      c.item_variants = variants(n.get("item_variants"));
+      c.item_args = named_exprs(n.get("item_args"), "item_args");
     } else {
-      if (!n["class"]) fail(file_, n, fmt::format("child '{}' needs `class`", name));
-      c.cls = str(n["class"], "class");
+      if (!n.get("class")) fail(file_, &n, fmt::format("child '{}' needs `class`", name));
+      c.cls = str(n.get("class"), "class");
     }
-    c.variants = variants(n["variants"]);
-    c.args = named_exprs(n["args"], "args");
-    if (n["if"]) c.condition = expr(n["if"], "child condition");
+    c.variants = variants(n.get("variants"));
+    c.args = named_exprs(n.get("args"), "args");
+    if (const Node* cond = n.get("if")) c.condition = expr(cond, "child condition");
     // `name:` overrides the map key as the attribute name, so that two mutually exclusive entries
     // (their `if:` conditions) can register the same attribute with different structures, e.g. a
     // 4.x `experts` ModuleList and a 5.x fused `experts` module.
-    if (n["name"]) c.name = str(n["name"], "name");
+    if (n.get("name")) c.name = str(n.get("name"), "name");
     return c;
   }
 
-  ClassSpec cls(const std::string& name, const YAML::Node& n) const {
+  ClassSpec cls(const std::string& name, const Node& n) const {
     ClassSpec c;
     c.name = name;
     c.source = file_;
-    if (n.IsNull()) return c;
-    if (!n.IsMap()) fail(file_, n, fmt::format("class '{}' must be a map", name));
-    static const std::set<std::string> known = {"bases", "args", "children", "params", "doc"};
-    for (auto it = n.begin(); it != n.end(); ++it)
-      if (!known.count(it->first.as<std::string>()))
-        fail(file_, it->first, fmt::format("unknown key '{}' in class '{}'", it->first.as<std::string>(), name));
-    if (const auto& bases = n["bases"]) {
-      if (bases.IsScalar()) c.bases.push_back(bases.Scalar());
-      else for (const auto& b : bases) c.bases.push_back(str(b, "base class"));
+    if (n.is_null()) return c;
+    if (!n.is_map()) fail(file_, &n, fmt::format("class '{}' must be a map", name));
+    static const std::set<std::string, std::less<>> known = {"bases", "args", "children", "params", "doc"};
+    for (const auto& [k, v] : n.entries)
+      if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown key '{}' in class '{}'", key(*k), name));
+    if (const Node* bases = n.get("bases")) {
+      if (bases->is_scalar()) c.bases.push_back(bases->text);
+      else if (optional_list(bases, "bases"))
+        for (const Node* b : bases->items) c.bases.push_back(str(b, "base class"));
     }
-    c.arg_defaults = named_exprs(n["args"], "class args");
-    if (const auto& children = n["children"]) {
-      if (!children.IsMap()) fail(file_, children, "children must be a map (name: class) in registration order");
-      for (auto it = children.begin(); it != children.end(); ++it)
-        c.children.push_back(child(it->first.as<std::string>(), it->second));
+    c.arg_defaults = named_exprs(n.get("args"), "class args");
+    if (const Node* children = n.get("children")) {
+      if (!children->is_map())
+        fail(file_, children, "children must be a map (name: class) in registration order");
+      for (const auto& [k, v] : children->entries) c.children.push_back(child(key(*k), *v));
       c.structure_declared = true;
     }
-    if (const auto& params = n["params"]) {
-      if (!params.IsMap()) fail(file_, params, "params must be a map (name: shape) in registration order");
-      for (auto it = params.begin(); it != params.end(); ++it)
-        c.params.push_back(param(it->first.as<std::string>(), it->second));
+    if (const Node* params = n.get("params")) {
+      if (!params->is_map())
+        fail(file_, params, "params must be a map (name: shape) in registration order");
+      for (const auto& [k, v] : params->entries) c.params.push_back(param(key(*k), *v));
       c.structure_declared = true;
     }
     return c;
   }
 
-  void classes(const YAML::Node& map, std::map<std::string, ClassSpec>& out) const {
+  void classes(const Node* map, std::map<std::string, ClassSpec>& out) const {
     if (!map) return;
-    if (!map.IsMap()) fail(file_, map, "classes must be a map");
-    for (auto it = map.begin(); it != map.end(); ++it) {
-      std::string name = it->first.as<std::string>();
-      out[name] = cls(name, it->second);
+    if (!map->is_map()) fail(file_, map, "classes must be a map");
+    for (const auto& [k, v] : map->entries) {
+      std::string name = key(*k);
+      out[name] = cls(name, *v);
     }
   }
 
-  ArchSpec arch(const YAML::Node& root) const {
+  ArchSpec arch(const Node& root) const {
     ArchSpec a;
     a.source = file_;
-    static const std::set<std::string> known = {
+    if (!root.is_map() && !root.is_null()) fail(file_, &root, "expected a map of top-level keys");
+    static const std::set<std::string, std::less<>> known = {
         "model_type", "since", "vars", "extends", "architectures", "base_model_prefix", "base_model_class",
         "no_split_modules", "config", "tied_weights", "checkpoint", "classes", "doc", "abstract",
         "activations", "fsdp_plan"};
-    for (auto it = root.begin(); it != root.end(); ++it)
-      if (!known.count(it->first.as<std::string>()))
-        fail(file_, it->first, fmt::format("unknown top-level key '{}'", it->first.as<std::string>()));
-    if (!root["model_type"]) fail(file_, root, "missing `model_type`");
-    a.model_type = str(root["model_type"], "model_type");
-    if (root["since"]) a.since = str(root["since"], "since");
-    if (const auto& archs = root["architectures"]) {
-      for (const auto& x : archs) a.architectures.push_back(str(x, "architectures"));
+    for (const auto& [k, v] : root.entries)
+      if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown top-level key '{}'", key(*k)));
+    if (!root.get("model_type")) fail(file_, &root, "missing `model_type`");
+    a.model_type = str(root.get("model_type"), "model_type");
+    if (const Node* since = root.get("since")) a.since = str(since, "since");
+    if (const Node* archs = root.get("architectures")) {
+      if (archs->is_sequence())
+        for (const Node* x : archs->items) a.architectures.push_back(str(x, "architectures"));
+      else if (!archs->is_null() && !archs->is_scalar())
+        fail(file_, archs, "`architectures` must list at least one head class");
     }
-    if (a.architectures.empty()) fail(file_, root, "`architectures` must list at least one head class");
-    if (root["base_model_prefix"]) a.base_model_prefix = str(root["base_model_prefix"], "base_model_prefix");
-    if (root["base_model_class"]) a.base_model_class = str(root["base_model_class"], "base_model_class");
-    if (const auto& ns = root["no_split_modules"]) {
-      if (ns.IsSequence()) {
+    if (a.architectures.empty()) {
+      const Node* archs = root.get("architectures");
+      fail(file_, archs ? archs : &root, "`architectures` must list at least one head class");
+    }
+    if (const Node* p = root.get("base_model_prefix")) a.base_model_prefix = str(p, "base_model_prefix");
+    if (const Node* b = root.get("base_model_class")) a.base_model_class = str(b, "base_model_class");
+    if (const Node* ns = root.get("no_split_modules")) {
+      if (ns->is_sequence()) {
         ValueList items;
-        for (const auto& x : ns) items.push_back(Value(str(x, "no_split_modules")));
+        for (const Node* x : ns->items) items.push_back(Value(str(x, "no_split_modules")));
         a.no_split_modules = Expr::constant(Value(std::move(items)));
       } else {
         a.no_split_modules = expr(ns, "no_split_modules");
       }
     }
-    if (const auto& config = root["config"]) {
-      a.defaults = literals(config["defaults"], "config.defaults");
-      a.derived = named_exprs(config["derived"], "config.derived");
+    if (const Node* config = optional_map(root.get("config"), "config")) {
+      a.defaults = literals(config->get("defaults"), "config.defaults");
+      a.derived = named_exprs(config->get("derived"), "config.derived");
     }
-    if (const auto& act = root["activations"]) {
+    if (const Node* act = root.get("activations")) {
       a.activations = named_exprs(act, "activations");
-      static const std::set<std::string> fields = {"layer", "layers", "checkpointed", "logits"};
-      for (auto it = act.begin(); it != act.end(); ++it)
-        if (!fields.count(it->first.as<std::string>()))
-          fail(file_, it->first, fmt::format("unknown activations field '{}' (expected layer, layers, checkpointed, logits)",
-                                             it->first.as<std::string>()));
+      static const std::set<std::string, std::less<>> fields = {"layer", "layers", "checkpointed", "logits"};
+      for (const auto& [k, v] : act->entries)
+        if (!fields.count(key(*k)))
+          fail(file_, k, fmt::format("unknown activations field '{}' (expected layer, layers, checkpointed, logits)",
+                                     key(*k)));
     }
-    if (const auto& plan = root["fsdp_plan"]) {
-      auto entries = [&](const YAML::Node& m, const char* what) {
+    if (const Node* plan = optional_map(root.get("fsdp_plan"), "fsdp_plan")) {
+      auto entries = [&](const Node& m, const char* what) {
         std::vector<std::pair<std::string, std::string>> out;
-        if (!m.IsMap()) fail(file_, m, fmt::format("`fsdp_plan.{}` must map module patterns to strategies", what));
-        for (auto it = m.begin(); it != m.end(); ++it) {
-          const std::string strategy = str(it->second, "fsdp_plan strategy");
+        if (!m.is_map()) fail(file_, &m, fmt::format("`fsdp_plan.{}` must map module patterns to strategies", what));
+        for (const auto& [k, v] : m.entries) {
+          const std::string strategy = str(v, "fsdp_plan strategy");
           if (strategy != "free_full_weight" && strategy != "keep_full_weight")
-            fail(file_, it->second, fmt::format("expected free_full_weight or keep_full_weight, found '{}'", strategy));
-          out.emplace_back(it->first.as<std::string>(), strategy);
+            fail(file_, v, fmt::format("expected free_full_weight or keep_full_weight, found '{}'", strategy));
+          out.emplace_back(key(*k), strategy);
         }
         return out;
       };
-      for (auto it = plan.begin(); it != plan.end(); ++it) {
-        const std::string key = it->first.as<std::string>();
-        if (key == "base") a.fsdp_plan_base = entries(it->second, "base");
-        else if (key == "head") a.fsdp_plan_head = entries(it->second, "head");
-        else fail(file_, it->first, fmt::format("unknown fsdp_plan field '{}' (expected base, head)", key));
+      for (const auto& [k, v] : plan->entries) {
+        const std::string field = key(*k);
+        if (field == "base") a.fsdp_plan_base = entries(*v, "base");
+        else if (field == "head") a.fsdp_plan_head = entries(*v, "head");
+        else fail(file_, k, fmt::format("unknown fsdp_plan field '{}' (expected base, head)", field));
       }
     }
-    if (const auto& tied = root["tied_weights"]) {
-      for (auto it = tied.begin(); it != tied.end(); ++it)
-        a.tied_weights.push_back({it->first.as<std::string>(), str(it->second, "tied weight target")});
+    if (const Node* tied = optional_map(root.get("tied_weights"), "tied_weights")) {
+      for (const auto& [k, v] : tied->entries) a.tied_weights.push_back({key(*k), str(v, "tied weight target")});
     }
-    if (const auto& ck = root["checkpoint"]) {
-      if (const auto& renames = ck["renames"]) {
-        for (const auto& r : renames) {
-          CheckpointRename rn{str(r["from"], "rename from"), str(r["to"], "rename to"), std::nullopt};
-          if (r["if"]) rn.condition = expr(r["if"], "rename condition");
+    if (const Node* ck = optional_map(root.get("checkpoint"), "checkpoint")) {
+      if (const Node* renames = optional_list(ck->get("renames"), "checkpoint.renames")) {
+        for (const Node* r : renames->items) {
+          if (!r->is_map()) fail(file_, r, "expected {from: ..., to: ..., if: ...} for a checkpoint rename");
+          CheckpointRename rn{str(r->get("from"), "rename from", r), str(r->get("to"), "rename to", r), std::nullopt};
+          if (const Node* cond = r->get("if")) rn.condition = expr(cond, "rename condition");
           a.renames.push_back(std::move(rn));
         }
       }
-      if (const auto& ignore = ck["ignore_unexpected"])
-        for (const auto& x : ignore) a.ignore_unexpected.push_back(str(x, "ignore_unexpected"));
+      if (const Node* ignore = optional_list(ck->get("ignore_unexpected"), "checkpoint.ignore_unexpected"))
+        for (const Node* x : ignore->items) a.ignore_unexpected.push_back(str(x, "ignore_unexpected"));
     }
-    classes(root["classes"], a.classes);
+    classes(root.get("classes"), a.classes);
     return a;
   }
 
@@ -348,26 +457,41 @@ class Reader {
   std::string file_;
 };
 
-std::vector<std::pair<std::string, std::string>> vars_of(const YAML::Node& root) {
-  std::vector<std::pair<std::string, std::string>> vars;
-  if (const auto& v = root["vars"])
-    for (auto it = v.begin(); it != v.end(); ++it)
-      vars.emplace_back(it->first.as<std::string>(), it->second.as<std::string>());
+Vars vars_of(const std::string& file, const Node& root) {
+  Vars vars;
+  const Node* v = root.get("vars");
+  if (!v || v->is_null()) return vars;
+  if (!v->is_map()) fail(file, v, "expected a map for vars (name: text)");
+  for (const auto& [k, value] : v->entries) {
+    const std::string name = key_text(file, *k);
+    if (value->is_null()) vars.emplace_back(name, "null");  // yaml-cpp's as<std::string>() of ~
+    else if (value->is_scalar()) vars.emplace_back(name, value->text);
+    else fail(file, value, fmt::format("expected a string for vars.{}", name));
+  }
   return vars;
 }
 
-YAML::Node resolve_extends(const std::string& name, const std::map<std::string, RawFile>& raw,
-                           std::vector<std::string>& stack) {
+// The parent named by `extends`, or nullptr. Only the first `extends` key counts.
+const Node* extends_of(const std::string& file, const Node& root) {
+  const Node* e = root.get("extends");
+  if (e && !e->is_scalar()) fail(file, e, "expected a file name (without .yaml) for extends");
+  return e;
+}
+
+Node* resolve_extends(Arena& arena, const std::string& name, const std::map<std::string, RawFile>& raw,
+                      std::vector<std::string>& stack) {
   const RawFile& f = raw.at(name);
-  if (!f.root["extends"]) return f.root;
-  const std::string parent = f.root["extends"].as<std::string>();
-  if (!raw.count(parent)) fail(f.path, f.root["extends"], fmt::format("extends unknown file '{}'", parent));
+  if (!f.root->is_map() && !f.root->is_null()) fail(f.path, f.root, "expected a map of top-level keys");
+  const Node* ext = extends_of(f.path, *f.root);
+  if (!ext) return f.root;
+  const std::string& parent = ext->text;
+  if (!raw.count(parent)) fail(f.path, ext, fmt::format("extends unknown file '{}'", parent));
   if (std::find(stack.begin(), stack.end(), parent) != stack.end())
-    fail(f.path, f.root["extends"], fmt::format("`extends` cycle through '{}'", parent));
+    fail(f.path, ext, fmt::format("`extends` cycle through '{}'", parent));
   stack.push_back(name);
-  YAML::Node base = resolve_extends(parent, raw, stack);
+  Node* base = resolve_extends(arena, parent, raw, stack);
   stack.pop_back();
-  return merge(base, f.root);
+  return merge(arena, f.path, *base, *f.root);
 }
 
 Diagnostic rules_diag(const RulesError& e) {
@@ -375,9 +499,9 @@ Diagnostic rules_diag(const RulesError& e) {
   d.code = "REG001";
   d.severity = Severity::error;
   d.location.file = e.file;
-  if (e.mark.line >= 0) {
-    d.location.line = e.mark.line + 1;
-    d.location.column = e.mark.column + 1;
+  if (e.line >= 0) {
+    d.location.line = e.line + 1;
+    d.location.column = e.column + 1;
   }
   d.message = e.message;
   d.exit_code = ExitCode::bad_rules;
@@ -415,16 +539,25 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
   std::sort(files.begin(), files.end());
 
   Registry reg;
+  Arena arena;
+  std::deque<std::string> paths;       // the file names nodes point at
   std::map<std::string, RawFile> raw;  // keyed by file stem
   bool ok = true;
+  // A mistake in an `extends` parent is found again for every file that extends it, at the same
+  // place: report it once.
+  std::set<std::tuple<std::string, int, int, std::string>> reported;
+  auto report = [&](const RulesError& e) {
+    ok = false;
+    if (reported.emplace(e.file, e.line, e.column, e.message).second) sink.report(rules_diag(e));
+  };
   auto parse = [&](const fs::path& path) {
     const std::string stem = path.stem().string();
     if (raw.count(stem)) return;
+    const std::string& name = paths.emplace_back(path.string());
     try {
-      raw[stem] = RawFile{path.string(), YAML::LoadFile(path.string())};
-    } catch (const YAML::Exception& e) {
-      sink.report(rules_diag({path.string(), e.mark, e.msg}));
-      ok = false;
+      raw[stem] = RawFile{name, registry_yaml::parse_file(&name, arena)};
+    } catch (const registry_yaml::SyntaxError& e) {
+      report({name, e.line, e.column, e.message});
     }
   };
   // Parsing YAML dominates a run on a small model, so when the caller names the model types it
@@ -440,8 +573,10 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
       for (int depth = 0; !stem.empty() && depth < 16; ++depth) {
         parse(dir / (stem + ".yaml"));
         auto it = raw.find(stem);
-        if (it == raw.end() || !it->second.root["extends"]) break;
-        stem = it->second.root["extends"].as<std::string>();
+        if (it == raw.end()) break;
+        const Node* ext = it->second.root->get("extends");
+        if (!ext || !ext->is_scalar()) break;  // a malformed `extends` is reported by resolve_extends
+        stem = ext->text;
         if (!fs::is_regular_file(dir / (stem + ".yaml"), ec)) break;  // reported by resolve_extends
       }
     }
@@ -451,34 +586,31 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
   for (const auto& [stem, file] : raw) {
     try {
       if (stem.starts_with("_")) {  // shared class libraries (torch.nn builtins and the like)
-        Reader(file.path).classes(file.root["classes"], reg.builtins_);
+        if (!file.root->is_map() && !file.root->is_null())
+          fail(file.path, file.root, "expected a map of top-level keys");
+        Reader(file.path).classes(file.root->get("classes"), reg.builtins_);
         continue;
       }
       std::vector<std::string> stack;
-      const YAML::Node resolved = resolve_extends(stem, raw, stack);
-      if (resolved["abstract"] && resolved["abstract"].as<bool>()) continue;  // a template for `extends`
-      // A new handle, not `resolved = ...`: for a file without `extends`, `resolved` IS its raw root,
-      // and yaml-cpp's Node::operator= would rewrite that shared node in place, so every file that
-      // extends it later would inherit its {P} already substituted.
-      const YAML::Node merged = substitute(resolved, vars_of(resolved));
-      ArchSpec arch = Reader(file.path).arch(merged);
+      Node* resolved = resolve_extends(arena, stem, raw, stack);
+      if (const Node* abstract = resolved->get("abstract"); abstract && bool_value(file.path, *abstract, "abstract"))
+        continue;  // a template for `extends`
+      const Node* merged = substitute(arena, file.path, resolved, vars_of(file.path, *resolved));
+      ArchSpec arch = Reader(file.path).arch(*merged);
       // One file per model_type, named after it: lookups and partial loading rely on it.
-      if (arch.model_type != stem)
-        throw RulesError{file.path, file.root["model_type"] ? file.root["model_type"].Mark() : file.root.Mark(),
-                         fmt::format("expected model_type '{}' (the file name), found '{}'", stem, arch.model_type)};
+      if (arch.model_type != stem) {
+        const Node* mt = file.root->get("model_type");
+        fail(file.path, mt ? mt : file.root,
+             fmt::format("expected model_type '{}' (the file name), found '{}'", stem, arch.model_type));
+      }
       if (reg.archs_.count(arch.model_type)) {
-        sink.report(rules_diag({file.path, merged["model_type"].Mark(),
-                                fmt::format("model_type '{}' is defined twice", arch.model_type)}));
-        ok = false;
+        report({file.path, merged->get("model_type")->line, merged->get("model_type")->column,
+                fmt::format("model_type '{}' is defined twice", arch.model_type)});
         continue;
       }
       reg.archs_[arch.model_type] = std::move(arch);
     } catch (const RulesError& e) {
-      sink.report(rules_diag(e));
-      ok = false;
-    } catch (const YAML::Exception& e) {
-      sink.report(rules_diag({file.path, e.mark, e.msg}));
-      ok = false;
+      report(e);
     }
   }
   if (!ok) return std::nullopt;
