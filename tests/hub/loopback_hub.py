@@ -144,7 +144,11 @@ class LoopbackHub:
             link = cdn_links / repo / commit_of(repo)
             link.parent.mkdir(parents=True, exist_ok=True)
             os.symlink((files / repo).resolve(), link)
+        # Started by root (CI), nginx would drop its workers to `nobody`, who may not read a
+        # checkout under a private home directory; keep them as the invoking user.
+        user_line = "user root;" if os.geteuid() == 0 else ""
         return f"""
+{user_line}
 daemon off;
 worker_processes 2;
 pid {prefix}/nginx.pid;
