@@ -37,6 +37,9 @@ struct Rule {
   const char* explanation;    // a paragraph: what accelerate does, citing file and version
   const char* fix;            // what --fix does ("" = nothing automatic)
   void (*check)(LintContext&);  // nullptr for the loader's own rules (yaml-syntax, yaml-limits)
+  // The finding depends on the environment alone, not on the file: linting several files reports
+  // it once, not once per file.
+  bool environment_only = false;
 };
 
 // Every rule, in a stable order. `find_rule` returns nullptr for an unknown id.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <memory>
 #include <sstream>
 
@@ -133,6 +134,7 @@ int run_lint(LintArgs a, const CliContext& ctx) {
   }
 
   DiagnosticSink all;
+  std::set<std::pair<std::string, std::string>> environment_findings;  // (rule, message) already reported
   std::size_t fixed_files = 0;
   for (const auto& path : a.files) {
     DiagnosticSink sink;
@@ -162,7 +164,11 @@ int run_lint(LintArgs a, const CliContext& ctx) {
         sources[path] = doc->text;
       }
     }
-    all.append(sink);
+    for (const auto& d : sink.items()) {
+      const Rule* rule = find_rule(d.code);
+      if (rule && rule->environment_only && !environment_findings.emplace(d.code, d.message).second) continue;
+      all.report(d);
+    }
   }
   if (a.fix) std::fprintf(stderr, "shardcheck: fixed %zu file%s\n", fixed_files, fixed_files == 1 ? "" : "s");
 

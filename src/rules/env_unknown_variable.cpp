@@ -16,7 +16,7 @@ const Rule kEnvUnknownVariable{
     "in rules/accelerate/schema.yaml as each key's `env`). A misspelled one (FSDP_SHARDING_STRATGY) is ignored, "
     "and so is ACCELERATE_CONFIG_FILE: accelerate has no such variable and finds its config only through "
     "--config_file or $HF_HOME/accelerate/default_config.yaml (commands/config/config_args.py).",
-    "", check};
+    "", check, /*environment_only=*/true};
 
 namespace {
 void check(LintContext& ctx) {

@@ -143,3 +143,12 @@ CASES = [
     {"name": "explain an unknown rule is a usage error", "args": ["explain", "no-such-rule"], "exit": 2,
      "stderr": ["unknown rule 'no-such-rule'"]},
 ]
+
+CASES += [
+    {"name": "lint: an unknown FSDP_* variable is reported once for several files",
+     "args": ["lint", "--format", "json", "{src}/fixtures/configs/good_docs_fsdp_template.yaml",
+              "{src}/fixtures/check/no_policy.yaml"],
+     "env": {"FSDP_SHARDING_STRATGY": "FULL_SHARD"},
+     "json": lambda doc: None if sum(d["rule"] == "env-unknown-variable" for d in doc["diagnostics"]) == 1
+     else "env-unknown-variable should appear exactly once"},
+]
