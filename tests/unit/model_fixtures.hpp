@@ -86,6 +86,14 @@ inline Built build_fixture(const std::string& name, bool config_only, const Reso
   return build(models_dir() / name, config_only, opts);
 }
 
+// The tree of a model that must load cleanly (no error diagnostics): what the plan tests start from.
+inline ModuleTree clean_tree(const fs::path& ref, bool config_only = false) {
+  Built b = build(ref, config_only);
+  REQUIRE_MESSAGE(b.with(Severity::error).empty(), b.report());
+  return std::move(*b.tree);
+}
+inline ModuleTree fixture_tree(const std::string& name) { return clean_tree(models_dir() / name); }
+
 // Every fixture directory but toyformer (not in transformers: it tests the inference fallback).
 inline std::vector<std::string> fixture_names() {
   std::vector<std::string> out;

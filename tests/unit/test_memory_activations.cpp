@@ -3,26 +3,17 @@
 // busbw conventions (shared-research/fsdp-semantics.md §4.3).
 #include <doctest/doctest.h>
 
+#include "model_fixtures.hpp"
 #include "shardcheck/memory.hpp"
 #include "shardcheck/model_source.hpp"
 #include "shardcheck/registry.hpp"
 #include "shardcheck/shard_plan.hpp"
 
 using namespace shardcheck;
+using model_fixtures::clean_tree;
+using model_fixtures::fixture_tree;
 
 namespace {
-
-ModuleTree tree_of(const std::string& ref, bool config_only) {
-  DiagnosticSink sink;
-  auto in = load_model(ref, config_only, sink);
-  REQUIRE(in);
-  auto reg = Registry::load(SHARDCHECK_SOURCE_DIR "/rules", sink);
-  REQUIRE(reg);
-  auto tree = build_module_tree(in->config, in->checkpoint ? &*in->checkpoint : nullptr, *reg, {}, sink);
-  REQUIRE(tree);
-  REQUIRE_FALSE(sink.has_errors());
-  return *tree;
-}
 
 FsdpSettings llama_settings(int world) {
   FsdpSettings s;
@@ -36,7 +27,7 @@ FsdpSettings llama_settings(int world) {
 TEST_CASE("activations: tiny llama fixture, with and without checkpointing") {
   // hidden 20, 4 heads of dim 5, 2 KV heads, intermediate 52, 3 layers, vocab 37, bf16:
   // layer = 4*20 + 2*4*5 + 2*2*5 + 4*52 = 80 + 40 + 20 + 208 = 348 elements per token.
-  const ModuleTree tree = tree_of(SHARDCHECK_FIXTURES_DIR "/models/llama", false);
+  const ModuleTree tree = fixture_tree("llama");
   FsdpSettings s = llama_settings(3);
   DiagnosticSink sink;
   const ShardPlan plan = plan_fsdp1(tree, s, sink);
@@ -64,7 +55,7 @@ TEST_CASE("activations: tiny llama fixture, with and without checkpointing") {
 TEST_CASE("activations: Meta-Llama-3-8B config, seq 4096, micro-batch 1, bf16 mixed precision") {
   // hidden 4096, 32 heads x 128, 8 KV heads, intermediate 14336, 32 layers, vocab 128256 (config.json):
   // layer = 16384 + 8192 + 2048 + 57344 = 83,968 elements per token.
-  const ModuleTree tree = tree_of(SHARDCHECK_FIXTURES_DIR "/corpus-configs/meta-llama__Meta-Llama-3-8B.json", true);
+  const ModuleTree tree = clean_tree(model_fixtures::corpus_dir() / "meta-llama__Meta-Llama-3-8B.json", true);
   FsdpSettings s = llama_settings(8);
   s.mixed_precision.value = "bf16";
   DiagnosticSink sink;
@@ -82,7 +73,7 @@ TEST_CASE("communication time at a bus bandwidth: FSDP1 FULL_SHARD, llama fixtur
   // Root: 1500 elements (bf16) all-gathered once, reduce-scattered once: 3000 + 3000 bytes.
   // Layers: padded 4362 elements: all-gathered twice (forward, backward), reduce-scattered once.
   // AG = 3000 + 3 * 2 * 8724 = 55,344; RS = 3000 + 3 * 8724 = 29,172.
-  const ModuleTree tree = tree_of(SHARDCHECK_FIXTURES_DIR "/models/llama", false);
+  const ModuleTree tree = fixture_tree("llama");
   const FsdpSettings s = llama_settings(3);
   DiagnosticSink sink;
   const ShardPlan plan = plan_fsdp1(tree, s, sink);
@@ -99,7 +90,7 @@ TEST_CASE("transient peak by backward prefetch: FSDP1 FULL_SHARD, llama fixture,
   // Root kept unsharded all step: G_R = 1500 * 2 = 3000. Each layer: G = 4362 * 2 = 8724 (padded,
   // bf16); grad temporaries = unsharded grad 4360*2 = 8720 + padded RS input 8724 + RS output
   // 1454*2 = 2908 -> 20,352. Forward: two layers in flight = 17,448.
-  const ModuleTree tree = tree_of(SHARDCHECK_FIXTURES_DIR "/models/llama", false);
+  const ModuleTree tree = fixture_tree("llama");
   FsdpSettings s = llama_settings(3);
   DiagnosticSink sink;
   const ShardPlan plan = plan_fsdp1(tree, s, sink);

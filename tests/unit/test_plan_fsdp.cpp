@@ -5,6 +5,7 @@
 //   root  = embed 740 + norm 20 + lm_head 740 = 1500
 #include <doctest/doctest.h>
 
+#include "model_fixtures.hpp"
 #include "shardcheck/model_source.hpp"
 #include "shardcheck/module_tree.hpp"
 #include "shardcheck/registry.hpp"
@@ -14,17 +15,7 @@ using namespace shardcheck;
 
 namespace {
 
-ModuleTree llama_tree() {
-  DiagnosticSink sink;
-  auto in = load_model(SHARDCHECK_FIXTURES_DIR "/models/llama", false, sink);
-  REQUIRE(in);
-  auto reg = Registry::load(SHARDCHECK_SOURCE_DIR "/rules", sink);
-  REQUIRE(reg);
-  auto tree = build_module_tree(in->config, &*in->checkpoint, *reg, {}, sink);
-  REQUIRE(tree);
-  REQUIRE_FALSE(sink.has_errors());
-  return *tree;
-}
+ModuleTree llama_tree() { return model_fixtures::fixture_tree("llama"); }
 
 FsdpSettings settings(int world, int version = 1) {
   FsdpSettings s;

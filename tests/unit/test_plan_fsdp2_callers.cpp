@@ -4,25 +4,16 @@
 // 37, bf16) and tiny gemma (tied; hidden 20, 2 layers, vocab 37).
 #include <doctest/doctest.h>
 
+#include "model_fixtures.hpp"
 #include "shardcheck/memory.hpp"
 #include "shardcheck/model_source.hpp"
 #include "shardcheck/registry.hpp"
 #include "shardcheck/shard_plan.hpp"
 
 using namespace shardcheck;
+using model_fixtures::fixture_tree;
 
 namespace {
-
-ModuleTree fixture_tree(const std::string& name) {
-  DiagnosticSink sink;
-  auto in = load_model(std::string(SHARDCHECK_FIXTURES_DIR "/models/") + name, false, sink);
-  REQUIRE(in);
-  auto reg = Registry::load(SHARDCHECK_SOURCE_DIR "/rules", sink);
-  REQUIRE(reg);
-  auto tree = build_module_tree(in->config, &*in->checkpoint, *reg, {}, sink);
-  REQUIRE(tree);
-  return *tree;
-}
 
 FsdpSettings fsdp2(int world, Fsdp2Caller caller, const std::string& block) {
   FsdpSettings s;

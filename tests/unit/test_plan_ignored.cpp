@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "model_fixtures.hpp"
 #include "shardcheck/memory.hpp"
 #include "shardcheck/model_source.hpp"
 #include "shardcheck/registry.hpp"
@@ -12,18 +13,9 @@
 
 using namespace shardcheck;
 
-namespace {
+static ModuleTree llama() { return model_fixtures::fixture_tree("llama"); }
 
-ModuleTree llama() {
-  DiagnosticSink sink;
-  auto in = load_model(SHARDCHECK_FIXTURES_DIR "/models/llama", false, sink);
-  REQUIRE(in);
-  auto reg = Registry::load(SHARDCHECK_SOURCE_DIR "/rules", sink);
-  REQUIRE(reg);
-  auto tree = build_module_tree(in->config, &*in->checkpoint, *reg, {}, sink);
-  REQUIRE(tree);
-  return *tree;
-}
+namespace {
 
 FsdpSettings settings(int version, const std::string& ignored) {
   FsdpSettings s;
