@@ -58,6 +58,15 @@ def run_case(binary, subst, case):
     return problems, proc
 
 
+def print_failure(title, problems, proc):
+    """A failed case: what was wrong, then the tail of both streams."""
+    print(f"FAIL {title}")
+    for p in problems:
+        print(f"    {p}")
+    print("    --- stdout (tail) ---\n" + "\n".join("    " + l for l in proc.stdout.splitlines()[-15:]))
+    print("    --- stderr (tail) ---\n" + "\n".join("    " + l for l in proc.stderr.splitlines()[-15:]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", required=True)
@@ -76,11 +85,7 @@ def main():
         problems, proc = run_case(opts.binary, subst, case)
         if problems:
             failed += 1
-            print(f"FAIL [{module}] {case['name']}")
-            for p in problems:
-                print(f"    {p}")
-            print("    --- stdout (tail) ---\n" + "\n".join("    " + l for l in proc.stdout.splitlines()[-15:]))
-            print("    --- stderr (tail) ---\n" + "\n".join("    " + l for l in proc.stderr.splitlines()[-15:]))
+            print_failure(f"[{module}] {case['name']}", problems, proc)
         else:
             passed += 1
     print(f"{passed} passed, {failed} failed")

@@ -80,11 +80,7 @@ def main():
             took = time.monotonic() - t0
             if problems:
                 failed += 1
-                print(f"FAIL {case['name']} ({took:.1f} s)")
-                for p in problems:
-                    print(f"    {p}")
-                print("    --- stdout (tail) ---\n" + "\n".join("    " + l for l in proc.stdout.splitlines()[-15:]))
-                print("    --- stderr (tail) ---\n" + "\n".join("    " + l for l in proc.stderr.splitlines()[-15:]))
+                cli.print_failure(f"{case['name']} ({took:.1f} s)", problems, proc)
             else:
                 passed += 1
                 print(f"ok   {case['name']} ({took:.1f} s)")
