@@ -58,6 +58,15 @@ if(Torch_FOUND)
              --binary $<TARGET_FILE:shardcheck> --source ${CMAKE_CURRENT_SOURCE_DIR}
              --work ${CMAKE_CURRENT_BINARY_DIR}/smoke-work ${smoke_quick})
     set_tests_properties(smoke PROPERTIES TIMEOUT 900)
+    # No GPU here, but the CUDA toolkit headers are in the image: the NCCL branch must at least
+    # compile from the same source (release build only; a sanitizer changes nothing for -fsyntax-only).
+    set(SHARDCHECK_CUDA_INCLUDE "/usr/local/cuda/include" CACHE PATH "CUDA toolkit headers for the NCCL compile check")
+    if(NOT SHARDCHECK_SANITIZE AND EXISTS "${SHARDCHECK_CUDA_INCLUDE}/cuda_runtime_api.h"
+       AND EXISTS "/usr/include/torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp")
+      add_test(NAME smoke_nccl_compiles COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/tests/smoke/check_nccl_compiles.sh
+               ${CMAKE_CURRENT_SOURCE_DIR} ${SHARDCHECK_CUDA_INCLUDE})
+      set_tests_properties(smoke_nccl_compiles PROPERTIES ENVIRONMENT "CXX=${CMAKE_CXX_COMPILER}")
+    endif()
   endif()
 else()
   message(STATUS "shardcheck-smoke: LibTorch not found, not built (scripts/setup.sh installs libtorch-dev)")
