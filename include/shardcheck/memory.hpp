@@ -56,6 +56,7 @@ struct MemoryEstimate {
   int peak_rank = 0;
   std::uint64_t gpu_memory = 0;
   bool fits = true;
+  std::int64_t headroom = 0;       // gpu_memory - peak (negative: bytes short)
   std::string transient_note;      // which units make the transient peak
   ActivationEstimate activations;
 };

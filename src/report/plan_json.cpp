@@ -72,7 +72,7 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   w.key("peak_rank").value(m.peak_rank);
   w.key("gpu_memory_bytes").value(m.gpu_memory);
   w.key("fits").value(m.fits);
-  w.key("headroom_bytes").value(static_cast<std::int64_t>(m.gpu_memory) - static_cast<std::int64_t>(m.peak));
+  w.key("headroom_bytes").value(m.headroom);
   w.key("transient_is_estimate").value(true);
   w.key("transient_note").value(m.transient_note);
   const ActivationEstimate& a = m.activations;

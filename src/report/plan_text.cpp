@@ -139,7 +139,7 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     if (r.cpu) out += fmt::format("  {:<34} {:>14}\n", "pinned CPU memory (offload)", human_bytes(r.cpu));
     out += fmt::format("  {:<34} {:>14}{}\n", "total", human_bytes(r.total()),
                        act.available ? "" : fmt::format("   (activations not included: {})", act.why_not));
-    const std::int64_t headroom = static_cast<std::int64_t>(mem.gpu_memory) - static_cast<std::int64_t>(mem.peak);
+    const std::int64_t headroom = mem.headroom;
     out += bold(mem.fits ? fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory),
                                        human_bytes(static_cast<std::uint64_t>(headroom)))
                          : fmt::format("DOES NOT FIT in {}: {} short\n", human_bytes(mem.gpu_memory),

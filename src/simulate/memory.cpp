@@ -237,6 +237,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
     est.ranks.push_back(m);
   }
   est.fits = est.peak <= est.gpu_memory;
+  est.headroom = static_cast<std::int64_t>(est.gpu_memory) - static_cast<std::int64_t>(est.peak);
   return est;
 }
 
