@@ -1,10 +1,17 @@
 // Benchmark (not a test): `inspect` on a model directory with a warm page cache, beside the time to
 // merely read the header bytes. Prints medians over N runs and the ratio.
 //   bench_inspect MODEL_DIR [RULES_DIR] [N]
+//   bench_inspect --phases MODEL_DIR [RULES_DIR] [N]
+// The second form runs the pipeline once in each of N fresh forked processes and prints the median
+// of every stage, teardown included: in a fresh process every page the stages touch is a page
+// fault, which repeated runs in one process hide (their heap is already mapped).
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -43,9 +50,68 @@ std::uint64_t read_header_bytes(const fs::path& dir) {
   return total;
 }
 
+// One inspect, stage by stage, in this process; the stage times in ms into `out`.
+void run_phases(const std::string& dir, const std::string& rules, std::array<double, 6>& out) {
+  auto t = Clock::now();
+  auto lap = [&t] {
+    const auto now = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - t).count();
+    t = now;
+    return ms;
+  };
+  {
+    DiagnosticSink sink;
+    auto in = load_model(dir, false, sink);
+    out[0] = lap();
+    if (!in) return;
+    auto reg = Registry::load_for(rules, in->config, sink);
+    out[1] = lap();
+    if (!reg) return;
+    auto tree = build_module_tree(in->config, in->checkpoint ? &*in->checkpoint : nullptr, *reg, {}, sink);
+    out[2] = lap();
+    if (!tree) return;
+    const std::string json = render_tree_json(*tree, sink.items());
+    out[3] = lap();
+    std::fwrite(json.data(), 1, 0, stdout);
+    t = Clock::now();
+  }
+  out[4] = lap();  // destructors
+}
+
+int phases_main(const std::string& dir, const std::string& rules, int n) {
+  const char* names[] = {"load_model", "registry", "build_module_tree", "render_tree_json", "teardown", "total"};
+  std::array<std::vector<double>, 6> samples;
+  for (int i = 0; i < n; ++i) {
+    int fds[2];
+    if (pipe(fds) != 0) return 2;
+    const pid_t pid = fork();
+    if (pid == 0) {
+      std::array<double, 6> t{};
+      const auto t0 = Clock::now();
+      run_phases(dir, rules, t);
+      t[5] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+      if (write(fds[1], t.data(), sizeof t) != sizeof t) _exit(3);
+      _exit(0);
+    }
+    close(fds[1]);
+    std::array<double, 6> t{};
+    const bool ok = read(fds[0], t.data(), sizeof t) == sizeof t;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!ok) return 2;
+    for (int k = 0; k < 6; ++k) samples[k].push_back(t[k]);
+  }
+  fmt::print("model: {}\nmedian over {} fresh processes (warm page cache):\n", dir, n);
+  for (int k = 0; k < 6; ++k) fmt::print("  {:<18} {:8.2f} ms\n", names[k], median(samples[k]));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 2 && std::string(argv[1]) == "--phases")
+    return phases_main(argv[2], argc > 3 ? argv[3] : SHARDCHECK_DEFAULT_RULES_DIR, argc > 4 ? std::atoi(argv[4]) : 15);
   if (argc < 2) {
     std::fprintf(stderr, "usage: bench_inspect MODEL_DIR [RULES_DIR] [N]\n");
     return 2;

@@ -12,6 +12,7 @@ cmake --build build-fuzz -j "$(nproc)"
 seed_dir() {  # harness name -> directory of seed inputs
   case "$1" in
     fuzz_safetensors) echo fixtures/broken fixtures/models ;;
+    fuzz_index) echo fixtures/models fixtures/broken ;;
     fuzz_model_config) echo fixtures/broken-configs fixtures/corpus-configs fuzz/corpus/model_config ;;
     fuzz_accelerate_yaml) echo fixtures/configs ;;
     fuzz_expr) echo fuzz/corpus/expr ;;

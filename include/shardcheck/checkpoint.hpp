@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <memory_resource>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,21 +20,26 @@ namespace shardcheck {
 // The format's cap on the JSON header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
 
+// The strings and vectors below are std::pmr: the loader places a large checkpoint's tables (92k
+// tensors for DeepSeek-V3) in one huge-page arena per reading thread instead of ~200k heap blocks
+// (src/util/huge_pages.hpp says why). Built by hand, they use the ordinary heap.
 struct TensorInfo {
-  std::string name;
+  std::pmr::string name;
   DType dtype = DType::F32;
-  std::vector<std::int64_t> shape;
+  std::pmr::vector<std::int64_t> shape;
   std::uint64_t begin = 0, end = 0;  // data_offsets, relative to the data region
   std::uint32_t file = 0;            // index into CheckpointMeta::files
   std::int64_t numel() const;        // 1 for a 0-rank scalar
 };
 
 struct SafetensorsFile {
+  // Owns the memory `tensors` may live in; declared first so that it is destroyed last.
+  std::shared_ptr<std::pmr::memory_resource> storage;
   std::string path;                  // as given / relative to the model directory
   std::uint64_t header_len = 0;      // N from the first 8 bytes
   std::uint64_t file_size = 0;
   std::map<std::string, std::string> metadata;  // __metadata__
-  std::vector<TensorInfo> tensors;   // in header order
+  std::pmr::vector<TensorInfo> tensors;  // in header order
 };
 
 struct CheckpointMeta {

@@ -52,6 +52,7 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "load/index_scan.hpp"
 #include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
 
@@ -270,7 +271,7 @@ CheckpointMeta load_files(const fs::path& dir, const std::vector<std::string>& n
 // --- The index ----------------------------------------------------------------------------------
 
 struct Listing {
-  std::string_view tensor;  // owned by the parsed index DOM
+  std::string_view tensor;  // owned by the index text, or by its parsed DOM
   std::uint32_t shard;      // into IndexContents::shards
 };
 
@@ -350,6 +351,52 @@ class ShardNames {
   std::uint32_t last_ = 0;
 };
 
+// Collects weight_map entries into distinct shards and listings, in document order.
+class WeightMapBuilder {
+ public:
+  explicit WeightMapBuilder(std::size_t expected) : out_(expected) { out_.listings.reserve(expected); }
+
+  // Adds one listing. A tensor listed before is not added again: the earlier listing's index is
+  // returned instead.
+  std::optional<std::uint32_t> add(std::string_view tensor, std::string_view shard) {
+    const auto next = static_cast<std::uint32_t>(out_.listings.size());
+    auto [first, inserted] =
+        out_.listing_of.try_emplace(tensor, next, [this](std::uint32_t l) { return out_.listings[l].tensor; });
+    if (!inserted) return first;
+    out_.listings.push_back({tensor, shards_.id_of(shard)});
+    return std::nullopt;
+  }
+
+  std::string_view shard_of(std::uint32_t listing) const { return shards_.name(out_.listings[listing].shard); }
+
+  // The contents, shards sorted by name.
+  IndexContents finish(std::optional<std::uint64_t> total_size) && {
+    auto [names, rank] = shards_.sorted();
+    out_.shards = std::move(names);
+    for (Listing& l : out_.listings) l.shard = rank[l.shard];
+    out_.total_size = total_size;
+    return std::move(out_);
+  }
+
+ private:
+  IndexContents out_;
+  ShardNames shards_;
+};
+
+// The plain index in one pass (load/index_scan.hpp); nullopt when it is not plain, or lists a
+// tensor twice (the DOM path reports that).
+std::optional<IndexContents> scan_index(std::string_view text) {
+  if (!simdjson::validate_utf8(text)) return std::nullopt;
+  // ~110 bytes of index text per listing in practice; the table grows if that guess is short.
+  WeightMapBuilder builder(text.size() / 100 + 16);
+  std::optional<std::uint64_t> total_size;
+  const bool plain = detail::scan_plain_index(text, total_size, [&builder](std::string_view tensor, std::string_view shard) {
+    return !builder.add(tensor, shard);
+  });
+  if (!plain) return std::nullopt;
+  return std::move(builder).finish(total_size);
+}
+
 // Parses weight_map into distinct shards and listings, reporting IX005-IX007.
 std::optional<IndexContents> read_weight_map(dom::object top, IndexReporter& report) {
   dom::element map_value;
@@ -359,9 +406,7 @@ std::optional<IndexContents> read_weight_map(dom::object top, IndexReporter& rep
               "index has no weight_map object; expected {\"weight_map\": {tensor: shard file}}");
     return std::nullopt;
   }
-  IndexContents out(map.size());
-  out.listings.reserve(map.size());
-  ShardNames shards;
+  WeightMapBuilder builder(map.size());
   for (dom::key_value_pair kv : map) {
     std::string_view shard;
     if (kv.value.get_string().get(shard) || shard.empty()) {
@@ -371,28 +416,19 @@ std::optional<IndexContents> read_weight_map(dom::object top, IndexReporter& rep
                 {}, kv.key);
       continue;
     }
-    const auto next = static_cast<std::uint32_t>(out.listings.size());
-    auto [first, inserted] = out.listing_of.try_emplace(
-        kv.key, next, [&out](std::uint32_t l) { return out.listings[l].tensor; });
-    if (!inserted) {
-      const std::string_view earlier = shards.name(out.listings[first].shard);
-      report.at(
-          IndexFailure::duplicate_listing,
-          earlier == shard
-              ? fmt::format("tensor {} is listed twice in weight_map (both times in shard {})",
-                            shown(kv.key), shown(shard))
-              : fmt::format("tensor {} is listed twice in weight_map, in shards {} and {}; "
-                            "the first listing is used",
-                            shown(kv.key), shown(earlier), shown(shard)),
-          {}, kv.key);
-      continue;
-    }
-    out.listings.push_back({kv.key, shards.id_of(shard)});
+    const auto first = builder.add(kv.key, shard);
+    if (!first) continue;
+    const std::string_view earlier = builder.shard_of(*first);
+    report.at(IndexFailure::duplicate_listing,
+              earlier == shard
+                  ? fmt::format("tensor {} is listed twice in weight_map (both times in shard {})",
+                                shown(kv.key), shown(shard))
+                  : fmt::format("tensor {} is listed twice in weight_map, in shards {} and {}; "
+                                "the first listing is used",
+                                shown(kv.key), shown(earlier), shown(shard)),
+              {}, kv.key);
   }
-  auto [names, rank] = shards.sorted();
-  out.shards = std::move(names);
-  for (Listing& l : out.listings) l.shard = rank[l.shard];
-  return out;
+  return std::move(builder).finish(std::nullopt);
 }
 
 // A tensor of file `file` whose name is not listed for that file's shard.
@@ -463,7 +499,7 @@ void cross_check_tensors(const IndexContents& index, const std::vector<int>& fil
   std::vector<std::pair<std::string_view, std::vector<std::string_view>>> unlisted;
   std::unordered_map<std::string_view, std::size_t> unlisted_at;
   for (const Mismatch& m : mismatches) {
-    const std::string& name = meta.files[m.file].tensors[m.tensor].name;
+    const std::string_view name = meta.files[m.file].tensors[m.tensor].name;
     const int shard = shard_of_file[m.file];
     if (const auto listing = index.listing_of.find(name, name_of)) {
       if (other_shard[*listing] < 0) other_shard[*listing] = shard;
@@ -575,6 +611,7 @@ std::optional<IndexContents> read_index(const fs::path& index_path,
     return std::nullopt;
   }
   report.set_text(text->view());
+  if (auto plain = scan_index(text->view())) return plain;
   dom::element root;
   if (auto error = parser.parse(text->data(), text->size(), false).get(root)) {
     report.at(IndexFailure::index_not_json,

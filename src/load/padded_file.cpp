@@ -10,6 +10,8 @@
 
 #include <simdjson.h>
 
+#include "util/huge_pages.hpp"
+
 namespace shardcheck::detail {
 namespace {
 
@@ -21,6 +23,11 @@ struct Fd {
   }
 };
 
+// From this size on the buffer takes huge pages (util/huge_pages.hpp): DeepSeek-V3's 8.9 MB index
+// then costs 5 faults instead of 2,200. Below it, the first touch of a huge page (zeroing 2 MiB)
+// would cost more than the small pages it saves.
+constexpr std::size_t kHugeFrom = std::size_t{1} << 20;
+
 }  // namespace
 
 std::optional<PaddedFile> PaddedFile::read(const std::filesystem::path& path) {
@@ -31,8 +38,14 @@ std::optional<PaddedFile> PaddedFile::read(const std::filesystem::path& path) {
   const auto size = static_cast<std::size_t>(st.st_size);
   const std::size_t mapped = size + simdjson::SIMDJSON_PADDING;
   // Anonymous pages start zeroed, which is the padding simdjson wants after the text.
-  void* memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (memory == MAP_FAILED) return std::nullopt;
+  void* memory = nullptr;
+  if (mapped >= kHugeFrom) {
+    memory = util::map_huge(mapped);
+  } else {
+    memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (memory == MAP_FAILED) memory = nullptr;
+  }
+  if (!memory) return std::nullopt;
   PaddedFile out(static_cast<char*>(memory), size, mapped);
   for (std::size_t done = 0; done < size;) {
     const ssize_t got = ::pread(file.fd, out.data_ + done, size - done, static_cast<off_t>(done));
@@ -50,7 +63,7 @@ PaddedFile::PaddedFile(PaddedFile&& other) noexcept
 
 PaddedFile& PaddedFile::operator=(PaddedFile&& other) noexcept {
   if (this != &other) {
-    if (data_) ::munmap(data_, mapped_);
+    release();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     mapped_ = std::exchange(other.mapped_, 0);
@@ -58,8 +71,15 @@ PaddedFile& PaddedFile::operator=(PaddedFile&& other) noexcept {
   return *this;
 }
 
-PaddedFile::~PaddedFile() {
-  if (data_) ::munmap(data_, mapped_);
+PaddedFile::~PaddedFile() { release(); }
+
+void PaddedFile::release() {
+  if (!data_) return;
+  if (mapped_ >= kHugeFrom)
+    util::unmap_huge(data_, mapped_);
+  else
+    ::munmap(data_, mapped_);
+  data_ = nullptr;
 }
 
 }  // namespace shardcheck::detail

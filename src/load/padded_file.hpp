@@ -3,8 +3,8 @@
 // parse it in place (parser.parse(data, size, false)).
 //
 // Why not simdjson::padded_string::load: its buffer comes from new[] and is faulted in one page at a
-// time while read() fills it. Here the buffer is mapped with MAP_POPULATE, every page in one system
-// call. On the CI machine, a VM where each page fault costs ~10 us, reading DeepSeek-V3's 8.9 MB
+// time while read() fills it. Here a small buffer is mapped with MAP_POPULATE, every page in one
+// system call, and a large one in huge pages (util/huge_pages.hpp). On the CI machine, a VM where each page fault costs ~10 us, reading DeepSeek-V3's 8.9 MB
 // index took 28 ms the first way and 8 ms this way (medians of 5, warm page cache). Mapping the file
 // itself would be quicker still (1.3 ms), but a file truncated while mapped kills the reader with
 // SIGBUS; a copy cannot.
@@ -33,6 +33,7 @@ class PaddedFile {
 
  private:
   PaddedFile(char* data, std::size_t size, std::size_t mapped) : data_(data), size_(size), mapped_(mapped) {}
+  void release();
   char* data_ = nullptr;
   std::size_t size_ = 0;    // bytes of the file
   std::size_t mapped_ = 0;  // size_ + padding, as mapped

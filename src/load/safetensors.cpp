@@ -55,6 +55,7 @@
 #include <simdjson.h>
 
 #include "load/safetensors_detail.hpp"
+#include "util/huge_pages.hpp"
 
 namespace shardcheck {
 
@@ -202,9 +203,11 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
   return std::nullopt;
 }
 
+}  // namespace
+
 // parse_dtype (src/util/dtype.cpp) scans all 22 names; a header names a dtype per tensor, so this
 // compares only names of the right length. Same answers, a tenth of the work.
-std::optional<DType> dtype_from_name(std::string_view text) {
+std::optional<DType> detail::dtype_from_name(std::string_view text) {
   constexpr std::size_t kLongest = 11;  // "F8_E4M3FNUZ"
   using Bucket = std::vector<std::pair<std::string_view, DType>>;
   static const std::array<Bucket, kLongest + 1> by_length = [] {
@@ -220,6 +223,12 @@ std::optional<DType> dtype_from_name(std::string_view text) {
     if (name == text) return d;
   return std::nullopt;
 }
+
+namespace {
+
+using detail::dtype_from_name;
+using detail::DataRange;
+using detail::Entry;
 
 // Key comparison against a literal with the length known at compile time, so the compiler
 // inlines the byte compare instead of calling memcmp for every key of every entry.
@@ -306,22 +315,6 @@ bool check_length_prefix(std::uint64_t header_len, std::uint64_t file_size, Repo
 }
 
 // --- One tensor entry ------------------------------------------------------------------------
-
-struct DataRange {
-  std::uint64_t begin = 0, end = 0;
-};
-
-// What could be read from one `"name": {...}` entry. Dims live in a buffer shared by all entries
-// of a header so that an entry costs no allocation of its own.
-struct Entry {
-  std::string_view name;  // unescaped; owned by the parser's DOM
-  std::optional<DType> dtype;
-  bool shape_ok = false;
-  std::uint32_t dims_begin = 0, dims_count = 0;
-  std::optional<DataRange> range;  // well-formed and begin <= end
-  bool size_ok = false;            // numel x bits computed without overflow; shape fits int64
-  bool duplicate = false;
-};
 
 class EntryParser {
  public:
@@ -631,10 +624,9 @@ void read_metadata_field(dom::element value, SafetensorsFile& out, bool& seen, R
   }
 }
 
-TensorInfo make_tensor_info(const Entry& e, std::span<const std::uint64_t> dims) {
-  TensorInfo t;
-  t.name = std::string(e.name);
-  t.dtype = *e.dtype;
+TensorInfo make_tensor_info(const Entry& e, std::span<const std::uint64_t> dims,
+                            std::pmr::memory_resource* storage) {
+  TensorInfo t{std::pmr::string(e.name, storage), *e.dtype, std::pmr::vector<std::int64_t>(storage)};
   t.shape.assign(dims.begin(), dims.end());
   t.begin = e.range->begin;
   t.end = e.range->end;
@@ -653,6 +645,9 @@ struct HeaderReader::Scratch {
   std::vector<std::uint64_t> dims;
   std::vector<const Entry*> placed;
   NameTable names;
+  // Where this reader's results live: shared by every file it reads, kept alive by them.
+  std::shared_ptr<util::HugePageArena> storage = std::make_shared<util::HugePageArena>();
+  bool plain_scan = true;
 
   // The header buffer resized to N + padding, the padding zeroed (simdjson reads into it).
   char* header_buffer(std::size_t n) {
@@ -665,6 +660,35 @@ struct HeaderReader::Scratch {
 }  // namespace detail
 
 namespace {
+
+// The full parser: reads any JSON header into entries (scratch.entries, scratch.dims) and
+// out.metadata, reporting every way it breaks the format. False when it is not a JSON object.
+bool parse_header_dom(const char* padded, std::uint64_t header_len, SafetensorsFile& out, Reporter& report,
+                      detail::HeaderReader::Scratch& scratch) {
+  dom::element root;
+  if (auto error = scratch.parser.parse(padded, header_len, false).get(root)) {
+    report.at(Failure::header_not_json, kLengthPrefixBytes,
+              fmt::format("header is not valid JSON: {}", simdjson::error_message(error)));
+    return false;
+  }
+  dom::object top;
+  if (root.get_object().get(top)) {
+    report.at(Failure::header_not_object, kLengthPrefixBytes,
+              fmt::format("header JSON is {}; expected an object mapping tensor names to entries",
+                          json_type_name(root)));
+    return false;
+  }
+  scratch.entries.reserve(top.size());
+  EntryParser entry_parser(report, scratch.dims);
+  bool seen_metadata = false;
+  for (dom::key_value_pair field : top) {
+    if (key_is(field.key, "__metadata__"))
+      read_metadata_field(field.value, out, seen_metadata, report);
+    else
+      scratch.entries.push_back(entry_parser.parse(field.key, field.value));
+  }
+  return true;
+}
 
 // Validates a header whose N bytes sit at `padded` followed by SIMDJSON_PADDING readable bytes.
 std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint64_t header_len,
@@ -682,36 +706,25 @@ std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint
            : std::string("header is not valid UTF-8"));
     return std::nullopt;
   }
-  dom::element root;
-  if (auto error = scratch.parser.parse(padded, header_len, false).get(root)) {
-    report.at(Failure::header_not_json, kLengthPrefixBytes,
-              fmt::format("header is not valid JSON: {}", simdjson::error_message(error)));
-    return std::nullopt;
-  }
-  dom::object top;
-  if (root.get_object().get(top)) {
-    report.at(Failure::header_not_object, kLengthPrefixBytes,
-              fmt::format("header JSON is {}; expected an object mapping tensor names to entries",
-                          json_type_name(root)));
-    return std::nullopt;
-  }
-
-  SafetensorsFile out;
-  out.path = label;
-  out.header_len = header_len;
-  out.file_size = file_size;
+  // The table is built in the reader's arena. pmr containers keep their memory resource for life
+  // (moving assigns elements, not the resource), so it is given at construction.
+  SafetensorsFile out{.storage = scratch.storage,
+                      .path = label,
+                      .header_len = header_len,
+                      .file_size = file_size,
+                      .metadata = {},
+                      .tensors = std::pmr::vector<TensorInfo>(scratch.storage.get())};
   std::vector<Entry>& entries = scratch.entries;
   std::vector<std::uint64_t>& dims = scratch.dims;
   entries.clear();
   dims.clear();
-  entries.reserve(top.size());
-  EntryParser entry_parser(report, dims);
-  bool seen_metadata = false;
-  for (dom::key_value_pair field : top) {
-    if (key_is(field.key, "__metadata__"))
-      read_metadata_field(field.value, out, seen_metadata, report);
-    else
-      entries.push_back(entry_parser.parse(field.key, field.value));
+  // Nearly every header is plain (load/plain_json.hpp) and is read in one pass; the DOM parses the
+  // rest, and reports what is wrong with them.
+  if (!scratch.plain_scan || !detail::scan_plain_header(text, entries, dims, out.metadata)) {
+    entries.clear();
+    dims.clear();
+    out.metadata.clear();
+    if (!parse_header_dom(padded, header_len, out, report, scratch)) return std::nullopt;
   }
 
   auto dims_of = [&dims](const Entry& e) {
@@ -724,10 +737,11 @@ std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint
   const std::uint64_t data_end = check_layout(entries, every_entry_placed, scratch.placed, report);
   check_file_coverage(header_len, data_end, file_size, every_entry_placed, report);
 
+  std::pmr::memory_resource* storage = scratch.storage.get();
   out.tensors.reserve(entries.size());
   for (const Entry& e : entries)
     if (e.dtype && e.size_ok && e.range && !e.duplicate)
-      out.tensors.push_back(make_tensor_info(e, dims_of(e)));
+      out.tensors.push_back(make_tensor_info(e, dims_of(e), storage));
   return out;
 }
 
@@ -767,6 +781,8 @@ namespace detail {
 
 HeaderReader::HeaderReader() : scratch_(std::make_unique<Scratch>()) {}
 HeaderReader::~HeaderReader() = default;
+
+void HeaderReader::set_plain_scan(bool on) { scratch_->plain_scan = on; }
 
 std::optional<SafetensorsFile> HeaderReader::read_file(const std::filesystem::path& path,
                                                        const std::string& label,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,34 @@ inline constexpr std::uint64_t kLengthPrefixBytes = 8;
 // A tensor or file name as it appears in a one-line message: in single quotes, control bytes
 // escaped (a name may contain anything JSON can encode), very long names cut.
 std::string shown(std::string_view name);
+
+// One dtype name of the format ("BF16", "F8_E4M3", ...); nullopt for an unknown name.
+std::optional<DType> dtype_from_name(std::string_view text);
+
+// A tensor entry's [begin, end) data offsets, relative to the data region.
+struct DataRange {
+  std::uint64_t begin = 0, end = 0;
+};
+
+// What could be read from one `"name": {...}` entry. Dims live in a buffer shared by all entries
+// of a header so that an entry costs no allocation of its own.
+struct Entry {
+  std::string_view name;  // unescaped; owned by the parser's DOM, or the header text itself
+  std::optional<DType> dtype;
+  bool shape_ok = false;
+  std::uint32_t dims_begin = 0, dims_count = 0;
+  std::optional<DataRange> range;  // well-formed and begin <= end
+  bool size_ok = false;            // numel x bits computed without overflow; shape fits int64
+  bool duplicate = false;
+};
+
+// Reads a header in the plain form nearly every writer produces (load/plain_json.hpp): tensor
+// entries with exactly dtype, shape, data_offsets, names without escapes, integers only, an
+// optional __metadata__ of plain strings. Appends entries and dims, fills metadata. False when the
+// text is not in that form; the caller then discards what was appended and uses the full parser.
+// `text` must be followed by 16 readable bytes.
+bool scan_plain_header(std::string_view text, std::vector<Entry>& entries, std::vector<std::uint64_t>& dims,
+                       std::map<std::string, std::string>& metadata);
 
 // Size of the data region a header describes: the largest `end` offset, i.e. the bytes that must
 // follow the header. For a valid file this equals file_size - 8 - N.
@@ -45,6 +74,10 @@ class HeaderReader {
   std::optional<SafetensorsFile> parse(std::string_view header_json, std::uint64_t header_len,
                                        std::uint64_t file_size, const std::string& label,
                                        DiagnosticSink& sink);
+
+  // Off: every header goes through the full parser, never the plain one-pass scan. For tests and
+  // fuzz/fuzz_safetensors.cpp, which check that both paths read every input alike.
+  void set_plain_scan(bool on);
 
   struct Scratch;  // defined in safetensors.cpp
 

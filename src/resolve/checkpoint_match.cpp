@@ -3,7 +3,9 @@
 // _keys_to_ignore_on_load_unexpected, 5.x weight conversions). Every disagreement is reported.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
+#include <span>
 #include <unordered_map>
 
 #include "resolve/tree_internal.hpp"
@@ -13,7 +15,7 @@ namespace {
 
 std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
 
-std::string shape_str(const std::vector<std::int64_t>& s) {
+std::string shape_str(std::span<const std::int64_t> s) {
   std::string out = "[";
   for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
   return out + "]";
@@ -262,8 +264,8 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
       }
       if (const auto* hit = lookup(name)) {
         ParamInfo& p = tree.modules[hit->first].params[hit->second];
-        if (p.shape != t.shape) {
-          wrong_shape.push_back(t.name);
+        if (!std::ranges::equal(p.shape, t.shape)) {
+          wrong_shape.emplace_back(t.name);
           report("MT002", Severity::error,
                  fmt::format("tensor '{}' in {} has shape {}, but the {} layout for this config.json expects {}",
                              t.name, file.path, shape_str(t.shape), arch.model_type, shape_str(p.shape)),
@@ -284,7 +286,7 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
         tree.checkpoint_only_tensors += 1;
         continue;
       }
-      unexpected.push_back(t.name);
+      unexpected.emplace_back(t.name);
     }
   }
 

@@ -18,7 +18,7 @@ bool is_number(std::string_view s) {
 }
 
 // "layers.10" sorts after "layers.9".
-bool natural_less(const std::string& a, const std::string& b) {
+bool natural_less(std::string_view a, std::string_view b) {
   std::size_t i = 0, j = 0;
   while (i < a.size() && j < b.size()) {
     if (std::isdigit(static_cast<unsigned char>(a[i])) && std::isdigit(static_cast<unsigned char>(b[j]))) {
@@ -109,11 +109,12 @@ ModuleTree infer_module_tree(const ModelConfig& config, const CheckpointMeta& ck
     return parent;
   };
   for (const TensorInfo* t : tensors) {
-    const auto dot = t->name.rfind('.');
-    const int mod = ensure(dot == std::string::npos ? "" : t->name.substr(0, dot));
+    const std::string_view name = t->name;
+    const auto dot = name.rfind('.');
+    const int mod = ensure(dot == std::string::npos ? std::string() : std::string(name.substr(0, dot)));
     ParamInfo p;
-    p.name = dot == std::string::npos ? t->name : t->name.substr(dot + 1);
-    p.shape = t->shape;
+    p.name = dot == std::string::npos ? name : name.substr(dot + 1);
+    p.shape.assign(t->shape.begin(), t->shape.end());
     p.dtype = t->dtype;
     p.numel = t->numel();
     p.in_checkpoint = true;

@@ -51,7 +51,7 @@ bool WeightReader::bind(const UnitLayout& u, std::string& error) {
     for (const auto& name : candidates) {
       for (const auto& f : meta_.files)
         for (const auto& t : f.tensors)
-          if (!found && t.name == name) found = &t;
+          if (!found && std::string_view(t.name) == name) found = &t;
     }
     if (!found) {
       error = fmt::format("unit '{}': parameter '{}' is not in the checkpoint at {}", u.path, u.params[i],

@@ -102,7 +102,7 @@ TEST_CASE("safetensors conformance: test_deserialization") {
   const TensorInfo& t = p.file->tensors[0];
   CHECK(t.name == "test");
   CHECK(t.dtype == DType::I32);
-  CHECK(t.shape == std::vector<std::int64_t>{2, 2});
+  CHECK(t.shape == std::pmr::vector<std::int64_t>{2, 2});
   CHECK(t.begin == 0);
   CHECK(t.end == 16);
   CHECK(t.numel() == 4);
@@ -124,7 +124,7 @@ TEST_CASE("safetensors conformance: test_zero_sized_tensor") {
   auto p = parse_image(
       "<\x00\x00\x00\x00\x00\x00\x00{\"test\":{\"dtype\":\"I32\",\"shape\":[2,0],\"data_offsets\":[0, 0]}}"s);
   REQUIRE_MESSAGE(p.clean(), p.codes());
-  CHECK(p.file->tensors.at(0).shape == std::vector<std::int64_t>{2, 0});
+  CHECK(p.file->tensors.at(0).shape == std::pmr::vector<std::int64_t>{2, 0});
   CHECK(p.file->tensors.at(0).numel() == 0);
 }
 

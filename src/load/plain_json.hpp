@@ -1,0 +1,119 @@
+#pragma once
+// A cursor over JSON text for the plain shape that safetensors headers and index files nearly
+// always have: strings without escape sequences, non-negative integers, no nesting beyond what
+// the caller expects. It is not a JSON parser. Every method says "no" to anything outside that
+// subset, and the caller then hands the whole text to the full parser (simdjson's DOM), which
+// accepts or rejects it and reports the problem exactly. So the fast path may only ever accept
+// text whose meaning it reads exactly as the DOM would; fuzz/fuzz_safetensors.cpp and
+// fuzz/fuzz_index.cpp compare the two on every input.
+//
+// Why: the DOM materialises every string and value on a tape before the loader looks at it. For
+// DeepSeek-V3 (20 MB of headers and index, 92k tensors) that tape alone was ~40% of the page
+// faults of `inspect`, and its two passes most of the parse time. Read once, in place, the names
+// stay views into the text.
+//
+// Text must be followed by at least 16 readable bytes (the 64 bytes of simdjson padding that every
+// buffer here carries): strings are scanned 16 bytes at a time.
+
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace shardcheck::detail {
+
+class PlainJson {
+ public:
+  PlainJson(const char* begin, const char* end) : p_(begin), end_(end) {}
+
+  // Skips JSON whitespace (RFC 8259: space, tab, line feed, carriage return).
+  void skip_ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+
+  // Consumes `c` after optional whitespace.
+  bool eat(char c) {
+    skip_ws();
+    if (p_ < end_ && *p_ == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+
+  // True when only whitespace is left.
+  bool at_end() {
+    skip_ws();
+    return p_ == end_;
+  }
+
+  // A string with no escape and no control character, after optional whitespace; `out` views the
+  // text between the quotes. Anything else (including an unterminated string) is "no".
+  bool string(std::string_view& out) {
+    if (!eat('"')) return false;
+    const char* start = p_;
+    const char* q = p_;
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), ctl_max = _mm_set1_epi8(0x1F);
+    for (;;) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      // A byte <= 0x1F (unsigned) is a control character, which JSON strings may not hold raw.
+      const __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, ctl_max), ctl_max);
+      const unsigned stop = static_cast<unsigned>(
+          _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), ctl)));
+      if (stop) {
+        q += __builtin_ctz(stop);
+        break;
+      }
+      q += 16;
+      if (q >= end_) return false;
+    }
+#else
+    while (q < end_ && *q != '"' && *q != '\\' && static_cast<unsigned char>(*q) > 0x1F) ++q;
+#endif
+    if (q >= end_ || *q != '"') return false;
+    out = std::string_view(start, static_cast<std::size_t>(q - start));
+    p_ = q + 1;
+    return true;
+  }
+
+  // A non-negative integer in JSON's form (no leading zero, no sign, fraction or exponent) that
+  // fits 64 bits, after optional whitespace.
+  bool uint(std::uint64_t& out) {
+    skip_ws();
+    if (p_ >= end_ || *p_ < '0' || *p_ > '9') return false;
+    std::uint64_t v = 0;
+    const char* start = p_;
+    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') {
+      if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<unsigned>(*p_ - '0'), &v))
+        return false;
+      ++p_;
+    }
+    if (*start == '0' && p_ - start > 1) return false;  // leading zero: not JSON
+    // 1.5, 1e3, 1E3: a number this cursor does not read as an integer.
+    if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+    out = v;
+    return true;
+  }
+
+  // One of the literals true, false, null, after optional whitespace.
+  bool literal() {
+    skip_ws();
+    for (std::string_view word : {std::string_view("true"), std::string_view("false"), std::string_view("null")}) {
+      if (static_cast<std::size_t>(end_ - p_) >= word.size() && std::memcmp(p_, word.data(), word.size()) == 0) {
+        p_ += word.size();
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+};
+
+}  // namespace shardcheck::detail
