@@ -52,9 +52,11 @@
 #include <fmt/format.h>
 #include <simdjson.h>
 
+#include "load/index_agreement.hpp"
 #include "load/index_scan.hpp"
 #include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
+#include "util/huge_pages.hpp"
 
 namespace shardcheck {
 namespace {
@@ -270,16 +272,18 @@ CheckpointMeta load_files(const fs::path& dir, const std::vector<std::string>& n
 
 // --- The index ----------------------------------------------------------------------------------
 
-struct Listing {
-  std::string_view tensor;  // owned by the index text, or by its parsed DOM
-  std::uint32_t shard;      // into IndexContents::shards
-};
+// A weight_map entry: `tensor` is owned by the index text, or by its parsed DOM; `shard` indexes
+// IndexContents::shards.
+using Listing = detail::ShardListing;
 
+// The tables hold one row per tensor (92k for DeepSeek-V3), so they live in `memory`, the load's
+// huge-page arena: in small pages, their first touch alone cost ~1,500 page faults.
 struct IndexContents {
-  explicit IndexContents(std::size_t listed) : listing_of(listed) {}
-  std::vector<std::string> shards;  // distinct shard names, sorted
-  std::vector<Listing> listings;    // weight_map in document order, repeats dropped
-  detail::NameTable listing_of;     // tensor name -> index into listings
+  IndexContents(std::size_t listed, std::pmr::memory_resource* memory)
+      : listings(memory), listing_of(listed, memory) {}
+  std::vector<std::string> shards;    // distinct shard names, sorted
+  std::pmr::vector<Listing> listings;  // weight_map in document order, repeats dropped
+  detail::NameTable listing_of;     // tensor name -> index into listings (not built by scan_index)
   std::optional<std::uint64_t> total_size;
 };
 
@@ -354,7 +358,9 @@ class ShardNames {
 // Collects weight_map entries into distinct shards and listings, in document order.
 class WeightMapBuilder {
  public:
-  explicit WeightMapBuilder(std::size_t expected) : out_(expected) { out_.listings.reserve(expected); }
+  WeightMapBuilder(std::size_t expected, std::pmr::memory_resource* memory) : out_(expected, memory) {
+    out_.listings.reserve(expected);
+  }
 
   // Adds one listing. A tensor listed before is not added again: the earlier listing's index is
   // returned instead.
@@ -383,22 +389,27 @@ class WeightMapBuilder {
   ShardNames shards_;
 };
 
-// The plain index in one pass (load/index_scan.hpp); nullopt when it is not plain, or lists a
-// tensor twice (the DOM path reports that).
-std::optional<IndexContents> scan_index(std::string_view text) {
+// The plain index in one pass (load/index_scan.hpp), without the name table: used only when
+// index_agrees_with_headers then finds nothing to report. nullopt when the text is not plain.
+std::optional<IndexContents> scan_index(std::string_view text, std::pmr::memory_resource* memory) {
   if (!simdjson::validate_utf8(text)) return std::nullopt;
-  // ~110 bytes of index text per listing in practice; the table grows if that guess is short.
-  WeightMapBuilder builder(text.size() / 100 + 16);
-  std::optional<std::uint64_t> total_size;
-  const bool plain = detail::scan_plain_index(text, total_size, [&builder](std::string_view tensor, std::string_view shard) {
-    return !builder.add(tensor, shard);
+  IndexContents out(0, memory);
+  out.listings.reserve(text.size() / 90 + 16);  // ~100 bytes of index text per listing in practice
+  ShardNames shards;
+  const bool plain = detail::scan_plain_index(text, out.total_size, [&](std::string_view tensor, std::string_view shard) {
+    out.listings.push_back({tensor, shards.id_of(shard)});
+    return true;
   });
   if (!plain) return std::nullopt;
-  return std::move(builder).finish(total_size);
+  auto [names, rank] = shards.sorted();
+  out.shards = std::move(names);
+  for (Listing& l : out.listings) l.shard = rank[l.shard];
+  return out;
 }
 
 // Parses weight_map into distinct shards and listings, reporting IX005-IX007.
-std::optional<IndexContents> read_weight_map(dom::object top, IndexReporter& report) {
+std::optional<IndexContents> read_weight_map(dom::object top, std::pmr::memory_resource* memory,
+                                             IndexReporter& report) {
   dom::element map_value;
   dom::object map;
   if (top["weight_map"].get(map_value) || map_value.get_object().get(map)) {
@@ -406,7 +417,7 @@ std::optional<IndexContents> read_weight_map(dom::object top, IndexReporter& rep
               "index has no weight_map object; expected {\"weight_map\": {tensor: shard file}}");
     return std::nullopt;
   }
-  WeightMapBuilder builder(map.size());
+  WeightMapBuilder builder(map.size(), memory);
   for (dom::key_value_pair kv : map) {
     std::string_view shard;
     if (kv.value.get_string().get(shard) || shard.empty()) {
@@ -601,19 +612,22 @@ void check_unlisted_shard_files(const fs::path& dir, const IndexContents& index,
   }
 }
 
-// Reads and checks the index (IX002-IX007, IX013). `text` and `parser` own the strings the
-// result points into, so they must outlive it. nullopt when the index is unusable.
-std::optional<IndexContents> read_index(const fs::path& index_path,
-                                        std::optional<detail::PaddedFile>& text, dom::parser& parser,
-                                        IndexReporter& report) {
+// Reads the index file into `text` (IX002). False when it cannot be read.
+bool read_index_text(const fs::path& index_path, std::optional<detail::PaddedFile>& text, IndexReporter& report) {
   if (!is_regular(index_path) || !(text = detail::PaddedFile::read(index_path))) {
     report.at(IndexFailure::unreadable_index, "cannot read the index file");
-    return std::nullopt;
+    return false;
   }
   report.set_text(text->view());
-  if (auto plain = scan_index(text->view())) return plain;
+  return true;
+}
+
+// Parses and checks the index with the full parser (IX003-IX007, IX013). `text` and `parser` own
+// the strings the result points into, so they must outlive it. nullopt when it is unusable.
+std::optional<IndexContents> parse_index(const detail::PaddedFile& text, dom::parser& parser,
+                                         std::pmr::memory_resource* memory, IndexReporter& report) {
   dom::element root;
-  if (auto error = parser.parse(text->data(), text->size(), false).get(root)) {
+  if (auto error = parser.parse(text.data(), text.size(), false).get(root)) {
     report.at(IndexFailure::index_not_json,
               fmt::format("index is not valid JSON: {}", simdjson::error_message(error)));
     return std::nullopt;
@@ -625,11 +639,27 @@ std::optional<IndexContents> read_index(const fs::path& index_path,
               "{\"metadata\": {...}, \"weight_map\": {...}}");
     return std::nullopt;
   }
-  auto index = read_weight_map(top, report);
+  auto index = read_weight_map(top, memory, report);
   dom::element metadata;
   if (index && !top["metadata"].get(metadata))
     index->total_size = read_total_size(metadata, report);
   return index;
+}
+
+// The common case: a plain index whose every shard sits beside it, was read cleanly, and holds
+// exactly the tensors listed for it. Then the full cross-check could find nothing and is skipped.
+bool plain_index_agrees(const IndexContents& plain, std::vector<ShardJob>& early_jobs,
+                        std::pmr::memory_resource* memory) {
+  std::unordered_map<std::string_view, const SafetensorsFile*> by_name;
+  for (const ShardJob& job : early_jobs)
+    if (job.file && !job.sink.has_errors()) by_name.emplace(job.relative, &*job.file);
+  std::vector<const SafetensorsFile*> files(plain.shards.size(), nullptr);
+  for (std::size_t s = 0; s < plain.shards.size(); ++s) {
+    auto it = by_name.find(plain.shards[s]);
+    if (it == by_name.end()) return false;
+    files[s] = it->second;
+  }
+  return detail::index_agrees_with_headers(plain.listings, files, memory);
 }
 
 // The files to read for the index's shards: an early job when the shard is a file beside the
@@ -682,9 +712,17 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
 
   IndexReporter report((dir / kIndexName).string(), sink);
   std::optional<detail::PaddedFile> text;
-  dom::parser parser;
-  std::optional<IndexContents> index = read_index(dir / kIndexName, text, parser, report);
+  util::HugePageArena tables;  // the index's tables, for this load only
+  std::optional<IndexContents> plain;
+  if (read_index_text(dir / kIndexName, text, report)) plain = scan_index(text->view(), &tables);
   std::vector<ShardJob>& early_jobs = early.finish();
+  const bool agrees = plain && plain_index_agrees(*plain, early_jobs, &tables);
+  dom::parser parser;
+  std::optional<IndexContents> index;
+  if (agrees)
+    index = std::move(plain);
+  else if (text)
+    index = parse_index(*text, parser, &tables, report);
 
   CheckpointMeta meta;
   meta.dir = dir;
@@ -698,7 +736,7 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
   std::optional<ShardReader> late;
   const std::vector<int> file_of_shard =
       collect_shards(place_shards(dir, *index, early_jobs, late, report), meta, sink);
-  cross_check_tensors(*index, file_of_shard, meta, report);
+  if (!agrees) cross_check_tensors(*index, file_of_shard, meta, report);
   check_total_size(*index, file_of_shard, meta, report);
   check_unlisted_shard_files(dir, *index, on_disk, sink);
   return meta;

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <regex>
 #include <span>
-#include <unordered_map>
 
 #include "resolve/tree_internal.hpp"
+#include "util/name_table.hpp"
 
 namespace shardcheck {
 namespace {
@@ -63,14 +63,10 @@ std::string sample(const std::vector<std::string>& names, std::size_t max = 8) {
   return s;
 }
 
-// Heterogeneous lookup: tensor names are probed as string_views (prefixes of a name, the name
-// without base_model_prefix) without allocating a string per probe; DeepSeek-V3 has 92k tensors.
-struct NameHash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
+// Tensor names are probed as string_views (prefixes of a name, the name without
+// base_model_prefix) without allocating a string per probe; DeepSeek-V3 has 92k tensors.
 template <class V>
-using NameMap = std::unordered_map<std::string, V, NameHash, std::equal_to<>>;
+using NameMap = util::NameIndex<V>;
 
 struct FusedAccumulator {
   std::int64_t numel = 0;
@@ -95,9 +91,9 @@ class FusedMatcher {
       slots_.push_back(key);
       const std::string& path = tree.modules[key.first].path;
       if (path.empty()) continue;  // the root ("") is never a dotted prefix of a name
-      auto [it, fresh] = module_of_path_.try_emplace(path, modules_.size());
+      auto [module, fresh] = module_of_path_.try_emplace(path, modules_.size());
       if (fresh) modules_.push_back({path, {}, false});
-      for (const std::string& glob : globs) modules_[it->second].globs.emplace_back(glob, slot);
+      for (const std::string& glob : globs) modules_[*module].globs.emplace_back(glob, slot);
     }
     seen_.resize(slots_.size());
     for (FusedModule& outer : modules_)
@@ -120,10 +116,10 @@ class FusedMatcher {
       }
     }
     for (; dot != std::string_view::npos && dot > 0; dot = name.rfind('.', dot - 1)) {
-      auto it = module_of_path_.find(name.substr(0, dot));
-      if (it == module_of_path_.end()) continue;
-      if (take(modules_[it->second], name.substr(dot + 1), t)) {
-        last_ = it->second;
+      const std::size_t* module = module_of_path_.find(name.substr(0, dot));
+      if (!module) continue;
+      if (take(modules_[*module], name.substr(dot + 1), t)) {
+        last_ = *module;
         return true;
       }
     }
@@ -211,13 +207,12 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
     sink.report(std::move(d));
   };
 
-  NameMap<std::pair<int, int>> by_path;
   std::size_t num_params = 0;
   for (const Module& m : tree.modules) num_params += m.params.size();
-  by_path.reserve(num_params);
+  NameMap<std::pair<int, int>> by_path(num_params);
   for (int mi = 0; mi < static_cast<int>(tree.modules.size()); ++mi) {
     const Module& m = tree.modules[mi];
-    for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) by_path.emplace(join(m.path, m.params[pi].name), std::pair{mi, pi});
+    for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) by_path.try_emplace(join(m.path, m.params[pi].name), std::pair{mi, pi});
   }
   FusedMatcher fused_matcher(tree, fused);
 
@@ -239,15 +234,15 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
   std::string prefixed;  // reused buffer for "<prefix><name>"
   const PrefixedCandidates prefixed_candidates(tree, prefix);
   auto lookup = [&](std::string_view name) -> const std::pair<int, int>* {
-    if (auto it = by_path.find(name); it != by_path.end()) return &it->second;
+    if (const auto* hit = by_path.find(name)) return hit;
     // A base-model checkpoint loaded into a head class gains the prefix (gpt2's "h.0..." keys);
     // a head checkpoint loaded into the base model loses it.
     if (!prefix.empty() && head_root && prefixed_candidates.may_match(name)) {
       prefixed.assign(prefix).append(name);
-      if (auto it = by_path.find(std::string_view(prefixed)); it != by_path.end()) return &it->second;
+      if (const auto* hit = by_path.find(prefixed)) return hit;
     }
     if (!prefix.empty() && !head_root && name.starts_with(prefix))
-      if (auto it = by_path.find(name.substr(prefix.size())); it != by_path.end()) return &it->second;
+      if (const auto* hit = by_path.find(name.substr(prefix.size()))) return hit;
     return nullptr;
   };
 

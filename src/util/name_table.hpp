@@ -1,0 +1,145 @@
+#pragma once
+// Hash tables keyed by names (tensor names, module paths), built for the ~100k names of a large
+// checkpoint: open addressing, 8 bytes per slot, a hash that takes 8 bytes of the name per step.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory_resource>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace shardcheck::util {
+
+// Open-addressing hash set of names, for the ~100k tensor names of a large checkpoint. It stores
+// only a 32-bit hash and a 32-bit value per slot (8 bytes, so 100k names fit in 2 MB of cache);
+// the names themselves stay where the caller keeps them, and `name_of(value)` fetches one for
+// the final comparison. std::unordered_map spent most of its time in malloc and cache misses.
+class NameTable {
+ public:
+  // `memory`: where the slots live (a big table belongs in a huge-page arena, see
+  // util/huge_pages.hpp); the heap by default.
+  explicit NameTable(std::size_t expected_names = 0,
+                     std::pmr::memory_resource* memory = std::pmr::get_default_resource())
+      : slots_(memory) {
+    reset(expected_names);
+  }
+
+  // Empties the table, keeping its memory when it is large enough.
+  void reset(std::size_t expected_names) {
+    std::size_t capacity = 16;
+    while (capacity < 2 * expected_names) capacity *= 2;
+    slots_.assign(capacity, Slot{});
+    mask_ = capacity - 1;
+    size_ = 0;
+  }
+
+  // Stores `value` under `name` unless the name is present. Returns the value stored under the
+  // name and whether this call inserted it.
+  template <class NameOf>
+  std::pair<std::uint32_t, bool> try_emplace(std::string_view name, std::uint32_t value,
+                                             const NameOf& name_of) {
+    if (2 * (size_ + 1) > slots_.size()) rehash(slots_.size() * 2);
+    const std::uint32_t h = hash(name);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.value_plus_one == 0) {
+        s = Slot{h, value + 1};
+        ++size_;
+        return {value, true};
+      }
+      if (s.hash == h && name_of(s.value_plus_one - 1) == name)
+        return {s.value_plus_one - 1, false};
+    }
+  }
+
+  template <class NameOf>
+  std::optional<std::uint32_t> find(std::string_view name, const NameOf& name_of) const {
+    const std::uint32_t h = hash(name);
+    for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
+      const Slot& s = slots_[i];
+      if (s.value_plus_one == 0) return std::nullopt;
+      if (s.hash == h && name_of(s.value_plus_one - 1) == name) return s.value_plus_one - 1;
+    }
+  }
+
+  // Tensor names are long and share prefixes ("model.layers.12.mlp.experts.7."), so the hash
+  // takes 8 bytes per step; std::hash (murmur with a byte-wise tail) cost three times as much.
+  static std::uint32_t hash(std::string_view s) {
+    const char* p = s.data();
+    std::size_t n = s.size();
+    std::uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    auto mix = [&h](std::uint64_t word) {
+      h = (h ^ word) * 0xBF58476D1CE4E5B9ull;
+      h ^= h >> 31;
+    };
+    for (; n >= 8; p += 8, n -= 8) {
+      std::uint64_t word;
+      std::memcpy(&word, p, 8);
+      mix(word);
+    }
+    std::uint64_t tail = 0;
+    if (n) std::memcpy(&tail, p, n);
+    mix(tail);
+    h *= 0x94D049BB133111EBull;
+    return static_cast<std::uint32_t>(h ^ (h >> 32));
+  }
+
+ private:
+  struct Slot {
+    std::uint32_t hash = 0;
+    std::uint32_t value_plus_one = 0;  // 0 marks an empty slot
+  };
+  void rehash(std::size_t capacity) {
+    std::pmr::vector<Slot> old(capacity, slots_.get_allocator());
+    old.swap(slots_);
+    mask_ = capacity - 1;
+    for (const Slot& s : old) {
+      if (s.value_plus_one == 0) continue;
+      std::size_t i = s.hash & mask_;
+      while (slots_[i].value_plus_one != 0) i = (i + 1) & mask_;
+      slots_[i] = s;
+    }
+  }
+
+  std::pmr::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  std::size_t size_ = 0;
+};
+
+// A map from names to values that owns its keys: NameTable over a vector of (key, value). For
+// the module paths of a tree, looked up once per checkpoint tensor; std::unordered_map<std::string>
+// spent most of that time hashing (std::hash reads a byte at a time at the tail) and chasing nodes.
+template <class V>
+class NameIndex {
+ public:
+  explicit NameIndex(std::size_t expected = 0) : table_(expected) { entries_.reserve(expected); }
+
+  // Inserts unless the key is present (the first value stays, as with std::map::emplace).
+  // Returns the value under the key and whether it was inserted.
+  std::pair<V*, bool> try_emplace(std::string key, V value) {
+    const auto next = static_cast<std::uint32_t>(entries_.size());
+    auto [at, inserted] = table_.try_emplace(key, next, name_of());
+    if (inserted) entries_.emplace_back(std::move(key), std::move(value));
+    return {&entries_[at].second, inserted};
+  }
+
+  const V* find(std::string_view key) const {
+    const auto at = table_.find(key, name_of());
+    return at ? &entries_[*at].second : nullptr;
+  }
+
+  std::size_t size() const { return entries_.size(); }
+
+ private:
+  auto name_of() const {
+    return [this](std::uint32_t i) { return std::string_view(entries_[i].first); };
+  }
+  NameTable table_;
+  std::vector<std::pair<std::string, V>> entries_;
+};
+
+}  // namespace shardcheck::util
