@@ -1,0 +1,74 @@
+// Tests for index_agrees_with_headers (src/load/index_agreement.cpp), the quick "index and shard
+// headers agree exactly" verdict that lets the loader skip the full cross-check. A true answer
+// must be right in every case; each false case below would otherwise hide an IX007/IX010-IX012.
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "load/index_agreement.hpp"
+
+using namespace shardcheck;
+using detail::ShardListing;
+
+namespace {
+
+SafetensorsFile shard(std::vector<std::string> names) {
+  SafetensorsFile f;
+  for (const auto& n : names) f.tensors.push_back(TensorInfo{std::pmr::string(n), DType::F32, {1}});
+  return f;
+}
+
+bool agrees(const std::vector<ShardListing>& listings, const std::vector<const SafetensorsFile*>& files) {
+  return detail::index_agrees_with_headers(listings, files, std::pmr::get_default_resource());
+}
+
+}  // namespace
+
+TEST_CASE("index agreement: true exactly when every shard holds what is listed for it") {
+  const SafetensorsFile a = shard({"x.weight", "y.weight"}), b = shard({"z.weight"});
+  const std::vector<const SafetensorsFile*> files{&a, &b};
+
+  // Listing order need not follow header order.
+  CHECK(agrees({{"z.weight", 1}, {"y.weight", 0}, {"x.weight", 0}}, files));
+
+  // A tensor not listed at all (the full check reports IX012).
+  CHECK_FALSE(agrees({{"x.weight", 0}, {"z.weight", 1}}, files));
+  // A listing no shard holds (IX010).
+  CHECK_FALSE(agrees({{"x.weight", 0}, {"y.weight", 0}, {"z.weight", 1}, {"w.weight", 1}}, files));
+  // Listed for the wrong shard (IX010 and IX012), with the counts per shard still right.
+  CHECK_FALSE(agrees({{"x.weight", 0}, {"z.weight", 0}, {"y.weight", 1}}, files));
+  // The same tensor listed twice for its shard, another left out (IX007 and IX012).
+  CHECK_FALSE(agrees({{"x.weight", 0}, {"x.weight", 0}, {"z.weight", 1}}, files));
+  // A shard the loader could not read.
+  CHECK_FALSE(agrees({{"x.weight", 0}, {"y.weight", 0}, {"z.weight", 1}}, {&a, nullptr}));
+  // A listing naming a shard outside the list.
+  CHECK_FALSE(agrees({{"x.weight", 0}, {"y.weight", 0}, {"z.weight", 2}}, files));
+}
+
+TEST_CASE("index agreement: a tensor held by two shards and listed for both is caught") {
+  // Per shard everything matches; only the global check sees that "x.weight" is in two shards,
+  // i.e. listed twice in weight_map (IX007) and stored twice (IX011).
+  const SafetensorsFile a = shard({"x.weight", "y.weight"}), b = shard({"x.weight"});
+  CHECK_FALSE(agrees({{"x.weight", 0}, {"y.weight", 0}, {"x.weight", 1}}, {&a, &b}));
+}
+
+TEST_CASE("index agreement: many shards over both threads") {
+  // 40 shards of 50 tensors each, listed in reverse order; then one listing moved.
+  std::vector<SafetensorsFile> shards;
+  std::vector<ShardListing> listings;
+  std::vector<std::string> names;
+  for (int s = 0; s < 40; ++s) {
+    std::vector<std::string> in_shard;
+    for (int t = 0; t < 50; ++t) in_shard.push_back("model.layers." + std::to_string(s) + ".t" + std::to_string(t));
+    shards.push_back(shard(in_shard));
+  }
+  for (int s = 39; s >= 0; --s)
+    for (const auto& t : shards[s].tensors) listings.push_back({t.name, static_cast<std::uint32_t>(s)});
+  std::vector<const SafetensorsFile*> files;
+  for (const auto& f : shards) files.push_back(&f);
+  CHECK(agrees(listings, files));
+  std::swap(listings[0].shard, listings[60].shard);  // two tensors listed in each other's shard
+  CHECK_FALSE(agrees(listings, files));
+}
