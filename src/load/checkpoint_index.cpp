@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -57,6 +58,7 @@
 #include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
 #include "util/huge_pages.hpp"
+#include "util/stage_timer.hpp"
 
 namespace shardcheck {
 namespace {
@@ -171,6 +173,8 @@ struct ShardJob {
   std::string relative;  // as the index names it, or the file name
   fs::path path;
   std::optional<SafetensorsFile> file;
+  // NameTable::hash64 of file->tensors' names, in the file's arena (so declared after `file`).
+  std::optional<std::pmr::vector<std::uint64_t>> name_hashes;
   DiagnosticSink sink;  // per shard, merged in order afterwards so output is deterministic
 };
 
@@ -224,6 +228,7 @@ class ShardReader {
     for (std::size_t i; (i = next_.fetch_add(1)) < jobs_.size();) {
       ShardJob& job = jobs_[i];
       job.file = reader.read_file(job.path, job.path.string(), job.sink);
+      job.name_hashes.emplace(reader.take_name_hashes());  // moved, so it stays in the arena
     }
   }
 
@@ -650,16 +655,18 @@ std::optional<IndexContents> parse_index(const detail::PaddedFile& text, dom::pa
 // exactly the tensors listed for it. Then the full cross-check could find nothing and is skipped.
 bool plain_index_agrees(const IndexContents& plain, std::vector<ShardJob>& early_jobs,
                         std::pmr::memory_resource* memory) {
-  std::unordered_map<std::string_view, const SafetensorsFile*> by_name;
+  std::unordered_map<std::string_view, const ShardJob*> by_name;
   for (const ShardJob& job : early_jobs)
-    if (job.file && !job.sink.has_errors()) by_name.emplace(job.relative, &*job.file);
+    if (job.file && !job.sink.has_errors()) by_name.emplace(job.relative, &job);
   std::vector<const SafetensorsFile*> files(plain.shards.size(), nullptr);
+  std::vector<std::span<const std::uint64_t>> hashes(plain.shards.size());
   for (std::size_t s = 0; s < plain.shards.size(); ++s) {
     auto it = by_name.find(plain.shards[s]);
     if (it == by_name.end()) return false;
-    files[s] = it->second;
+    files[s] = &*it->second->file;
+    if (it->second->name_hashes) hashes[s] = *it->second->name_hashes;
   }
-  return detail::index_agrees_with_headers(plain.listings, files, memory);
+  return detail::index_agrees_with_headers(plain.listings, files, hashes, memory);
 }
 
 // The files to read for the index's shards: an early job when the shard is a file beside the
@@ -703,6 +710,7 @@ std::vector<ShardJob*> place_shards(const fs::path& dir, const IndexContents& in
 }
 
 CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
+  util::StageTimer timer("load: list directory");
   const auto on_disk = list_safetensors(dir).value_or(std::vector<std::string>{});
   // The shards are nearly always the files beside the index: their headers are read on helper
   // threads while this one parses the index (which is as large as all headers together for a
@@ -714,9 +722,16 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
   std::optional<detail::PaddedFile> text;
   util::HugePageArena tables;  // the index's tables, for this load only
   std::optional<IndexContents> plain;
-  if (read_index_text(dir / kIndexName, text, report)) plain = scan_index(text->view(), &tables);
+  timer.lap("load: read index");
+  if (read_index_text(dir / kIndexName, text, report)) {
+    timer.lap("load: scan index");
+    plain = scan_index(text->view(), &tables);
+  }
+  timer.lap("load: headers (after index)");
   std::vector<ShardJob>& early_jobs = early.finish();
+  timer.lap("load: index agrees?");
   const bool agrees = plain && plain_index_agrees(*plain, early_jobs, &tables);
+  timer.lap("load: collect and check");
   dom::parser parser;
   std::optional<IndexContents> index;
   if (agrees)

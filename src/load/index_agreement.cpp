@@ -11,45 +11,28 @@
 namespace shardcheck::detail {
 namespace {
 
-// 64 bits of NameTable's hash: its 32-bit table index is derived from the same words.
-std::uint64_t hash64(std::string_view name) {
-  const char* p = name.data();
-  std::size_t n = name.size();
-  std::uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-  auto mix = [&h](std::uint64_t word) {
-    h = (h ^ word) * 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 31;
-  };
-  for (; n >= 8; p += 8, n -= 8) {
-    std::uint64_t word;
-    std::memcpy(&word, p, 8);
-    mix(word);
-  }
-  std::uint64_t tail = 0;
-  if (n) std::memcpy(&tail, p, n);
-  mix(tail);
-  h *= 0x94D049BB133111EBull;
-  return h ^ (h >> 29);
-}
-
 // Shards [first, last): does each hold exactly the names listed for it? Fills hashes[] with the
 // 64-bit hash of every tensor name of those shards, at offsets given by `tensor_base`.
 bool shards_agree(std::span<const std::string_view> listed, std::span<const std::size_t> listed_begin,
-                  std::span<const SafetensorsFile* const> files, std::span<const std::size_t> tensor_base,
-                  std::size_t first, std::size_t last, std::span<std::uint64_t> hashes) {
+                  std::span<const SafetensorsFile* const> files, std::span<const std::span<const std::uint64_t>> known,
+                  std::span<const std::size_t> tensor_base, std::size_t first, std::size_t last,
+                  std::span<std::uint64_t> hashes) {
   NameTable table;
   std::vector<std::uint8_t> hit;
   for (std::size_t s = first; s < last; ++s) {
     const auto& tensors = files[s]->tensors;
     auto name_of = [&tensors](std::uint32_t t) { return std::string_view(tensors[t].name); };
     table.reset(tensors.size());
+    const bool have = s < known.size() && known[s].size() == tensors.size();
     for (std::uint32_t t = 0; t < tensors.size(); ++t) {
-      hashes[tensor_base[s] + t] = hash64(tensors[t].name);
-      if (!table.try_emplace(tensors[t].name, t, name_of).second) return false;  // never: headers drop repeats
+      const std::uint64_t h = have ? known[s][t] : NameTable::hash64(tensors[t].name);
+      hashes[tensor_base[s] + t] = h;
+      if (!table.try_emplace_hashed(tensors[t].name, NameTable::fold(h), t, name_of).second)
+        return false;  // never: headers drop repeats
     }
     hit.assign(tensors.size(), 0);
     for (std::size_t l = listed_begin[s]; l < listed_begin[s + 1]; ++l) {
-      const auto t = table.find(listed[l], name_of);
+      const auto t = table.find_hashed(listed[l], NameTable::hash(listed[l]), name_of);
       if (!t || hit[*t]) return false;  // not in this shard, or listed twice for it
       hit[*t] = 1;
     }
@@ -80,6 +63,7 @@ bool all_distinct(std::span<const std::uint64_t> values, std::pmr::memory_resour
 }  // namespace
 
 bool index_agrees_with_headers(std::span<const ShardListing> listings, std::span<const SafetensorsFile* const> files,
+                               std::span<const std::span<const std::uint64_t>> name_hashes,
                                std::pmr::memory_resource* memory) {
   const std::size_t shards = files.size();
   if (std::any_of(files.begin(), files.end(), [](const SafetensorsFile* f) { return f == nullptr; })) return false;
@@ -111,11 +95,12 @@ bool index_agrees_with_headers(std::span<const ShardListing> listings, std::span
   std::optional<std::jthread> helper;
   if (std::thread::hardware_concurrency() > 1 && split > 0 && split < shards) {
     try {
-      helper.emplace([&] { second_ok = shards_agree(listed, listed_begin, files, tensor_base, split, shards, hashes); });
+      helper.emplace([&] { second_ok = shards_agree(listed, listed_begin, files, name_hashes, tensor_base, split, shards, hashes); });
     } catch (const std::system_error&) {
     }
   }
-  const bool first_ok = shards_agree(listed, listed_begin, files, tensor_base, 0, helper ? split : shards, hashes);
+  const bool first_ok =
+      shards_agree(listed, listed_begin, files, name_hashes, tensor_base, 0, helper ? split : shards, hashes);
   if (helper) helper.reset();  // joins
   if (!first_ok || !second_ok) return false;
   // Per shard the names agree; a name held by two shards would be listed twice. 

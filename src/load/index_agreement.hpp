@@ -27,7 +27,10 @@ struct ShardListing {
 // find nothing. False when a shard was not read (nullptr), when anything disagrees, or (about
 // once in 2^64 pairs of names) when two names share a 64-bit hash; the caller then runs the full
 // check, so the answer is never wrong, at worst slow. Uses up to two threads.
+// `name_hashes[s]`, when not empty, holds util::NameTable::hash64 of each of files[s]'s tensor
+// names, as the header reader computed them for its duplicate check.
 bool index_agrees_with_headers(std::span<const ShardListing> listings, std::span<const SafetensorsFile* const> files,
+                               std::span<const std::span<const std::uint64_t>> name_hashes,
                                std::pmr::memory_resource* memory);
 
 }  // namespace shardcheck::detail

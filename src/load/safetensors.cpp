@@ -506,7 +506,8 @@ void mark_duplicates(std::vector<Entry>& entries, detail::NameTable& seen, Repor
   auto name_of = [&entries](std::uint32_t i) { return entries[i].name; };
   for (std::uint32_t i = 0; i < entries.size(); ++i) {
     Entry& e = entries[i];
-    if (seen.try_emplace(e.name, i, name_of).second) continue;
+    e.name_hash = detail::NameTable::hash64(e.name);
+    if (seen.try_emplace_hashed(e.name, detail::NameTable::fold(e.name_hash), i, name_of).second) continue;
     e.duplicate = true;
     report.at_key(Failure::duplicate_name, e.name,
                   fmt::format("tensor {} appears more than once in the header; tensor names must "
@@ -648,6 +649,7 @@ struct HeaderReader::Scratch {
   // Where this reader's results live: shared by every file it reads, kept alive by them.
   std::shared_ptr<util::HugePageArena> storage = std::make_shared<util::HugePageArena>();
   bool plain_scan = true;
+  std::pmr::vector<std::uint64_t> name_hashes{storage.get()};  // of the last file's tensors
 
   // The header buffer resized to N + padding, the padding zeroed (simdjson reads into it).
   char* header_buffer(std::size_t n) {
@@ -696,6 +698,7 @@ std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint
                                                    const std::string& label, Reporter& report,
                                                    detail::HeaderReader::Scratch& scratch) {
   const std::string_view text(padded, header_len);
+  scratch.name_hashes.clear();
   report.set_header(text, header_len);
   if (!simdjson::validate_utf8(text)) {
     const auto at = first_invalid_utf8(text);
@@ -739,9 +742,12 @@ std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint
 
   std::pmr::memory_resource* storage = scratch.storage.get();
   out.tensors.reserve(entries.size());
+  scratch.name_hashes.reserve(entries.size());
   for (const Entry& e : entries)
-    if (e.dtype && e.size_ok && e.range && !e.duplicate)
+    if (e.dtype && e.size_ok && e.range && !e.duplicate) {
       out.tensors.push_back(make_tensor_info(e, dims_of(e), storage));
+      scratch.name_hashes.push_back(e.name_hash);
+    }
   return out;
 }
 
@@ -783,6 +789,8 @@ HeaderReader::HeaderReader() : scratch_(std::make_unique<Scratch>()) {}
 HeaderReader::~HeaderReader() = default;
 
 void HeaderReader::set_plain_scan(bool on) { scratch_->plain_scan = on; }
+
+std::pmr::vector<std::uint64_t> HeaderReader::take_name_hashes() { return std::move(scratch_->name_hashes); }
 
 std::optional<SafetensorsFile> HeaderReader::read_file(const std::filesystem::path& path,
                                                        const std::string& label,

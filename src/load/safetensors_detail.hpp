@@ -45,6 +45,7 @@ struct Entry {
   std::optional<DataRange> range;  // well-formed and begin <= end
   bool size_ok = false;            // numel x bits computed without overflow; shape fits int64
   bool duplicate = false;
+  std::uint64_t name_hash = 0;     // NameTable::hash64(name), set by the duplicate check
 };
 
 // Reads a header in the plain form nearly every writer produces (load/plain_json.hpp): tensor
@@ -80,6 +81,11 @@ class HeaderReader {
   // Off: every header goes through the full parser, never the plain one-pass scan. For tests and
   // fuzz/fuzz_safetensors.cpp, which check that both paths read every input alike.
   void set_plain_scan(bool on);
+
+  // NameTable::hash64 of each tensor name of the last file read, in its `tensors` order (empty
+  // when it was rejected). They live in the same arena as the file's tensors, so they must not
+  // outlive that file. The loader reuses them to compare the index with the headers.
+  std::pmr::vector<std::uint64_t> take_name_hashes();
 
   struct Scratch;  // defined in safetensors.cpp
 

@@ -3,6 +3,7 @@
 
 #include "resolve/tree_internal.hpp"
 #include "shardcheck/module_tree.hpp"
+#include "util/stage_timer.hpp"
 
 namespace shardcheck {
 namespace {
@@ -93,10 +94,13 @@ std::optional<ModuleTree> build_module_tree(const ModelConfig& config_in, const 
   const DType dtype = config.torch_dtype.value_or(DType::F32);
   Frame globals;
   FusedSources fused;
+  util::StageTimer timer("resolve: expand registry tree");
   auto tree = expand_arch_tree(config, *arch, registry, options, root, dtype, globals, fused, sink);
   if (!tree) return std::nullopt;
   tree->config_path = config.path;
+  timer.lap("resolve: match checkpoint");
   if (ckpt) match_checkpoint(*tree, *arch, *ckpt, fused, globals, sink);
+  timer.lap("resolve: count");
   finalize_counts(*tree);
   return tree;
 }

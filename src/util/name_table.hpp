@@ -42,8 +42,19 @@ class NameTable {
   template <class NameOf>
   std::pair<std::uint32_t, bool> try_emplace(std::string_view name, std::uint32_t value,
                                              const NameOf& name_of) {
+    return try_emplace_hashed(name, hash(name), value, name_of);
+  }
+
+  template <class NameOf>
+  std::optional<std::uint32_t> find(std::string_view name, const NameOf& name_of) const {
+    return find_hashed(name, hash(name), name_of);
+  }
+
+  // The same, with `h` = hash(name) computed by the caller (who may have needed it anyway).
+  template <class NameOf>
+  std::pair<std::uint32_t, bool> try_emplace_hashed(std::string_view name, std::uint32_t h, std::uint32_t value,
+                                                    const NameOf& name_of) {
     if (2 * (size_ + 1) > slots_.size()) rehash(slots_.size() * 2);
-    const std::uint32_t h = hash(name);
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
       Slot& s = slots_[i];
       if (s.value_plus_one == 0) {
@@ -57,8 +68,7 @@ class NameTable {
   }
 
   template <class NameOf>
-  std::optional<std::uint32_t> find(std::string_view name, const NameOf& name_of) const {
-    const std::uint32_t h = hash(name);
+  std::optional<std::uint32_t> find_hashed(std::string_view name, std::uint32_t h, const NameOf& name_of) const {
     for (std::size_t i = h & mask_;; i = (i + 1) & mask_) {
       const Slot& s = slots_[i];
       if (s.value_plus_one == 0) return std::nullopt;
@@ -68,7 +78,11 @@ class NameTable {
 
   // Tensor names are long and share prefixes ("model.layers.12.mlp.experts.7."), so the hash
   // takes 8 bytes per step; std::hash (murmur with a byte-wise tail) cost three times as much.
-  static std::uint32_t hash(std::string_view s) {
+  static std::uint32_t hash(std::string_view s) { return fold(hash64(s)); }
+  // The table's hash is these 64 bits folded; callers that keep a 64-bit hash of a name (to
+  // compare names across tables) derive the table's from it.
+  static std::uint32_t fold(std::uint64_t h) { return static_cast<std::uint32_t>(h ^ (h >> 32)); }
+  static std::uint64_t hash64(std::string_view s) {
     const char* p = s.data();
     std::size_t n = s.size();
     std::uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
@@ -85,7 +99,7 @@ class NameTable {
     if (n) std::memcpy(&tail, p, n);
     mix(tail);
     h *= 0x94D049BB133111EBull;
-    return static_cast<std::uint32_t>(h ^ (h >> 32));
+    return h ^ (h >> 29);
   }
 
  private:

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "load/index_agreement.hpp"
+#include "util/name_table.hpp"
 
 using namespace shardcheck;
 using detail::ShardListing;
@@ -21,7 +22,19 @@ SafetensorsFile shard(std::vector<std::string> names) {
 }
 
 bool agrees(const std::vector<ShardListing>& listings, const std::vector<const SafetensorsFile*>& files) {
-  return detail::index_agrees_with_headers(listings, files, std::pmr::get_default_resource());
+  // Once with the names hashed here, once with the hashes a header reader would pass in.
+  std::vector<std::vector<std::uint64_t>> known;
+  std::vector<std::span<const std::uint64_t>> spans;
+  for (const SafetensorsFile* f : files) {
+    known.emplace_back();
+    if (f)
+      for (const auto& t : f->tensors) known.back().push_back(util::NameTable::hash64(t.name));
+  }
+  for (const auto& k : known) spans.emplace_back(k);
+  const bool computed = detail::index_agrees_with_headers(listings, files, {}, std::pmr::get_default_resource());
+  const bool given = detail::index_agrees_with_headers(listings, files, spans, std::pmr::get_default_resource());
+  CHECK(computed == given);
+  return computed;
 }
 
 }  // namespace
