@@ -11,6 +11,7 @@
 #include "cli/plan_flags.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
+#include "util/huge_pages.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -53,6 +54,7 @@ int exit_code(const PreflightResult& r, bool strict) {
 }
 
 int run_check(const CheckFlags& f, const CliContext& ctx) {
+  util::use_huge_page_heap();  // a short-lived process about to build large tables
   std::string error;
   auto req = make_request(f, ctx, error);
   if (!req) {

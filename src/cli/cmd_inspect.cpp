@@ -10,6 +10,7 @@
 #include "shardcheck/registry.hpp"
 #include "shardcheck/report.hpp"
 #include "util/stage_timer.hpp"
+#include "util/huge_pages.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -24,6 +25,7 @@ struct InspectArgs {
 };
 
 int run_inspect(const InspectArgs& a, const CliContext& ctx) {
+  util::use_huge_page_heap();  // a short-lived process about to build large tables
   DiagnosticSink sink;
   ResolveOptions opts;
   if (!a.transformers_version.empty()) {

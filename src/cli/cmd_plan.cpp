@@ -7,11 +7,13 @@
 
 #include "cli/plan_flags.hpp"
 #include "shardcheck/report.hpp"
+#include "util/huge_pages.hpp"
 
 namespace shardcheck::cli {
 namespace {
 
 int run_plan(const PlanFlags& f, const CliContext& ctx) {
+  util::use_huge_page_heap();  // a short-lived process about to build large tables
   std::string error;
   auto req = make_request(f, ctx, error);
   if (!req) {

@@ -32,6 +32,15 @@ class HugePageResource final : public std::pmr::memory_resource {
   bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override { return this == &other; }
 };
 
+// From here on, the main heap grows in large steps and takes transparent huge pages, so the many
+// small blocks of a large model's tree land in a few 2 MiB pages rather than in hundreds of 4 KiB
+// page faults. For a short-lived process about to build large tables (inspect/plan/check), not
+// for a library inside someone else's program: it sets process-wide malloc options. Equivalent
+// to GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.top_pad=..., which only the environment
+// can set. DeepSeek-V3 inspect: 780 -> ~550 page faults, wall 51 -> 45 ms (medians of 15).
+// Does nothing outside glibc.
+void use_huge_page_heap();
+
 // One region of tables: a monotonic (bump) allocator over huge-page blocks. Allocation is a
 // pointer increment; nothing is freed until the arena goes, all at once. Not thread-safe.
 class HugePageArena final : public std::pmr::memory_resource {
