@@ -5,7 +5,10 @@
 
 #include <algorithm>
 #include <regex>
+#include <optional>
 #include <span>
+#include <system_error>
+#include <thread>
 
 #include "resolve/tree_internal.hpp"
 #include "util/name_table.hpp"
@@ -103,27 +106,35 @@ class FusedMatcher {
           outer.has_fused_descendant = true;
   }
 
-  // Adds tensor `t` (checkpoint name `name`) to the fused parameter that gathers it; false when
-  // no fused parameter does.
-  bool add(std::string_view name, const TensorInfo& t) {
+  // The fused parameter (its slot) that gathers the tensor named `name`; nullopt when none does.
+  // `last` is the caller's memory of the module that took its previous tensor (one per thread).
+  std::optional<std::size_t> slot_of(std::string_view name, std::size_t& last) const {
     std::size_t dot = name.rfind('.');
-    if (last_ < modules_.size()) {
-      const FusedModule& m = modules_[last_];
+    if (last < modules_.size()) {
+      const FusedModule& m = modules_[last];
       const std::size_t n = m.path.size();
       if (!m.has_fused_descendant && name.size() > n && name[n] == '.' && name.starts_with(m.path)) {
-        if (take(m, name.substr(n + 1), t)) return true;
+        if (auto slot = glob_slot(m, name.substr(n + 1))) return slot;
         dot = name.rfind('.', n - 1);  // on to the modules above it
       }
     }
     for (; dot != std::string_view::npos && dot > 0; dot = name.rfind('.', dot - 1)) {
       const std::size_t* module = module_of_path_.find(name.substr(0, dot));
       if (!module) continue;
-      if (take(modules_[*module], name.substr(dot + 1), t)) {
-        last_ = *module;
-        return true;
+      if (auto slot = glob_slot(modules_[*module], name.substr(dot + 1))) {
+        last = *module;
+        return slot;
       }
     }
-    return false;
+    return std::nullopt;
+  }
+
+  // Adds tensor `t` to what fused parameter `slot` gathered.
+  void take(std::size_t slot, const TensorInfo& t) {
+    FusedAccumulator& acc = seen_[slot];
+    acc.numel += t.numel();
+    acc.tensors += 1;
+    if (!acc.dtype) acc.dtype = t.dtype;
   }
 
   // What each fused parameter gathered, in (module, parameter) order; parameters that gathered
@@ -141,23 +152,25 @@ class FusedMatcher {
     bool has_fused_descendant;
   };
 
-  bool take(const FusedModule& m, std::string_view rest, const TensorInfo& t) {
+  static std::optional<std::size_t> glob_slot(const FusedModule& m, std::string_view rest) {
     for (const auto& [glob, slot] : m.globs)
-      if (glob_match(glob, rest)) {
-        FusedAccumulator& acc = seen_[slot];
-        acc.numel += t.numel();
-        acc.tensors += 1;
-        if (!acc.dtype) acc.dtype = t.dtype;
-        return true;
-      }
-    return false;
+      if (glob_match(glob, rest)) return slot;
+    return std::nullopt;
   }
 
   std::vector<std::pair<int, int>> slots_;    // fused parameters in FusedSources order
   std::vector<FusedAccumulator> seen_;        // per slot
   std::vector<FusedModule> modules_;
   NameMap<std::size_t> module_of_path_;       // path -> index into modules_
-  std::size_t last_ = static_cast<std::size_t>(-1);  // module that took the previous tensor
+};
+
+// What one checkpoint tensor is to the tree. Decided for all tensors first, on two threads (each
+// decision is a few hash lookups and glob matches: DeepSeek-V3 has 92k tensors), then applied in
+// checkpoint order on one, so diagnostics and first-seen dtypes come out as in a serial walk.
+struct Resolution {
+  enum Kind : std::uint8_t { parameter, fused, ignored, unexpected } kind = unexpected;
+  int module = 0, param = 0;  // parameter: the ParamInfo
+  std::size_t slot = 0;       // fused: the FusedMatcher slot
 };
 
 // Whether "<prefix><name>" can be a parameter path: only when the first dotted component of `name`
@@ -231,9 +244,9 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
   const std::string prefix = arch.base_model_prefix.empty() ? "" : arch.base_model_prefix + ".";
   std::vector<std::string> unexpected, wrong_shape;
 
-  std::string prefixed;  // reused buffer for "<prefix><name>"
   const PrefixedCandidates prefixed_candidates(tree, prefix);
-  auto lookup = [&](std::string_view name) -> const std::pair<int, int>* {
+  // `prefixed`: the calling thread's buffer for "<prefix><name>".
+  auto lookup = [&](std::string_view name, std::string& prefixed) -> const std::pair<int, int>* {
     if (const auto* hit = by_path.find(name)) return hit;
     // A base-model checkpoint loaded into a head class gains the prefix (gpt2's "h.0..." keys);
     // a head checkpoint loaded into the base model loses it.
@@ -246,42 +259,85 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
     return nullptr;
   };
 
-  for (const auto& file : ckpt.files) {
+  // Tensors in checkpoint order, as (file, tensor) pairs.
+  std::size_t count = 0;
+  for (const auto& file : ckpt.files) count += file.tensors.size();
+  std::vector<const TensorInfo*> tensors;
+  std::vector<const SafetensorsFile*> file_of;
+  tensors.reserve(count);
+  file_of.reserve(count);
+  for (const auto& file : ckpt.files)
     for (const auto& t : file.tensors) {
+      tensors.push_back(&t);
+      file_of.push_back(&file);
+    }
+  std::vector<Resolution> resolved(tensors.size());
+  auto resolve_range = [&](std::size_t first, std::size_t last) {
+    std::string prefixed, renamed;  // this thread's buffers
+    std::size_t fused_cursor = static_cast<std::size_t>(-1);
+    for (std::size_t i = first; i < last; ++i) {
+      const TensorInfo& t = *tensors[i];
       std::string_view name = t.name;
-      std::string renamed;  // only when a rename applies (5.x block_sparse_moe -> mlp, ...)
-      if (!renames.empty()) {
+      if (!renames.empty()) {  // only when a rename applies (5.x block_sparse_moe -> mlp, ...)
         renamed = t.name;
         for (const auto& [from, to] : renames)
           for (std::size_t pos = 0; (pos = renamed.find(from, pos)) != std::string::npos; pos += to.size())
             renamed.replace(pos, from.size(), to);
         name = renamed;
       }
-      if (const auto* hit = lookup(name)) {
-        ParamInfo& p = tree.modules[hit->first].params[hit->second];
+      Resolution& r = resolved[i];
+      if (const auto* hit = lookup(name, prefixed)) {
+        r = {Resolution::parameter, hit->first, hit->second, 0};
+      } else if (auto slot = fused_matcher.slot_of(name, fused_cursor)) {
+        r = {Resolution::fused, 0, 0, *slot};
+      } else {
+        const bool ignored = std::any_of(ignores.begin(), ignores.end(), [&name](const std::regex& re) {
+          return std::regex_search(name.begin(), name.end(), re);
+        });
+        r.kind = ignored ? Resolution::ignored : Resolution::unexpected;
+      }
+    }
+  };
+  const std::size_t half = tensors.size() / 2;
+  std::optional<std::jthread> helper;
+  if (tensors.size() >= 4096 && std::thread::hardware_concurrency() > 1) {  // small models: not worth a thread
+    try {
+      helper.emplace([&] { resolve_range(half, tensors.size()); });
+    } catch (const std::system_error&) {
+    }
+  }
+  resolve_range(0, helper ? half : tensors.size());
+  helper.reset();  // joins
+
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = *tensors[i];
+    const Resolution& r = resolved[i];
+    switch (r.kind) {
+      case Resolution::parameter: {
+        ParamInfo& p = tree.modules[r.module].params[r.param];
         if (!std::ranges::equal(p.shape, t.shape)) {
           wrong_shape.emplace_back(t.name);
           report("MT002", Severity::error,
                  fmt::format("tensor '{}' in {} has shape {}, but the {} layout for this config.json expects {}",
-                             t.name, file.path, shape_str(t.shape), arch.model_type, shape_str(p.shape)),
+                             t.name, file_of[i]->path, shape_str(t.shape), arch.model_type, shape_str(p.shape)),
                  ExitCode::model_mismatch,
                  "the checkpoint and config.json disagree, or the registry is wrong for this model");
-          continue;
+          break;
         }
         p.dtype = t.dtype;
         p.in_checkpoint = true;
-        continue;
+        break;
       }
-      if (fused_matcher.add(name, t)) continue;
-      bool ignored = false;
-      for (const auto& re : ignores)
-        if (std::regex_search(name.begin(), name.end(), re)) { ignored = true; break; }
-      if (ignored) {
+      case Resolution::fused:
+        fused_matcher.take(r.slot, t);
+        break;
+      case Resolution::ignored:
         tree.checkpoint_only_numel += t.numel();
         tree.checkpoint_only_tensors += 1;
-        continue;
-      }
-      unexpected.emplace_back(t.name);
+        break;
+      case Resolution::unexpected:
+        unexpected.emplace_back(t.name);
+        break;
     }
   }
 
