@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -78,6 +79,31 @@ struct ResolveOptions {
 std::optional<ModuleTree> build_module_tree(const ModelConfig& config, const CheckpointMeta* ckpt,
                                             const Registry& registry, const ResolveOptions& options,
                                             DiagnosticSink& sink);
+
+// build_module_tree in two halves, so that the part that needs only config.json and the registry
+// (choosing the architecture, expanding its modules and shape formulas) can run while the
+// checkpoint's headers are still being read (ModelLoad in shardcheck/model_source.hpp). Same
+// diagnostics, in the same order, as one build_module_tree call.
+class TreeExpansion {
+ public:
+  struct State;  // defined in src/resolve/build_tree.cpp
+  explicit TreeExpansion(std::unique_ptr<State> state);
+  TreeExpansion(TreeExpansion&&) noexcept;
+  TreeExpansion& operator=(TreeExpansion&&) noexcept;
+  ~TreeExpansion();
+
+ private:
+  friend std::optional<ModuleTree> complete_module_tree(TreeExpansion, const CheckpointMeta*, DiagnosticSink&);
+  std::unique_ptr<State> state_;
+};
+
+// The first half: architecture chosen and expanded. `registry` must outlive the result.
+std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config, const Registry& registry,
+                                                const ResolveOptions& options, DiagnosticSink& sink);
+// The second half: `ckpt` matched (or, for a model_type the registry lacks, the tree inferred
+// from it), counts finalised.
+std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const CheckpointMeta* ckpt,
+                                               DiagnosticSink& sink);
 
 // The fallback on its own: module tree inferred from tensor names, classes guessed.
 ModuleTree infer_module_tree(const ModelConfig& config, const CheckpointMeta& ckpt, DiagnosticSink& sink);

@@ -5,9 +5,8 @@
 #include <memory>
 
 #include "cli/commands.hpp"
-#include "shardcheck/model_source.hpp"
+#include "shardcheck/load_tree.hpp"
 #include "shardcheck/module_tree.hpp"
-#include "shardcheck/registry.hpp"
 #include "shardcheck/report.hpp"
 #include "util/stage_timer.hpp"
 #include "util/huge_pages.hpp"
@@ -40,20 +39,8 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
   opts.attn_implementation = a.attn_implementation;
   opts.architecture = a.architecture;
 
-  std::optional<ModuleTree> tree;
-  util::StageTimer timer("inspect: load model");
-  if (auto inputs = load_model(a.model, a.config_only, sink)) {
-    // A checkpoint whose headers are broken is still reported in full, but no tree is built on it.
-    const bool headers_ok = !sink.has_errors();
-    timer.lap("inspect: load registry");
-    if (auto registry = Registry::load_for(ctx.rules_dir, inputs->config, sink); registry && headers_ok) {
-      timer.lap("inspect: build tree");
-      tree = build_module_tree(inputs->config, inputs->checkpoint ? &*inputs->checkpoint : nullptr, *registry, opts,
-                               sink);
-    }
-    timer.lap("inspect: free inputs");
-  }
-  timer.lap("inspect: render");
+  std::optional<ModuleTree> tree = load_module_tree(a.model, a.config_only, ctx.rules_dir, opts, sink).tree;
+  util::StageTimer timer("inspect: render");
   const TextStyle style{ctx.color};
   if (a.format == "json" && tree) {
     std::fputs(render_tree_json(*tree, sink.items()).c_str(), stdout);

@@ -2,23 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <exception>
+#include <system_error>
+#include <utility>
+#include <thread>
+
 #include "shardcheck/hub.hpp"
 
 namespace shardcheck {
 namespace fs = std::filesystem;
 namespace {
-
-// config.json and, unless config_only, the checkpoint of a directory: the one loading and
-// validation path, whether the directory is the user's, a Hugging Face cache snapshot or
-// shardcheck's sparse mirror of Hub headers.
-std::optional<ModelInputs> load_directory(const fs::path& dir, const fs::path& config_file, bool config_only,
-                                          DiagnosticSink& sink) {
-  auto config = load_model_config(config_file, sink);
-  if (!config) return std::nullopt;
-  ModelInputs in{std::move(*config), std::nullopt};
-  if (!config_only) in.checkpoint = load_checkpoint(dir, sink);
-  return in;
-}
 
 // Diagnostics about files of a mirrored snapshot name the URL the bytes came from.
 void rename_files(DiagnosticSink& sink, const fs::path& dir, const std::string& prefix) {
@@ -31,30 +24,7 @@ void rename_files(DiagnosticSink& sink, const fs::path& dir, const std::string& 
   }
 }
 
-}  // namespace
-
-std::optional<ModelInputs> load_model(const std::string& ref, bool config_only, DiagnosticSink& sink) {
-  std::error_code ec;
-  fs::path dir = ref;
-  if (fs::is_regular_file(dir, ec)) {
-    const fs::path parent = dir.parent_path().empty() ? fs::path(".") : dir.parent_path();
-    return load_directory(parent, dir, config_only, sink);
-  }
-  if (fs::is_directory(dir, ec)) return load_directory(dir, dir / "config.json", config_only, sink);
-
-  // Not a local path: a Hub model id (org/name[@revision]), from a cache or the Hub.
-  if (auto model_ref = parse_model_ref(ref)) {
-    const HubEnvironment env = hub_environment_from_process();
-    auto resolved = resolve_hub_model(*model_ref, config_only, env, sink);
-    if (!resolved) return std::nullopt;
-    if (resolved->display_prefix.empty())
-      return load_directory(resolved->dir, resolved->dir / "config.json", config_only || resolved->config_only, sink);
-    DiagnosticSink local;
-    auto in = load_directory(resolved->dir, resolved->dir / "config.json", config_only || resolved->config_only, local);
-    rename_files(local, resolved->dir, resolved->display_prefix);
-    sink.append(local);
-    return in;
-  }
+Diagnostic not_found(const std::string& ref) {
   Diagnostic d;
   d.code = "IO002";
   d.location.file = ref;
@@ -64,8 +34,99 @@ std::optional<ModelInputs> load_model(const std::string& ref, bool config_only, 
   d.help = "give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
            "such as meta-llama/Meta-Llama-3-8B";
   d.exit_code = ExitCode::io;
-  sink.report(std::move(d));
-  return std::nullopt;
+  return d;
+}
+
+}  // namespace
+
+// config.json and, unless config_only, the checkpoint of a directory: the one loading and
+// validation path, whether the directory is the user's, a Hugging Face cache snapshot or
+// shardcheck's sparse mirror of Hub headers.
+struct ModelLoad::State {
+  fs::path dir;                  // where the checkpoint is
+  std::string display_prefix;    // non-empty: a mirrored Hub snapshot; file names are shown as URLs
+  ModelConfig config;
+  bool config_only = false;
+  DiagnosticSink checkpoint_sink;
+  std::optional<CheckpointMeta> checkpoint;
+  std::thread loader;            // reads the checkpoint; joined by finish() or the destructor
+  std::exception_ptr failure;    // what the loader threw, rethrown by finish()
+
+  void load() {
+    try {
+      checkpoint = load_checkpoint(dir, checkpoint_sink);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+};
+
+ModelLoad::ModelLoad(std::unique_ptr<State> state) : state_(std::move(state)) {}
+ModelLoad::ModelLoad(ModelLoad&&) noexcept = default;
+ModelLoad& ModelLoad::operator=(ModelLoad&&) noexcept = default;
+ModelLoad::~ModelLoad() {
+  if (state_ && state_->loader.joinable()) state_->loader.join();
+}
+
+const ModelConfig& ModelLoad::config() const { return state_->config; }
+
+std::optional<ModelLoad> ModelLoad::begin(const std::string& ref, bool config_only, DiagnosticSink& sink) {
+  auto state = std::make_unique<State>();
+  fs::path config_file;
+  std::error_code ec;
+  const fs::path path = ref;
+  if (fs::is_regular_file(path, ec)) {
+    state->dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+    config_file = path;
+  } else if (fs::is_directory(path, ec)) {
+    state->dir = path;
+    config_file = path / "config.json";
+  } else if (auto model_ref = parse_model_ref(ref)) {
+    // Not a local path: a Hub model id (org/name[@revision]), from a cache or the Hub.
+    const HubEnvironment env = hub_environment_from_process();
+    auto resolved = resolve_hub_model(*model_ref, config_only, env, sink);
+    if (!resolved) return std::nullopt;
+    state->dir = resolved->dir;
+    state->display_prefix = resolved->display_prefix;
+    config_file = resolved->dir / "config.json";
+    config_only = config_only || resolved->config_only;
+  } else {
+    sink.report(not_found(ref));
+    return std::nullopt;
+  }
+
+  DiagnosticSink config_sink;
+  auto config = load_model_config(config_file, config_sink);
+  if (!state->display_prefix.empty()) rename_files(config_sink, state->dir, state->display_prefix);
+  sink.append(config_sink);
+  if (!config) return std::nullopt;
+  state->config = std::move(*config);
+  state->config_only = config_only;
+  if (!config_only) {
+    State* s = state.get();  // stable: the State lives on the heap
+    try {
+      state->loader = std::thread([s] { s->load(); });
+    } catch (const std::system_error&) {
+      s->load();  // no thread to be had: read it now
+    }
+  }
+  return ModelLoad(std::move(state));
+}
+
+ModelInputs ModelLoad::finish(DiagnosticSink& sink) {
+  State& s = *state_;
+  if (s.loader.joinable()) s.loader.join();
+  if (s.failure) std::rethrow_exception(std::exchange(s.failure, nullptr));
+  if (!s.display_prefix.empty()) rename_files(s.checkpoint_sink, s.dir, s.display_prefix);
+  sink.append(s.checkpoint_sink);
+  s.checkpoint_sink = DiagnosticSink{};
+  return ModelInputs{std::move(s.config), std::move(s.checkpoint)};
+}
+
+std::optional<ModelInputs> load_model(const std::string& ref, bool config_only, DiagnosticSink& sink) {
+  auto load = ModelLoad::begin(ref, config_only, sink);
+  if (!load) return std::nullopt;
+  return load->finish(sink);
 }
 
 }  // namespace shardcheck

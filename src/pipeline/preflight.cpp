@@ -6,8 +6,7 @@
 
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/effective_settings.hpp"
-#include "shardcheck/model_source.hpp"
-#include "shardcheck/registry.hpp"
+#include "shardcheck/load_tree.hpp"
 
 namespace shardcheck {
 
@@ -67,15 +66,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     }
   }
 
-  DiagnosticSink model_sink;
-  auto inputs = load_model(req.model, req.config_only, model_sink);
-  const bool model_ok = inputs && !model_sink.has_errors();
-  r.sink.append(model_sink);
-  if (!model_ok) return r;
-  auto registry = Registry::load_for(req.rules_dir, inputs->config, r.sink);
-  if (!registry) return r;
-  r.tree = build_module_tree(inputs->config, inputs->checkpoint ? &*inputs->checkpoint : nullptr, *registry,
-                             req.resolve, r.sink);
+  r.tree = load_module_tree(req.model, req.config_only, req.rules_dir, req.resolve, r.sink).tree;
   if (!r.tree) return r;
 
   const std::size_t errors_before = r.sink.count(Severity::error);

@@ -1,5 +1,9 @@
-// build_module_tree: picks the architecture, expands it, matches the checkpoint, counts.
+// build_module_tree: picks the architecture, expands it, matches the checkpoint, counts; in two
+// halves (expand_module_tree, complete_module_tree) for callers that overlap the first with loading.
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
 
 #include "resolve/tree_internal.hpp"
 #include "shardcheck/module_tree.hpp"
@@ -28,10 +32,27 @@ std::string known_types(const Registry& reg) {
 
 }  // namespace
 
-std::optional<ModuleTree> build_module_tree(const ModelConfig& config_in, const CheckpointMeta* ckpt,
-                                            const Registry& registry, const ResolveOptions& options,
-                                            DiagnosticSink& sink) {
-  ModelConfig config = config_in;
+// What expand_module_tree hands to complete_module_tree.
+struct TreeExpansion::State {
+  ModelConfig config;                   // as expanded (text_config of a multimodal wrapper chosen)
+  const Registry* registry = nullptr;
+  const ArchSpec* arch = nullptr;       // nullptr: a model_type the registry does not know
+  Frame globals;
+  FusedSources fused;
+  std::optional<ModuleTree> tree;       // when arch is known
+};
+
+TreeExpansion::TreeExpansion(std::unique_ptr<State> state) : state_(std::move(state)) {}
+TreeExpansion::TreeExpansion(TreeExpansion&&) noexcept = default;
+TreeExpansion& TreeExpansion::operator=(TreeExpansion&&) noexcept = default;
+TreeExpansion::~TreeExpansion() = default;
+
+std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, const Registry& registry,
+                                                const ResolveOptions& options, DiagnosticSink& sink) {
+  auto state = std::make_unique<TreeExpansion::State>();
+  state->config = config_in;
+  state->registry = &registry;
+  ModelConfig& config = state->config;
   const ArchSpec* arch = registry.find(config.model_type);
   // Multimodal wrappers keep the language model in text_config (e.g. gemma3 -> gemma3_text).
   if (!arch && config.raw.contains("text_config") && config.raw["text_config"].is_object()) {
@@ -47,28 +68,8 @@ std::optional<ModuleTree> build_module_tree(const ModelConfig& config_in, const 
       }
     }
   }
-  if (!arch) {
-    if (ckpt) {
-      sink.report(diag("ARCH001", Severity::warning, config.path,
-                       fmt::format("model_type '{}' is not in the registry: module classes are guessed from tensor "
-                                   "names, and registration order follows the checkpoint",
-                                   config.model_type),
-                       ExitCode::ok,
-                       fmt::format("add rules/models/{}.yaml to describe it (known: {})", config.model_type,
-                                   known_types(registry))));
-      ModuleTree tree = infer_module_tree(config, *ckpt, sink);
-      tree.config_path = config.path;
-      finalize_counts(tree);
-      return tree;
-    }
-    sink.report(diag("ARCH001", Severity::error, config.path,
-                     fmt::format("model_type '{}' is not in the registry and there is no checkpoint to infer the "
-                                 "layout from",
-                                 config.model_type),
-                     ExitCode::unknown_model,
-                     fmt::format("known model types: {}", known_types(registry))));
-    return std::nullopt;
-  }
+  state->arch = arch;
+  if (!arch) return TreeExpansion(std::move(state));  // complete_module_tree decides (ARCH001)
 
   std::string root = options.architecture;
   if (root.empty()) {
@@ -92,17 +93,53 @@ std::optional<ModuleTree> build_module_tree(const ModelConfig& config_in, const 
   }
 
   const DType dtype = config.torch_dtype.value_or(DType::F32);
-  Frame globals;
-  FusedSources fused;
   util::StageTimer timer("resolve: expand registry tree");
-  auto tree = expand_arch_tree(config, *arch, registry, options, root, dtype, globals, fused, sink);
-  if (!tree) return std::nullopt;
-  tree->config_path = config.path;
-  timer.lap("resolve: match checkpoint");
-  if (ckpt) match_checkpoint(*tree, *arch, *ckpt, fused, globals, sink);
-  timer.lap("resolve: count");
-  finalize_counts(*tree);
-  return tree;
+  state->tree =
+      expand_arch_tree(config, *arch, registry, options, root, dtype, state->globals, state->fused, sink);
+  if (!state->tree) return std::nullopt;
+  state->tree->config_path = config.path;
+  return TreeExpansion(std::move(state));
+}
+
+std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const CheckpointMeta* ckpt,
+                                               DiagnosticSink& sink) {
+  TreeExpansion::State& state = *expansion.state_;
+  const ModelConfig& config = state.config;
+  if (!state.arch) {
+    if (ckpt) {
+      sink.report(diag("ARCH001", Severity::warning, config.path,
+                       fmt::format("model_type '{}' is not in the registry: module classes are guessed from tensor "
+                                   "names, and registration order follows the checkpoint",
+                                   config.model_type),
+                       ExitCode::ok,
+                       fmt::format("add rules/models/{}.yaml to describe it (known: {})", config.model_type,
+                                   known_types(*state.registry))));
+      ModuleTree tree = infer_module_tree(config, *ckpt, sink);
+      tree.config_path = config.path;
+      finalize_counts(tree);
+      return tree;
+    }
+    sink.report(diag("ARCH001", Severity::error, config.path,
+                     fmt::format("model_type '{}' is not in the registry and there is no checkpoint to infer the "
+                                 "layout from",
+                                 config.model_type),
+                     ExitCode::unknown_model,
+                     fmt::format("known model types: {}", known_types(*state.registry))));
+    return std::nullopt;
+  }
+  util::StageTimer timer("resolve: match checkpoint");
+  ModuleTree& tree = *state.tree;
+  if (ckpt) match_checkpoint(tree, *state.arch, *ckpt, state.fused, state.globals, sink);
+  finalize_counts(tree);
+  return std::move(tree);
+}
+
+std::optional<ModuleTree> build_module_tree(const ModelConfig& config, const CheckpointMeta* ckpt,
+                                            const Registry& registry, const ResolveOptions& options,
+                                            DiagnosticSink& sink) {
+  auto expansion = expand_module_tree(config, registry, options, sink);
+  if (!expansion) return std::nullopt;
+  return complete_module_tree(std::move(*expansion), ckpt, sink);
 }
 
 }  // namespace shardcheck

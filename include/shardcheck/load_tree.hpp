@@ -1,0 +1,26 @@
+#pragma once
+// Load and resolve in one call: a model's inputs (shardcheck/model_source.hpp) and its module tree
+// (shardcheck/module_tree.hpp), with the registry loaded and the tree expanded from config.json
+// while the checkpoint's headers are still being read. The one way inspect, plan and check get a
+// tree; diagnostics come out in the order of the stages (load, registry, tree).
+
+#include <optional>
+#include <string>
+
+#include "shardcheck/diagnostics.hpp"
+#include "shardcheck/model_source.hpp"
+#include "shardcheck/module_tree.hpp"
+
+namespace shardcheck {
+
+struct LoadedTree {
+  std::optional<ModelInputs> inputs;
+  bool inputs_ok = false;           // loaded, and loading reported no error
+  std::optional<ModuleTree> tree;   // built only when inputs_ok: a broken checkpoint is reported
+                                    // in full, but nothing is built on it
+};
+
+LoadedTree load_module_tree(const std::string& model, bool config_only, const std::string& rules_dir,
+                            const ResolveOptions& options, DiagnosticSink& sink);
+
+}  // namespace shardcheck
