@@ -13,7 +13,7 @@ namespace {
 
 // Shards [first, last): does each hold exactly the names listed for it? Fills hashes[] with the
 // 64-bit hash of every tensor name of those shards, at offsets given by `tensor_base`.
-bool shards_agree(std::span<const std::string_view> listed, std::span<const std::size_t> listed_begin,
+bool shards_agree(std::span<const ShardListing> listed, std::span<const std::size_t> listed_begin,
                   std::span<const SafetensorsFile* const> files, std::span<const std::span<const std::uint64_t>> known,
                   std::span<const std::size_t> tensor_base, std::size_t first, std::size_t last,
                   std::span<std::uint64_t> hashes) {
@@ -32,7 +32,7 @@ bool shards_agree(std::span<const std::string_view> listed, std::span<const std:
     }
     hit.assign(tensors.size(), 0);
     for (std::size_t l = listed_begin[s]; l < listed_begin[s + 1]; ++l) {
-      const auto t = table.find_hashed(listed[l], NameTable::hash(listed[l]), name_of);
+      const auto t = table.find_hashed(listed[l].tensor, listed[l].hash, name_of);
       if (!t || hit[*t]) return false;  // not in this shard, or listed twice for it
       hit[*t] = 1;
     }
@@ -81,10 +81,10 @@ bool index_agrees_with_headers(std::span<const ShardListing> listings, std::span
     listed_begin[s + 1] += listed_begin[s];
     tensor_base[s + 1] = tensor_base[s] + files[s]->tensors.size();
   }
-  std::pmr::vector<std::string_view> listed(listings.size(), memory);
+  std::pmr::vector<ShardListing> listed(listings.size(), memory);
   {
     std::pmr::vector<std::size_t> fill(listed_begin.begin(), listed_begin.end() - 1, memory);
-    for (const ShardListing& l : listings) listed[fill[l.shard]++] = l.tensor;
+    for (const ShardListing& l : listings) listed[fill[l.shard]++] = l;
   }
 
   // Shards split by tensor count over two threads.
