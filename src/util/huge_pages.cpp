@@ -60,12 +60,18 @@ void use_huge_page_heap() {
 }
 
 void* HugePageResource::do_allocate(std::size_t bytes, std::size_t alignment) {
+  if (bytes < kHugePageBytes) return ::operator new(bytes, std::align_val_t{alignment});
   if (alignment > kHugePageBytes) throw std::bad_alloc();
   void* p = map_huge(bytes);
   if (!p) throw std::bad_alloc();
   return p;
 }
 
-void HugePageResource::do_deallocate(void* p, std::size_t bytes, std::size_t /*alignment*/) { unmap_huge(p, bytes); }
+void HugePageResource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
+  if (bytes < kHugePageBytes)
+    ::operator delete(p, bytes, std::align_val_t{alignment});
+  else
+    unmap_huge(p, bytes);
+}
 
 }  // namespace shardcheck::util

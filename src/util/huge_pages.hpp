@@ -23,8 +23,10 @@ void* map_huge(std::size_t bytes);
 // Releases a mapping from map_huge with the same `bytes`.
 void unmap_huge(void* p, std::size_t bytes);
 
-// Upstream for std::pmr::monotonic_buffer_resource: hands out whole map_huge blocks. Not
-// thread-safe, like the monotonic resource above it; each thread that builds tables owns one.
+// Upstream for std::pmr::monotonic_buffer_resource: blocks of 2 MiB and more are whole map_huge
+// mappings; smaller ones come from the heap, so that a small model's tables do not cost a 2 MiB
+// page each (the monotonic resource asks for geometrically growing blocks, so a large table
+// reaches huge pages after a few small blocks). Thread-safe as operator new is.
 class HugePageResource final : public std::pmr::memory_resource {
  private:
   void* do_allocate(std::size_t bytes, std::size_t alignment) override;
@@ -45,7 +47,7 @@ void use_huge_page_heap();
 // pointer increment; nothing is freed until the arena goes, all at once. Not thread-safe.
 class HugePageArena final : public std::pmr::memory_resource {
  public:
-  explicit HugePageArena(std::size_t first_block = kHugePageBytes) : bump_(first_block, &upstream_) {}
+  explicit HugePageArena(std::size_t first_block = std::size_t{64} << 10) : bump_(first_block, &upstream_) {}
   HugePageArena(const HugePageArena&) = delete;
   HugePageArena& operator=(const HugePageArena&) = delete;
 
