@@ -51,9 +51,11 @@ class PlainJson {
   }
 
   // A string with no escape and no control character, after optional whitespace; `out` views the
-  // text between the quotes. Anything else (including an unterminated string) is "no".
+  // text between the quotes. Anything else (including an unterminated string) is "no", and then
+  // the cursor has not moved past the whitespace, so that another reading can be tried there.
   bool string(std::string_view& out) {
     if (!eat('"')) return false;
+    const char* opening = p_ - 1;
     const char* start = p_;
     const char* q = p_;
 #if defined(__SSE2__)
@@ -69,32 +71,40 @@ class PlainJson {
         break;
       }
       q += 16;
-      if (q >= end_) return false;
+      if (q >= end_) {
+        p_ = opening;
+        return false;
+      }
     }
 #else
     while (q < end_ && *q != '"' && *q != '\\' && static_cast<unsigned char>(*q) > 0x1F) ++q;
 #endif
-    if (q >= end_ || *q != '"') return false;
+    if (q >= end_ || *q != '"') {
+      p_ = opening;
+      return false;
+    }
     out = std::string_view(start, static_cast<std::size_t>(q - start));
     p_ = q + 1;
     return true;
   }
 
   // A non-negative integer in JSON's form (no leading zero, no sign, fraction or exponent) that
-  // fits 64 bits, after optional whitespace.
+  // fits 64 bits, after optional whitespace. On "no" the cursor stays before the number.
   bool uint(std::uint64_t& out) {
     skip_ws();
-    if (p_ >= end_ || *p_ < '0' || *p_ > '9') return false;
-    std::uint64_t v = 0;
     const char* start = p_;
-    while (p_ < end_ && *p_ >= '0' && *p_ <= '9') {
-      if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<unsigned>(*p_ - '0'), &v))
+    const char* q = p_;
+    std::uint64_t v = 0;
+    while (q < end_ && *q >= '0' && *q <= '9') {
+      if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<unsigned>(*q - '0'), &v))
         return false;
-      ++p_;
+      ++q;
     }
-    if (*start == '0' && p_ - start > 1) return false;  // leading zero: not JSON
+    if (q == start) return false;
+    if (*start == '0' && q - start > 1) return false;  // leading zero: not JSON
     // 1.5, 1e3, 1E3: a number this cursor does not read as an integer.
-    if (p_ < end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+    if (q < end_ && (*q == '.' || *q == 'e' || *q == 'E')) return false;
+    p_ = q;
     out = v;
     return true;
   }

@@ -1,0 +1,113 @@
+// Tests for the plain one-pass readers (src/load/plain_json.hpp, index_scan.hpp, header_scan.cpp):
+// what they accept must be read exactly as the full parser would, and everything else must be
+// handed back (false) for the full parser to judge. fuzz/fuzz_index.cpp and fuzz_safetensors.cpp
+// compare the two paths on random inputs; these are the cases worth naming.
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "load/index_scan.hpp"
+#include "load/safetensors_detail.hpp"
+
+using namespace shardcheck;
+
+namespace {
+
+// The text followed by the 16+ readable bytes the readers require.
+struct Padded {
+  explicit Padded(std::string t) : text(std::move(t)) { buffer = text + std::string(64, '\0'); }
+  std::string_view view() const { return {buffer.data(), text.size()}; }
+  std::string text, buffer;
+};
+
+struct IndexRead {
+  bool plain = false;
+  std::vector<std::pair<std::string, std::string>> listings;
+  std::optional<std::uint64_t> total_size;
+};
+
+IndexRead scan_index(const std::string& text) {
+  Padded p(text);
+  IndexRead r;
+  r.plain = detail::scan_plain_index(p.view(), r.total_size, [&r](std::string_view t, std::string_view s) {
+    r.listings.emplace_back(t, s);
+    return true;
+  });
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("plain index: a typical index is read in one pass") {
+  const auto r = scan_index(
+      "{\n  \"metadata\": {\"total_size\": 688574839360, \"format\": \"pt\"},\n"
+      "  \"weight_map\": {\n    \"lm_head.weight\": \"model-00002-of-00002.safetensors\",\n"
+      "    \"model.embed_tokens.weight\": \"model-00001-of-00002.safetensors\"\n  }\n}\n");
+  REQUIRE(r.plain);
+  CHECK(r.total_size == 688574839360u);
+  REQUIRE(r.listings.size() == 2);
+  CHECK(r.listings[0] == std::pair<std::string, std::string>{"lm_head.weight", "model-00002-of-00002.safetensors"});
+  CHECK(r.listings[1].first == "model.embed_tokens.weight");
+}
+
+TEST_CASE("plain index: anything outside the plain form goes to the full parser") {
+  // An escape in a name (the DOM unescapes it; the plain reader does not try).
+  CHECK_FALSE(scan_index(R"({"weight_map": {"a\u002eb": "x.safetensors"}})").plain);
+  // total_size written as a float (some writers do; the DOM path accepts integral values).
+  CHECK_FALSE(scan_index(R"({"metadata": {"total_size": 1.6e10}, "weight_map": {"a": "x"}})").plain);
+  // A leading zero is not JSON at all.
+  CHECK_FALSE(scan_index(R"({"metadata": {"total_size": 012}, "weight_map": {"a": "x"}})").plain);
+  // An empty shard name (IX006), a repeated weight_map, a missing weight_map.
+  CHECK_FALSE(scan_index(R"({"weight_map": {"a": ""}})").plain);
+  CHECK_FALSE(scan_index(R"({"weight_map": {}, "weight_map": {"a": "x"}})").plain);
+  CHECK_FALSE(scan_index(R"({"metadata": {}})").plain);
+  // Trailing garbage, a trailing comma, nested metadata.
+  CHECK_FALSE(scan_index(R"({"weight_map": {"a": "x"}} x)").plain);
+  CHECK_FALSE(scan_index(R"({"weight_map": {"a": "x",}})").plain);
+  CHECK_FALSE(scan_index(R"({"metadata": {"extra": {"k": 1}}, "weight_map": {"a": "x"}})").plain);
+}
+
+TEST_CASE("plain index: a reading that fails leaves the cursor where it was") {
+  // An unterminated string whose text starts with digits: had the failed string reading moved
+  // the cursor, the number reading tried next would have accepted `12` and then the closing brace.
+  CHECK_FALSE(scan_index(R"({"weight_map": {"a": "b"}, "x": "12})").plain);
+  // A number that is not an integer must not be read as its integer part followed by the rest.
+  CHECK_FALSE(scan_index(R"({"weight_map": {"a": "b"}, "x": 12.5})").plain);
+}
+
+TEST_CASE("plain header: entries, dims and metadata; the rest goes to the full parser") {
+  std::vector<detail::Entry> entries;
+  std::vector<std::uint64_t> dims;
+  std::map<std::string, std::string> metadata;
+  auto scan = [&](const std::string& text) {
+    entries.clear();
+    dims.clear();
+    metadata.clear();
+    Padded p(text);
+    return detail::scan_plain_header(p.view(), entries, dims, metadata);
+  };
+  REQUIRE(scan(R"({"__metadata__":{"format":"pt"},"b":{"dtype":"BF16","shape":[3,5],"data_offsets":[0,30]},)"
+               R"("a":{"data_offsets":[30,30],"shape":[],"dtype":"F8_E4M3"}}   )"));
+  CHECK(metadata.at("format") == "pt");
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0].name == "b");
+  CHECK(entries[0].dtype == DType::BF16);
+  CHECK(entries[0].dims_count == 2);
+  CHECK(dims[entries[0].dims_begin + 1] == 5);
+  CHECK(entries[1].range->begin == 30);
+  CHECK(entries[1].dims_count == 0);  // a scalar
+
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2],"extra":1}})"));    // unknown key
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"dtype":"BF16","data_offsets":[0,2]}})"));  // repeated key
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1]}})"));                                  // missing key
+  CHECK_FALSE(scan(R"({"a":{"dtype":"bf16","shape":[1],"data_offsets":[0,2]}})"));             // unknown dtype
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[-1],"data_offsets":[0,2]}})"));            // negative dim
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[2,0]}})"));             // reversed
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]},"__metadata__":null})"));
+  CHECK_FALSE(scan("{\"a\tb\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[0,2]}}"));  // raw control byte
+}
