@@ -69,7 +69,7 @@ void* HugePageResource::do_allocate(std::size_t bytes, std::size_t alignment) {
 
 void HugePageResource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
   if (bytes < kHugePageBytes)
-    ::operator delete(p, bytes, std::align_val_t{alignment});
+    ::operator delete(p, std::align_val_t{alignment});  // unsized: clang leaves sized delete off
   else
     unmap_huge(p, bytes);
 }
