@@ -84,12 +84,13 @@ TEST_CASE("plain header: entries, dims and metadata; the rest goes to the full p
   std::vector<detail::Entry> entries;
   std::vector<std::uint64_t> dims;
   std::map<std::string, std::string> metadata;
+  std::optional<Padded> header;  // the entries' names view into it, so it outlives each scan
   auto scan = [&](const std::string& text) {
     entries.clear();
     dims.clear();
     metadata.clear();
-    Padded p(text);
-    return detail::scan_plain_header(p.view(), entries, dims, metadata);
+    header.emplace(text);
+    return detail::scan_plain_header(header->view(), entries, dims, metadata);
   };
   REQUIRE(scan(R"({"__metadata__":{"format":"pt"},"b":{"dtype":"BF16","shape":[3,5],"data_offsets":[0,30]},)"
                R"("a":{"data_offsets":[30,30],"shape":[],"dtype":"F8_E4M3"}}   )"));
