@@ -69,16 +69,17 @@ TEST_CASE("index agreement: a tensor held by two shards and listed for both is c
 }
 
 TEST_CASE("index agreement: many shards over both threads") {
-  // 40 shards of 50 tensors each, listed in reverse order; then one listing moved.
+  // 100 shards of 50 tensors each (above the 4096 tensors from which a second thread helps),
+  // listed in reverse order; then two listings swapped between shards.
   std::vector<SafetensorsFile> shards;
   std::vector<ShardListing> listings;
   std::vector<std::string> names;
-  for (int s = 0; s < 40; ++s) {
+  for (int s = 0; s < 100; ++s) {
     std::vector<std::string> in_shard;
     for (int t = 0; t < 50; ++t) in_shard.push_back("model.layers." + std::to_string(s) + ".t" + std::to_string(t));
     shards.push_back(shard(in_shard));
   }
-  for (int s = 39; s >= 0; --s)
+  for (int s = 99; s >= 0; --s)
     for (const auto& t : shards[s].tensors) listings.push_back({t.name, static_cast<std::uint32_t>(s)});
   std::vector<const SafetensorsFile*> files;
   for (const auto& f : shards) files.push_back(&f);
