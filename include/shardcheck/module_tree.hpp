@@ -47,6 +47,7 @@ struct ModuleTree {
   std::string architecture;          // root class
   Version transformers;
   std::string attn_implementation;
+  bool dequantized = false;          // quantised checkpoint loaded dequantised (--dequantize)
   std::vector<Module> modules;       // modules[0] is the root; parents precede children (pre-order)
   std::map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
   std::vector<std::string> no_split_modules;
@@ -71,6 +72,7 @@ struct ModuleTree {
 struct ResolveOptions {
   Version transformers = TransformersVersions::newest();
   std::string attn_implementation = "sdpa";
+  bool dequantize = false;           // load a quantised checkpoint dequantised (quantization_config.dequantize)
   std::string architecture;          // override config.json's architectures[0]
 };
 

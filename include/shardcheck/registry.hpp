@@ -67,6 +67,16 @@ struct CheckpointRename {
   std::optional<Expr> condition;
 };
 
+// How a quantised checkpoint loads when its quantization_config says `dequantize: true` (transformers
+// FineGrainedFP8Config(dequantize=True), integrations/finegrained_fp8.py): the weights are stored in a
+// quantised dtype but become parameters of the model's dtype, and their scale tensors are folded into
+// them instead of being loaded as themselves.
+struct CheckpointDequantize {
+  std::optional<Expr> condition;     // when the rule applies (e.g. fp8 checkpoint loaded dequantised)
+  std::vector<DType> dtypes;         // stored dtypes that load as the parameter's (the model's) dtype
+  std::string scales_suffix;         // tensors whose name ends so are consumed scales ("_scale_inv")
+};
+
 struct ArchSpec {
   std::string model_type;
   std::string source;                // rules/models/<file>.yaml
@@ -81,6 +91,7 @@ struct ArchSpec {
   std::vector<CheckpointRename> renames;
   std::vector<std::string> ignore_unexpected;  // regexes (with ${expr} interpolation): tensors on disk
                                                // that transformers drops on load (old buffers, MTP)
+  std::optional<CheckpointDequantize> dequantize;
   std::map<std::string, ClassSpec> classes;    // this file's classes (builtins live in Registry)
   // Activation model (elements per token, see rules/models/README.md "activations"): `layer` saved
   // for backward by one block, `layers` blocks, `checkpointed` kept per block under activation

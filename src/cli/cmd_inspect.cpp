@@ -21,6 +21,7 @@ struct InspectArgs {
   std::string attn_implementation = "sdpa";
   std::string architecture;
   bool config_only = false;
+  bool dequantize = false;
 };
 
 int run_inspect(const InspectArgs& a, const CliContext& ctx) {
@@ -38,6 +39,7 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
   }
   opts.attn_implementation = a.attn_implementation;
   opts.architecture = a.architecture;
+  opts.dequantize = a.dequantize;
 
   std::optional<ModuleTree> tree = load_module_tree(a.model, a.config_only, ctx.rules_dir, opts, sink).tree;
   util::StageTimer timer("inspect: render");
@@ -67,6 +69,8 @@ void register_inspect(CLI::App& app, CliContext& ctx) {
       ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
   cmd->add_option("--architecture", args->architecture, "Head class to build instead of config.json's");
   cmd->add_flag("--config-only", args->config_only, "Ignore safetensors files; shapes from config.json only");
+  cmd->add_flag("--dequantize", args->dequantize,
+                "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
   cmd->callback([args, &ctx] { ctx.exit_code = run_inspect(*args, ctx); });
 }
 

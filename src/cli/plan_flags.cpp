@@ -69,6 +69,8 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_option("--attn-implementation", f.attn_implementation, "eager, sdpa or flash_attention_2")
       ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
   cmd->add_flag("--config-only", f.config_only, "Ignore safetensors files");
+  cmd->add_flag("--dequantize", f.dequantize,
+                "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
   cmd->add_option("--gpu-memory", f.gpu_memory, "Memory of one GPU (default 80GiB)");
   cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
       ->check(CLI::IsMember({"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}, CLI::ignore_case));
@@ -94,6 +96,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   req.model = f.model;
   req.config_only = f.config_only;
   req.resolve.attn_implementation = f.attn_implementation;
+  req.resolve.dequantize = f.dequantize;
   if (!f.config.empty()) req.accelerate_config = f.config;
   for (auto [text, setting, flag] : {std::tuple{&f.torch_version, &req.defaults.torch_version, "--torch-version"},
                                      std::tuple{&f.accelerate_version, &req.defaults.accelerate_version,

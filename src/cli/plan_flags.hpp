@@ -13,7 +13,7 @@ namespace shardcheck::cli {
 
 struct PlanFlags {
   std::string model, config, env_file, format = "text";
-  bool no_env = false, config_only = false, no_tree = false;
+  bool no_env = false, config_only = false, no_tree = false, dequantize = false;
   std::string transformers_version, torch_version, accelerate_version, attn_implementation = "sdpa";
   std::optional<int> world_size, num_machines, fsdp_version;
   std::string strategy, policy, wrap_cls, frozen, mixed_precision, gpu_memory = "80GiB";

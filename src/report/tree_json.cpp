@@ -18,6 +18,7 @@ std::string render_tree_json(const ModuleTree& tree, const std::vector<Diagnosti
   for (const auto& [dt, n] : tree.dtype_numel) w.key(dtype_name(dt)).value(n);
   w.end_object();
   w.key("from_checkpoint").value(tree.from_checkpoint);
+  w.key("dequantized").value(tree.dequantized);
   w.key("classes_guessed").value(tree.classes_guessed);
   w.key("modules").begin_array();
   for (const auto& m : tree.modules) {

@@ -71,7 +71,9 @@ class TextTree {
     for (const auto& [dt, n] : tree_.dtype_numel)
       dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", dtype_name(dt), fmt::group_digits(n));
     out_ += fmt::format("; {}\n", dtypes.empty() ? "no parameters" : dtypes);
-    out_ += fmt::format("source: {}\n", tree_.from_checkpoint ? "safetensors headers" : "config.json only (shapes from the registry)");
+    out_ += fmt::format("source: {}{}\n",
+                        tree_.from_checkpoint ? "safetensors headers" : "config.json only (shapes from the registry)",
+                        tree_.dequantized ? "; quantised weights loaded dequantised (quantization_config.dequantize)" : "");
     std::string ns;
     for (const auto& c : tree_.no_split_modules) ns += (ns.empty() ? "" : ", ") + c;
     out_ += fmt::format("_no_split_modules: [{}]\n\n", ns);
@@ -83,8 +85,9 @@ class TextTree {
       for (const auto& t : tree_.tied) out_ += fmt::format("  {} -> {}\n", t.alias, t.target);
     }
     if (tree_.checkpoint_only_tensors > 0)
-      out_ += fmt::format("\ncheckpoint also holds {} tensors ({} elements) that transformers drops on load\n",
-                          tree_.checkpoint_only_tensors, fmt::group_digits(tree_.checkpoint_only_numel));
+      out_ += fmt::format("\ncheckpoint also holds {} tensors ({} elements) that transformers {} on load\n",
+                          tree_.checkpoint_only_tensors, fmt::group_digits(tree_.checkpoint_only_numel),
+                          tree_.dequantized ? "drops, or folds into their weights (scales)," : "drops");
   }
 
   std::string params_str(const Module& m) const {

@@ -168,7 +168,7 @@ class FusedMatcher {
 // decision is a few hash lookups and glob matches: DeepSeek-V3 has 92k tensors), then applied in
 // checkpoint order on one, so diagnostics and first-seen dtypes come out as in a serial walk.
 struct Resolution {
-  enum Kind : std::uint8_t { parameter, fused, ignored, unexpected } kind = unexpected;
+  enum Kind : std::uint8_t { parameter, fused, ignored, scale, unexpected } kind = unexpected;
   int module = 0, param = 0;  // parameter: the ParamInfo
   std::size_t slot = 0;       // fused: the FusedMatcher slot
 };
@@ -231,14 +231,24 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
 
   std::vector<std::pair<std::string, std::string>> renames;
   std::vector<std::regex> ignores;
+  const CheckpointDequantize* dequant = nullptr;  // the checkpoint loads dequantised
   try {
     for (const auto& r : arch.renames)
       if (!r.condition || r.condition->evaluate(globals.lookup()).truthy()) renames.emplace_back(r.from, r.to);
     for (const auto& pattern : arch.ignore_unexpected) ignores.emplace_back(interpolate(pattern, globals));
+    if (arch.dequantize && (!arch.dequantize->condition ||
+                            arch.dequantize->condition->evaluate(globals.lookup()).truthy()))
+      dequant = &*arch.dequantize;
   } catch (const std::exception& e) {
     report("REG005", Severity::error, fmt::format("{}: bad checkpoint rule: {}", arch.source, e.what()), ExitCode::bad_rules);
     return;
   }
+
+  // Dequantised loading: a weight stored in a quantised dtype becomes a parameter of the dtype the
+  // registry expanded (the model's), not the stored one.
+  auto loads_as_model_dtype = [dequant](DType stored) {
+    return dequant && std::find(dequant->dtypes.begin(), dequant->dtypes.end(), stored) != dequant->dtypes.end();
+  };
 
   const bool head_root = tree.architecture != arch.base_model_class;
   const std::string prefix = arch.base_model_prefix.empty() ? "" : arch.base_model_prefix + ".";
@@ -290,6 +300,8 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
         r = {Resolution::parameter, hit->first, hit->second, 0};
       } else if (auto slot = fused_matcher.slot_of(name, fused_cursor)) {
         r = {Resolution::fused, 0, 0, *slot};
+      } else if (dequant && name.ends_with(dequant->scales_suffix)) {
+        r.kind = Resolution::scale;
       } else {
         const bool ignored = std::any_of(ignores.begin(), ignores.end(), [&name](const std::regex& re) {
           return std::regex_search(name.begin(), name.end(), re);
@@ -324,13 +336,14 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
                  "the checkpoint and config.json disagree, or the registry is wrong for this model");
           break;
         }
-        p.dtype = t.dtype;
+        if (!loads_as_model_dtype(t.dtype)) p.dtype = t.dtype;  // else the template's (model) dtype
         p.in_checkpoint = true;
         break;
       }
       case Resolution::fused:
         fused_matcher.take(r.slot, t);
         break;
+      case Resolution::scale:  // folded into its weight while loading: not a parameter
       case Resolution::ignored:
         tree.checkpoint_only_numel += t.numel();
         tree.checkpoint_only_tensors += 1;
@@ -352,7 +365,7 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
       return;
     }
     p.in_checkpoint = true;
-    p.dtype = *acc.dtype;
+    if (!loads_as_model_dtype(*acc.dtype)) p.dtype = *acc.dtype;
   });
 
   std::vector<std::string> missing;

@@ -248,6 +248,23 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   globals.set("transformers", Value(options.transformers));
   globals.set("attn_implementation", Value(options.attn_implementation));
   globals.set("dtype", Value(std::string(dtype_name(default_dtype))));
+  // --dequantize: from_pretrained(..., quantization_config=<its config with dequantize=True>), e.g.
+  // FineGrainedFP8Config(dequantize=True). transformers 5.x also turns it on by itself when no GPU
+  // can run the quantised kernels (quantizers/quantizer_finegrained_fp8.py validate_environment).
+  if (options.dequantize) {
+    if (globals.has_own("quantization_config")) {
+      globals.set("quantization_config.dequantize", Value(true));
+      tree.dequantized = true;
+    } else {
+      Diagnostic d;
+      d.code = "CFG007";
+      d.severity = Severity::note;
+      d.location.file = config.path;
+      d.message = "--dequantize: config.json has no quantization_config; the checkpoint is not quantised";
+      d.exit_code = ExitCode::ok;
+      sink.report(std::move(d));
+    }
+  }
   try {
     for (const auto& d : arch.defaults)
       // Only an absent key takes the config class default: an explicit null in config.json is

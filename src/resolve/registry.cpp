@@ -448,6 +448,21 @@ class Reader {
       }
       if (const Node* ignore = optional_list(ck->get("ignore_unexpected"), "checkpoint.ignore_unexpected"))
         for (const Node* x : ignore->items) a.ignore_unexpected.push_back(str(x, "ignore_unexpected"));
+      if (const Node* dq = optional_map(ck->get("dequantize"), "checkpoint.dequantize")) {
+        CheckpointDequantize rule;
+        if (const Node* cond = dq->get("if")) rule.condition = expr(cond, "dequantize condition");
+        rule.scales_suffix = str(dq->get("scales_suffix"), "dequantize scales_suffix", dq);
+        const Node* dtypes = optional_list(dq->get("dtypes"), "checkpoint.dequantize.dtypes");
+        if (!dtypes || dtypes->items.empty())
+          fail(file_, dq, "expected a list of safetensors dtypes for checkpoint.dequantize.dtypes");
+        for (const Node* x : dtypes->items) {
+          const std::string name = str(x, "dequantize dtype");
+          auto d = parse_dtype(name);
+          if (!d) fail(file_, x, fmt::format("expected a safetensors dtype name (F8_E4M3, ...), found '{}'", name));
+          rule.dtypes.push_back(*d);
+        }
+        a.dequantize = std::move(rule);
+      }
     }
     classes(root.get("classes"), a.classes);
     return a;

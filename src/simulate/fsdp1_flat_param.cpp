@@ -9,23 +9,6 @@
 namespace shardcheck {
 namespace {
 
-std::string torch_dtype(DType d) {
-  switch (d) {
-    case DType::F32: return "torch.float32";
-    case DType::BF16: return "torch.bfloat16";
-    case DType::F16: return "torch.float16";
-    case DType::F64: return "torch.float64";
-    case DType::F8_E4M3: return "torch.float8_e4m3fn";
-    case DType::F8_E5M2: return "torch.float8_e5m2";
-    case DType::I64: return "torch.int64";
-    case DType::I32: return "torch.int32";
-    case DType::I8: return "torch.int8";
-    case DType::U8: return "torch.uint8";
-    case DType::BOOL: return "torch.bool";
-    default: return fmt::format("torch.{}", dtype_name(d));
-  }
-}
-
 Diagnostic unit_error(const ShardUnit& unit, std::string code, std::string message, std::string help) {
   Diagnostic d;
   d.code = std::move(code);
@@ -49,7 +32,7 @@ void validate_flattenable(const ShardUnit& unit, const FsdpSettings& s, const Pa
     sink.report(unit_error(unit, "PLAN001",
                            fmt::format("ValueError: {} (first parameter {} is {})",
                                        v113 ? "Integer parameters are unsupported" : "Cannot flatten integer dtype tensors",
-                                       first.fqn, torch_dtype(first.dtype)),
+                                       first.fqn, torch_dtype_name(first.dtype)),
                            "FSDP cannot shard integer parameters; mark them as ignored or keep them out of FSDP"));
     return;
   }
@@ -59,10 +42,10 @@ void validate_flattenable(const ShardUnit& unit, const FsdpSettings& s, const Pa
       sink.report(unit_error(
           unit, "PLAN002",
           v113 ? fmt::format("ValueError: `FlatParameter` requires uniform dtype but got {} and {} ({} vs {})",
-                             torch_dtype(first.dtype), torch_dtype(p.dtype), first.fqn, p.fqn)
+                             torch_dtype_name(first.dtype), torch_dtype_name(p.dtype), first.fqn, p.fqn)
                : fmt::format("ValueError: Must flatten tensors with uniform dtype but got {} and {} ({} vs {})",
-                             torch_dtype(first.dtype), torch_dtype(p.dtype), first.fqn, p.fqn),
-          "load the model in one dtype (torch_dtype=...), or wrap the differing parameters in their own unit"));
+                             torch_dtype_name(first.dtype), torch_dtype_name(p.dtype), first.fqn, p.fqn),
+          mixed_dtype_help({first.dtype, p.dtype})));
       return;
     }
     if (!orig && p.requires_grad != first.requires_grad) {

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "simulate/plan_internal.hpp"
+#include "simulate/unit_diagnostics.hpp"
 
 namespace shardcheck {
 namespace {
@@ -152,13 +153,17 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
   for (std::size_t u = 0; u < owned.size(); ++u)
     for (int pidx : owned[u]) holder.emplace(params[pidx].storage, static_cast<int>(u));
 
+  UnitDiagnostics unit_diagnostics;  // repeated blocks failing alike are reported once
+  DiagnosticSink scratch;
   for (int u : order) {
-    ShardUnit unit = flat_unit(tree, s, plan, params, modules[u], owned[u], sink);
+    ShardUnit unit = flat_unit(tree, s, plan, params, modules[u], owned[u], scratch);
     for (int pidx : owned[u])
       if (holder.at(params[pidx].storage) != u) unit.duplicated.push_back(params[pidx].fqn);
-    if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, sink);
+    if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, scratch);
+    unit_diagnostics.add_all(unit.path, scratch);
     plan.units.push_back(std::move(unit));
   }
+  unit_diagnostics.flush(sink);
   plan.ignored = ignored_params(params);
   return plan;
 }

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <unordered_set>
 
 #include "simulate/plan_internal.hpp"
+#include "simulate/unit_diagnostics.hpp"
 
 namespace shardcheck {
 namespace {
@@ -256,6 +258,35 @@ std::optional<bool> effective_reshard(const Group& g, const Version& torch) {
   return g.reshard_after_forward.value_or(false);
 }
 
+// FSDPParamGroup._init_mp_dtypes (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py), run at
+// lazy init, i.e. the first forward: a group holds one original dtype. Up to 2.7 every parameter
+// counts; from 2.8 only those that require grad (pytorch PR #154103, May 2025), so frozen weights
+// may differ. (FSDP2 in 2.4/2.5 first raised "Mixed dtype not supported yet" from the all-gather.)
+void check_uniform_dtype(const ShardUnit& unit, const std::vector<int>& owned, const ParamTable& params,
+                         const FsdpSettings& s, DiagnosticSink& sink) {
+  const bool trainable_only = s.torch_version.value >= Version{2, 8, 0};
+  std::set<std::string> names;
+  std::vector<DType> dtypes;
+  for (int pidx : owned) {
+    const ParamEntry& p = params[pidx];
+    if (trainable_only && !p.requires_grad) continue;
+    if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end()) dtypes.push_back(p.dtype);
+    names.insert(torch_dtype_name(p.dtype));
+  }
+  if (dtypes.size() < 2) return;
+  std::string set;
+  for (const auto& n : names) set += (set.empty() ? "" : ", ") + n;
+  Diagnostic d;
+  d.code = "PLAN006";
+  d.location.file = unit.path.empty() ? "<root>" : unit.path;
+  d.message = fmt::format("AssertionError: FSDP expects uniform original parameter dtype but got {{{}}} (raised at the "
+                          "first forward by this fully_shard group{})",
+                          set, trainable_only ? ", over its parameters that require grad" : "");
+  d.help = mixed_dtype_help(dtypes);
+  d.exit_code = ExitCode::findings;
+  sink.report(std::move(d));
+}
+
 }  // namespace
 
 ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
@@ -275,6 +306,8 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     return groups[a].first.roots.front() < groups[b].first.roots.front();
   });
+  UnitDiagnostics unit_diagnostics;  // repeated blocks failing alike are reported once
+  DiagnosticSink scratch;
   for (std::size_t gi : order) {
     const auto& [g, owned] = groups[gi];
     ShardUnit unit;
@@ -297,7 +330,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
                                 "with numel equal to 1.",
                                 p.fqn);
         d.exit_code = ExitCode::findings;
-        sink.report(std::move(d));
+        scratch.report(std::move(d));
         continue;
       }
       ParamShard ps;
@@ -323,9 +356,12 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       unit.shards.push_back(std::move(ps));
     }
     unit.padded_numel = unit.shard_numel * w;
-    if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, sink);
+    check_uniform_dtype(unit, owned, params, s, scratch);
+    if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, scratch);
+    unit_diagnostics.add_all(unit.path, scratch);
     plan.units.push_back(std::move(unit));
   }
+  unit_diagnostics.flush(sink);
   plan.ignored = ignored_params(params);
   return plan;
 }

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
 #include <unordered_map>
 
@@ -62,6 +63,34 @@ std::vector<IgnoredParam> ignored_params(const ParamTable& params) {
     out.push_back({p.fqn, p.numel, p.dtype, p.requires_grad});
   }
   return out;
+}
+
+std::string torch_dtype_name(DType d) {
+  switch (d) {
+    case DType::F32: return "torch.float32";
+    case DType::BF16: return "torch.bfloat16";
+    case DType::F16: return "torch.float16";
+    case DType::F64: return "torch.float64";
+    case DType::F8_E4M3: return "torch.float8_e4m3fn";
+    case DType::F8_E5M2: return "torch.float8_e5m2";
+    case DType::I64: return "torch.int64";
+    case DType::I32: return "torch.int32";
+    case DType::I8: return "torch.int8";
+    case DType::U8: return "torch.uint8";
+    case DType::BOOL: return "torch.bool";
+    default: return fmt::format("torch.{}", dtype_name(d));
+  }
+}
+
+static bool is_fp8(DType d) { return dtype_name(d).starts_with("F8_"); }
+
+std::string mixed_dtype_help(const std::vector<DType>& dtypes) {
+  if (std::any_of(dtypes.begin(), dtypes.end(), is_fp8))
+    return "an FP8 checkpoint's quantised layers (transformers FP8Linear / FP8Experts) hold F8 weights beside F32 "
+           "block scales, which FSDP cannot shard together, and transformers marks FP8 models as not trainable: load "
+           "it dequantised (from_pretrained(..., quantization_config=FineGrainedFP8Config(dequantize=True))) and "
+           "check that with --dequantize";
+  return "load the model in one dtype (torch_dtype=...), or wrap the differing parameters in their own unit";
 }
 
 ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {

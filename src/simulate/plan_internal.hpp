@@ -41,6 +41,11 @@ std::vector<IgnoredParam> ignored_params(const ParamTable& params);
 
 ShardPlan plan_header(const FsdpSettings& s, int fsdp_version);
 
+// How PyTorch prints a dtype in its errors ("torch.bfloat16").
+std::string torch_dtype_name(DType d);
+// What to do about parameters of two dtypes in one unit (FP8 checkpoints get their own advice).
+std::string mixed_dtype_help(const std::vector<DType>& dtypes);
+
 // An FSDP1 unit from its owned parameters: flat layout with the version's padding, then the
 // torch.chunk split over the shard group. Reports FlatParameter construction errors.
 ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, const ParamTable& params,

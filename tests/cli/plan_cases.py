@@ -3,6 +3,7 @@ sources (see tests/unit/test_plan_fsdp.cpp for the derivations) or accelerate's 
 import json
 
 LLAMA = "{src}/fixtures/models/llama"
+DEEPSEEK = "{src}/fixtures/models/deepseek_v3"
 
 
 def units_by_path(doc):
@@ -49,6 +50,14 @@ def comm_w3(doc):
     return None if got == (want_ag, want_rs, 7, 4) else f"comm {got}, expected {(want_ag, want_rs, 7, 4)}"
 
 
+def deepseek_dequantized(doc):
+    # Layer 0 of the dequantised fixture: 15172 bf16 elements (tests/unit/test_plan_dtypes.cpp); W=2.
+    l0 = units_by_path(doc)["model.layers.0"]
+    if (l0["numel"], l0["shard_numel"], l0["dtype"]) != (15172, 7586, "BF16"):
+        return f"layer 0: {l0['numel']} {l0['shard_numel']} {l0['dtype']}, expected 15172 7586 BF16"
+    return None if not doc["diagnostics"] else f"diagnostics {doc['diagnostics']}"
+
+
 def sarif_ok(doc):
     if doc.get("version") != "2.1.0" or not doc.get("runs"):
         return "not SARIF 2.1.0"
@@ -73,6 +82,16 @@ CASES = [
      "args": ["plan", LLAMA, "--no-env", "--config",
               "{src}/fixtures/configs/good_docs_fsdp_template.yaml", "--format", "json"],
      "json": lambda d: None if d["settings"]["auto_wrap_policy"]["value"] == "TRANSFORMER_BASED_WRAP" else "policy"},
+    {"name": "plan: an FP8 checkpoint kept quantised cannot be flattened, said once for all layers",
+     "args": ["plan", DEEPSEEK, "--world-size", "2", "--transformers-version", "4.57.6"], "exit": 1,
+     "stderr": ["Must flatten tensors with uniform dtype but got torch.float8_e4m3fn and torch.float32",
+                "(the same in 2 more units: model.layers.1, model.layers.2) [PLAN002]", "--dequantize"]},
+    {"name": "plan --dequantize: the FP8 checkpoint plans in bf16",
+     "args": ["plan", DEEPSEEK, "--world-size", "2", "--use-orig-params", "false", "--dequantize",
+              "--format", "json"], "json": deepseek_dequantized},
+    {"name": "inspect --dequantize says so",
+     "args": ["inspect", DEEPSEEK, "--dequantize"],
+     "stdout": ["42,856 parameters", "BF16 42,856", "quantised weights loaded dequantised"]},
     {"name": "plan: bad --gpu-memory is a usage error", "args": ["plan", LLAMA, "--gpu-memory", "lots"], "exit": 2},
     {"name": "check: the seed's flattened config is an error, and the plan of the fixed file is shown",
      "args": ["check", "--no-env", "--config", "{src}/fixtures/configs/seed_000_flattened_fsdp_config.yaml",

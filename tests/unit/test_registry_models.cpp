@@ -580,6 +580,72 @@ TEST_CASE("registry models: full-size sparse checkpoints (scripts/gen_fixtures.p
   }
 }
 
+// FineGrainedFP8Config(dequantize=True) (--dequantize): plain nn.Linear / plain experts in the model's
+// dtype, the *_scale_inv tensors folded into their weights. Then the tree holds exactly what
+// EXPECTED.json counts as parameters (its convention already leaves the scales out).
+TEST_CASE("registry models: an FP8 checkpoint loaded dequantised") {
+  const auto exp = expected("deepseek_v3");
+  const std::int64_t scales = breakdown(exp, "deepseek FP8 weight_scale_inv");
+  const std::int64_t router_buffers = breakdown(exp, "deepseek mlp.gate.e_score_correction_bias");
+  CHECK(scales == 57);  // read from the fixture's EXPECTED.json: 13 in the dense layer, 22 per MoE layer
+  for (const char* ver : {"4.57.6", "5.0.0", "5.16.0"}) {
+    CAPTURE(ver);
+    ResolveOptions opts = options(ver);
+    opts.dequantize = true;
+    const Built b = build_fixture("deepseek_v3", false, opts);
+    CHECK_MESSAGE(b.sink.items().empty(), b.report());  // 5.x: no scale-fusion errors any more
+    const ModuleTree& t = *b.tree;
+    CHECK(t.dequantized);
+    CHECK(t.num_params == exp["num_params"].get<std::int64_t>());
+    CHECK(t.num_params == 42'856);
+    CHECK(numel_with_suffix(t, "scale_inv") == 0);
+    // Every parameter takes torch_dtype (bfloat16), F8 on disk or not.
+    CHECK(t.dtype_numel.size() == 1);
+    CHECK(t.dtype_numel.count(DType::BF16) == 1);
+    CHECK(cls(t, "model.layers.0.self_attn.q_a_proj") == "Linear");
+    // Scales, the MTP layer and nothing else are checkpoint-only; with the router buffers that is
+    // the whole checkpoint.
+    CHECK(t.checkpoint_only_numel == exp["checkpoint_only_numel"].get<std::int64_t>() - router_buffers);
+    CHECK(t.num_params + buffer_numel(t) + t.checkpoint_only_numel == exp["checkpoint_numel"].get<std::int64_t>());
+    // The same tree from config.json alone.
+    const Built co = build_fixture("deepseek_v3", true, opts);
+    CHECK(first_difference(t, *co.tree, co.inputs->config.torch_dtype) == "");
+  }
+  // Without --dequantize nothing changes: FP8Linear with its scales.
+  const Built keep = build_fixture("deepseek_v3", false, options("4.57.6"));
+  CHECK_FALSE(keep.tree->dequantized);
+  CHECK(cls(*keep.tree, "model.layers.0.self_attn.q_a_proj") == "FP8Linear");
+  CHECK(numel_with_suffix(*keep.tree, "scale_inv") == scales);
+  // A model that is not quantised: a note, and the tree as without the flag.
+  ResolveOptions opts = options("4.57.6");
+  opts.dequantize = true;
+  const Built llama = build_fixture("llama", false, opts);
+  CHECK_FALSE(llama.tree->dequantized);
+  REQUIRE(llama.sink.items().size() == 1);
+  CHECK(llama.sink.items()[0].code == "CFG007");
+  CHECK(llama.sink.items()[0].severity == Severity::note);
+}
+
+TEST_CASE("registry models: full-size DeepSeek-V3 loaded dequantised") {
+  const fs::path dir = fs::path(SHARDCHECK_GENERATED_DIR) / "deepseek-v3";
+  if (!fs::exists(dir / "config.json")) {
+    MESSAGE("skipped: run `scripts/gen_fixtures.py sparse --out " << SHARDCHECK_GENERATED_DIR << "` first");
+    return;
+  }
+  const auto exp = read_json(dir / "EXPECTED.json");
+  for (const char* v : {"4.57.6", "5.16.0"}) {
+    CAPTURE(v);
+    ResolveOptions opts = options(v);
+    opts.dequantize = true;
+    const Built b = build(dir, false, opts);
+    CHECK_MESSAGE(b.sink.items().empty(), b.report());
+    const ModuleTree& t = *b.tree;
+    CHECK(t.num_params == 671'026'404'352);  // the published count, now without any scale
+    CHECK(t.dtype_numel.at(DType::BF16) == 671'026'404'352);
+    CHECK(t.checkpoint_only_numel == breakdown(exp, "deepseek MTP") + breakdown(exp, "deepseek FP8 weight_scale_inv"));
+  }
+}
+
 TEST_CASE("registry models: phi and starcoder2 from their shape fields (no fixture checkpoints)") {
   // Shape fields of microsoft/phi-2 and bigcode/starcoder2-3b as written here (no copy of their
   // config.json is in the corpus); the counts are the hand arithmetic below, which agree with the
