@@ -184,6 +184,7 @@ class Expander {
         info.dtype = *d;
       }
     }
+    info.fused_from = p.from;
     tree_.modules[module].params.push_back(std::move(info));
     if (!p.from.empty()) fused_sources[{module, static_cast<int>(tree_.modules[module].params.size()) - 1}] = p.from;
   }

@@ -4,19 +4,45 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <tuple>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
 
 namespace shardcheck::smoke {
 
+namespace {
+
+// The expert index a fused-source glob ("*.gate_proj.weight", one `*`) captures from `rest` (the
+// tensor name below the fused parameter's module), or -1 when it does not match.
+std::int64_t captured_index(std::string_view glob, std::string_view rest) {
+  const std::size_t star = glob.find('*');
+  if (star == std::string_view::npos || glob.find('*', star + 1) != std::string_view::npos) return -1;
+  const std::string_view head = glob.substr(0, star), tail = glob.substr(star + 1);
+  if (rest.size() < head.size() + tail.size() + 1 || !rest.starts_with(head) || !rest.ends_with(tail)) return -1;
+  const std::string_view digits = rest.substr(head.size(), rest.size() - head.size() - tail.size());
+  std::int64_t index = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9' || index > (std::int64_t{1} << 40)) return -1;
+    index = index * 10 + (c - '0');
+  }
+  return index;
+}
+
+}  // namespace
+
 WeightReader::WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases, std::string base_prefix,
-                           std::vector<std::pair<std::string, std::string>> renames)
+                           std::vector<std::pair<std::string, std::string>> renames,
+                           std::map<std::string, std::vector<std::string>> fused)
     : meta_(std::move(meta)),
       aliases_(std::move(aliases)),
       base_prefix_(std::move(base_prefix)),
-      renames_(std::move(renames)) {}
+      renames_(std::move(renames)),
+      fused_(std::move(fused)) {}
 
 WeightReader::~WeightReader() {
   for (auto [index, fd] : fds_) ::close(fd);
@@ -31,60 +57,133 @@ int WeightReader::open_file(std::uint32_t index) {
   return fd;
 }
 
+WeightReader::Piece WeightReader::piece_of(const TensorInfo& t) {
+  const auto& file = meta_.files[t.file];
+  return Piece{open_file(t.file), file.path, 8 + file.header_len + t.begin, t.numel()};
+}
+
+// The stored tensor behind a parameter: its own name, then without the base-model prefix, then the
+// same for the tensor it is tied to, each also with the version's renames undone.
+const TensorInfo* WeightReader::find_stored(const std::string& param) const {
+  std::vector<std::string> candidates{param};
+  if (auto alias = aliases_.find(param); alias != aliases_.end()) candidates.push_back(alias->second);
+  for (std::size_t c = 0, n = candidates.size(); c < n; ++c)
+    if (!base_prefix_.empty() && candidates[c].starts_with(base_prefix_ + "."))
+      candidates.push_back(candidates[c].substr(base_prefix_.size() + 1));
+  // A rename maps the disk name to the model's; undo it (first occurrence, as the name was built).
+  for (std::size_t c = 0, n = candidates.size(); c < n; ++c)
+    for (const auto& [disk, model] : renames_)
+      if (auto at = candidates[c].find(model); at != std::string::npos)
+        candidates.push_back(std::string(candidates[c]).replace(at, model.size(), disk));
+  for (const auto& name : candidates)
+    for (const auto& f : meta_.files)
+      for (const auto& t : f.tensors)
+        if (std::string_view(t.name) == name) return &t;
+  return nullptr;
+}
+
+// transformers 5.x core_model_loading.py (MergeModulelist(dim=0) then Concatenate(dim=1)): per
+// expert index, the tensor of each glob in turn, stacked by index. Checkpoint names are matched the
+// way from_pretrained renames them (the version's renames applied, the base-model prefix added).
+bool WeightReader::bind_fused(const UnitLayout& u, std::size_t i, const std::vector<std::string>& globs, Bound& out,
+                              std::string& error) {
+  const std::string& param = u.params[i];
+  const std::string module = param.substr(0, param.rfind('.') == std::string::npos ? 0 : param.rfind('.'));
+  struct Source {
+    std::int64_t index;
+    std::size_t glob;
+    const TensorInfo* tensor;
+  };
+  std::vector<Source> sources;
+  for (const auto& f : meta_.files)
+    for (const auto& t : f.tensors) {
+      std::string name(t.name);
+      for (const auto& [disk, model] : renames_)
+        for (std::size_t pos = 0; (pos = name.find(disk, pos)) != std::string::npos; pos += model.size())
+          name.replace(pos, disk.size(), model);
+      if (!base_prefix_.empty() && !name.starts_with(module + ".") && module.starts_with(base_prefix_ + "."))
+        name = base_prefix_ + "." + name;
+      if (!name.starts_with(module + ".")) continue;
+      const std::string_view rest = std::string_view(name).substr(module.size() + 1);
+      for (std::size_t g = 0; g < globs.size(); ++g)
+        if (const std::int64_t index = captured_index(globs[g], rest); index >= 0) {
+          sources.push_back({index, g, &t});
+          break;
+        }
+    }
+  std::sort(sources.begin(), sources.end(),
+            [](const Source& a, const Source& b) { return std::tie(a.index, a.glob) < std::tie(b.index, b.glob); });
+  std::int64_t numel = 0;
+  for (const Source& s : sources) {
+    if (s.tensor->dtype != u.dtype) {
+      error = fmt::format("unit '{}': '{}' fuses '{}', which is {} in {}; the plan expects {}", u.path, param,
+                          std::string(s.tensor->name), dtype_name(s.tensor->dtype), meta_.files[s.tensor->file].path,
+                          dtype_name(u.dtype));
+      return false;
+    }
+    numel += s.tensor->numel();
+    out.push_back(piece_of(*s.tensor));
+  }
+  if (sources.empty() || numel != u.param_numels[i]) {
+    error = fmt::format("unit '{}': '{}' fuses {} checkpoint tensors ({}) with {} elements, the plan expects {}", u.path,
+                        param, sources.size(), fmt::join(globs, ", "), numel, u.param_numels[i]);
+    return false;
+  }
+  return true;
+}
+
 bool WeightReader::bind(const UnitLayout& u, std::string& error) {
   bound_.clear();
   width_ = element_bytes(u.dtype);
   for (std::size_t i = 0; i < u.params.size(); ++i) {
-    // The parameter's own name, then without the base-model prefix, then the same for the tensor
-    // it is tied to.
-    std::vector<std::string> candidates{u.params[i]};
-    if (auto alias = aliases_.find(u.params[i]); alias != aliases_.end()) candidates.push_back(alias->second);
-    for (std::size_t c = 0, n = candidates.size(); c < n; ++c)
-      if (!base_prefix_.empty() && candidates[c].starts_with(base_prefix_ + "."))
-        candidates.push_back(candidates[c].substr(base_prefix_.size() + 1));
-    // A rename maps the disk name to the model's; undo it (first occurrence, as the name was built).
-    for (std::size_t c = 0, n = candidates.size(); c < n; ++c)
-      for (const auto& [disk, model] : renames_)
-        if (auto at = candidates[c].find(model); at != std::string::npos)
-          candidates.push_back(std::string(candidates[c]).replace(at, model.size(), disk));
-    const TensorInfo* found = nullptr;
-    for (const auto& name : candidates) {
-      for (const auto& f : meta_.files)
-        for (const auto& t : f.tensors)
-          if (!found && std::string_view(t.name) == name) found = &t;
-    }
-    if (!found) {
+    Bound b;
+    if (const TensorInfo* found = find_stored(u.params[i])) {
+      if (found->dtype != u.dtype || found->numel() != u.param_numels[i]) {
+        error = fmt::format("unit '{}': parameter '{}' is {} x {} in {}, the plan expects {} x {}", u.path,
+                            u.params[i], found->numel(), dtype_name(found->dtype), meta_.files[found->file].path,
+                            u.param_numels[i], dtype_name(u.dtype));
+        return false;
+      }
+      b.push_back(piece_of(*found));
+    } else if (auto fused = fused_.find(u.params[i]); fused != fused_.end()) {
+      if (!bind_fused(u, i, fused->second, b, error)) return false;
+    } else {
       error = fmt::format("unit '{}': parameter '{}' is not in the checkpoint at {}", u.path, u.params[i],
                           meta_.dir.string());
       return false;
     }
-    if (found->dtype != u.dtype || found->numel() != u.param_numels[i]) {
-      error = fmt::format("unit '{}': parameter '{}' is {} x {} in {}, the plan expects {} x {}", u.path,
-                          u.params[i], found->numel(), dtype_name(found->dtype), meta_.files[found->file].path,
-                          u.param_numels[i], dtype_name(u.dtype));
-      return false;
-    }
-    const auto& file = meta_.files[found->file];
-    bound_.push_back(Bound{open_file(found->file), file.path, 8 + file.header_len + found->begin});
+    bound_.push_back(std::move(b));
   }
   return true;
 }
 
 RealBytes WeightReader::source() {
   return [this](int param, std::int64_t param_offset, std::int64_t numel, std::byte* dst) {
-    const Bound& b = bound_.at(static_cast<std::size_t>(param));
-    std::size_t want = static_cast<std::size_t>(numel * width_);
-    off_t at = static_cast<off_t>(b.data_start + static_cast<std::uint64_t>(param_offset * width_));
-    while (want > 0) {
-      const ssize_t got = ::pread(b.fd, dst, want, at);
-      if (got <= 0)
-        throw std::runtime_error(fmt::format("short read of {} at byte {}: {}", b.file, at,
-                                             got == 0 ? "end of file" : std::strerror(errno)));
-      bytes_read_ += got;
-      dst += got;
-      at += got;
-      want -= static_cast<std::size_t>(got);
+    const Bound& pieces = bound_.at(static_cast<std::size_t>(param));
+    std::int64_t skip = param_offset;  // elements before the wanted range, over the pieces in order
+    for (const Piece& p : pieces) {
+      if (numel == 0) break;
+      if (skip >= p.numel) {
+        skip -= p.numel;
+        continue;
+      }
+      const std::int64_t take = std::min(numel, p.numel - skip);
+      std::size_t want = static_cast<std::size_t>(take * width_);
+      off_t at = static_cast<off_t>(p.data_start + static_cast<std::uint64_t>(skip * width_));
+      while (want > 0) {
+        const ssize_t got = ::pread(p.fd, dst, want, at);
+        if (got <= 0)
+          throw std::runtime_error(fmt::format("short read of {} at byte {}: {}", p.file, at,
+                                               got == 0 ? "end of file" : std::strerror(errno)));
+        bytes_read_ += got;
+        dst += got;
+        at += got;
+        want -= static_cast<std::size_t>(got);
+      }
+      numel -= take;
+      skip = 0;
     }
+    if (numel > 0) throw std::runtime_error(fmt::format("read past the end of parameter #{}", param));
   };
 }
 

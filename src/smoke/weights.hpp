@@ -22,8 +22,11 @@ class WeightReader {
   // stores "h.0.attn..." for "transformer.h.0.attn..." (modeling_utils.py strips/adds it on load).
   // `renames`: (on disk, in the model) substring pairs transformers applies when loading
   // (the registry's checkpoint.renames that hold for the target version, e.g. embed_out. -> lm_head.).
+  // `fused`: parameter -> the globs of ParamInfo::fused_from (5.x fused MoE experts), read as the
+  // concatenation transformers builds while loading.
   WeightReader(CheckpointMeta meta, std::map<std::string, std::string> aliases, std::string base_prefix = "",
-               std::vector<std::pair<std::string, std::string>> renames = {});
+               std::vector<std::pair<std::string, std::string>> renames = {},
+               std::map<std::string, std::vector<std::string>> fused = {});
   ~WeightReader();
   WeightReader(const WeightReader&) = delete;
   WeightReader& operator=(const WeightReader&) = delete;
@@ -36,17 +39,26 @@ class WeightReader {
   std::int64_t bytes_read() const { return bytes_read_; }
 
  private:
-  struct Bound {
+  // One checkpoint tensor's bytes, `numel` elements from absolute file offset `data_start`.
+  struct Piece {
     int fd = -1;
     std::string file;
-    std::uint64_t data_start = 0;  // absolute file offset of the tensor's first byte
+    std::uint64_t data_start = 0;
+    std::int64_t numel = 0;
   };
+  // A parameter: one piece, or the pieces of a fused parameter in element order.
+  using Bound = std::vector<Piece>;
   int open_file(std::uint32_t index);
+  const TensorInfo* find_stored(const std::string& param) const;
+  bool bind_fused(const UnitLayout& u, std::size_t i, const std::vector<std::string>& globs, Bound& out,
+                  std::string& error);
+  Piece piece_of(const TensorInfo& t);
 
   CheckpointMeta meta_;
   std::map<std::string, std::string> aliases_;
   std::string base_prefix_;
   std::vector<std::pair<std::string, std::string>> renames_;
+  std::map<std::string, std::vector<std::string>> fused_;
   std::map<std::uint32_t, int> fds_;
   std::vector<Bound> bound_;
   int width_ = 0;

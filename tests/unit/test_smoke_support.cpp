@@ -157,3 +157,48 @@ TEST_CASE("smoke weights: a rank reads exactly its shard's bytes of the real fix
   renamed.source()(0, 0, 740, all.data());
   CHECK(std::memcmp(all.data(), bytes.data() + 8 + n + begin, all.size()) == 0);
 }
+
+TEST_CASE("smoke weights: a 5.x fused expert parameter is the per-expert concatenation, stacked") {
+  // transformers 5.x loads Mixtral's per-expert w1 [I, H] and w3 [I, H] into
+  // mlp.experts.gate_up_proj [E, 2I, H]: MergeModulelist(dim=0) stacks each list over the experts,
+  // Concatenate(dim=1) joins them, so expert j's block is w1_j then w3_j (conversion_mapping.py).
+  // The fixture: 3 experts, I = 28, H = 20, BF16, one file; expected bytes parsed here, by name.
+  const std::string dir = SHARDCHECK_FIXTURES_DIR "/models/mixtral";
+  std::ifstream in(dir + "/model.safetensors", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  const auto header = nlohmann::json::parse(bytes.substr(8, n));
+  std::string expected;
+  for (int j = 0; j < 3; ++j)
+    for (const char* w : {"w1", "w3"}) {
+      const std::string name = "model.layers.0.block_sparse_moe.experts." + std::to_string(j) + "." + w + ".weight";
+      REQUIRE(header.contains(name));
+      const std::uint64_t begin = header[name]["data_offsets"][0], end = header[name]["data_offsets"][1];
+      CHECK(end - begin == 28 * 20 * 2);
+      expected += bytes.substr(8 + n + begin, end - begin);
+    }
+
+  DiagnosticSink sink;
+  WeightReader reader(*load_checkpoint(dir, sink), {}, "model", {{".block_sparse_moe.", ".mlp."}},
+                      {{"model.layers.0.mlp.experts.gate_up_proj", {"*.w1.weight", "*.w3.weight"}}});
+  UnitLayout u;
+  u.path = "(test)";
+  u.dtype = DType::BF16;
+  u.params = {"model.layers.0.mlp.experts.gate_up_proj"};
+  u.param_numels = {3 * 2 * 28 * 20};
+  std::string error;
+  REQUIRE_MESSAGE(reader.bind(u, error), error);
+  std::vector<std::byte> all(expected.size());
+  reader.source()(0, 0, u.param_numels[0], all.data());
+  CHECK(std::memcmp(all.data(), expected.data(), expected.size()) == 0);
+  // A range across the w1/w3 boundary of expert 1: elements [1*1120 + 500, + 200).
+  std::vector<std::byte> part(2 * 200);
+  reader.source()(0, 1120 + 500, 200, part.data());
+  CHECK(std::memcmp(part.data(), expected.data() + 2 * (1120 + 500), part.size()) == 0);
+
+  u.param_numels = {3 * 2 * 28 * 20 + 1};
+  CHECK_FALSE(reader.bind(u, error));
+  CHECK(error.find("fuses 6 checkpoint tensors (*.w1.weight, *.w3.weight) with 3360 elements, the plan expects 3361") !=
+        std::string::npos);
+}

@@ -47,6 +47,7 @@ struct Planned {
   std::map<std::string, std::string> aliases;  // tied parameter -> stored tensor
   std::string base_prefix;                     // the base model's attribute ("model", "transformer")
   std::vector<std::pair<std::string, std::string>> renames;  // checkpoint renames in force (disk, model)
+  std::map<std::string, std::vector<std::string>> fused;     // fused parameter -> its checkpoint globs
 };
 
 // The registry's checkpoint renames that hold for the planned transformers version (the same
@@ -106,6 +107,9 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
     for (const auto& t : r.tree->tied) out.aliases[t.alias] = t.target;
     out.base_prefix = r.tree->base_model_path;
     out.renames = checkpoint_renames(ctx.rules_dir, *r.tree);
+    for (const Module& m : r.tree->modules)
+      for (const ParamInfo& p : m.params)
+        if (!p.fused_from.empty()) out.fused[m.path.empty() ? p.name : m.path + "." + p.name] = p.fused_from;
   }
   return out;
 }
@@ -169,7 +173,7 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
       throw SmokeFault(sink.first_error_exit_code(), "--weights: the checkpoint is broken (above)");
     }
     reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases, planned.base_prefix,
-                                            planned.renames);
+                                            planned.renames, planned.fused);
     opt.weights = reader.get();
   }
 
