@@ -45,6 +45,8 @@ struct ShardUnit {
   std::int64_t shard_numel = 0;         // elements every rank stores (padding included)
   std::vector<std::int64_t> rank_pad;   // padding elements on each rank of the shard group
   DType dtype = DType::F32;             // the original (master) dtype
+  DType compute_dtype = DType::F32;     // what the all-gather carries: param_dtype, else dtype
+  DType reduce_dtype = DType::F32;      // what the reduce-scatter sums: reduce_dtype, else compute_dtype
   bool requires_grad = true;
   std::optional<bool> reshard_after_forward;  // FSDP2 group setting after torch's defaults
   std::vector<std::string> duplicated;  // tied parameters flattened again although another unit holds them

@@ -144,6 +144,8 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
     w.key("padded_numel").value(u.padded_numel);
     w.key("shard_numel").value(u.shard_numel);
     w.key("dtype").value(dtype_name(u.dtype));
+    w.key("compute_dtype").value(dtype_name(u.compute_dtype));
+    w.key("reduce_dtype").value(dtype_name(u.reduce_dtype));
     w.key("requires_grad").value(u.requires_grad);
     if (u.reshard_after_forward) w.key("reshard_after_forward").value(*u.reshard_after_forward);
     w.key("params").array(u.params);

@@ -76,6 +76,7 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
   const bool orig = s.use_orig_params.value && tv >= Version{2, 0, 0};
   const int w = plan.shard_group;
   unit.dtype = owned.empty() ? DType::F32 : params[owned.front()].dtype;
+  set_collective_dtypes(unit, s);
   unit.requires_grad = false;
   // _get_aligned_numel(unsharded_dtype=_fwd_bwd_param_dtype): 16 bytes of the compute dtype.
   const DType compute = s.param_dtype().value_or(unit.dtype);

@@ -319,6 +319,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
     unit.rank_pad.assign(static_cast<std::size_t>(w), 0);
     unit.requires_grad = false;
     unit.dtype = owned.empty() ? DType::F32 : params[owned.front()].dtype;
+    set_collective_dtypes(unit, s);
     for (int pidx : owned) {
       const ParamEntry& p = params[pidx];
       if (holder.at(p.storage) != gi) unit.duplicated.push_back(p.fqn);

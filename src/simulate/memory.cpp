@@ -21,12 +21,7 @@ struct Dtypes {
   DType p, c, r;  // master, compute (all-gather), reduce
 };
 
-Dtypes dtypes_of(const ShardUnit& u, const FsdpSettings& s) {
-  // accelerate's MixedPrecision(param_dtype=reduce_dtype=bf16/fp16); torchtitan and transformers'
-  // native FSDP2 reduce in fp32; without mixed precision all three are p.
-  const DType c = s.param_dtype().value_or(u.dtype);
-  return {u.dtype, c, s.reduce_dtype().value_or(c)};
-}
+Dtypes dtypes_of(const ShardUnit& u, const FsdpSettings&) { return {u.dtype, u.compute_dtype, u.reduce_dtype}; }
 
 // Real (non-padding) elements of a FlatParameter that fall in rank r's slice [r*S, (r+1)*S).
 std::int64_t real_in_rank(const ShardUnit& u, int r) {

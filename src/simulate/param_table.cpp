@@ -93,6 +93,16 @@ std::string mixed_dtype_help(const std::vector<DType>& dtypes) {
   return "load the model in one dtype (torch_dtype=...), or wrap the differing parameters in their own unit";
 }
 
+// accelerate's MixedPrecision(param_dtype=reduce_dtype=bf16/fp16) (FSDP1 flat_param.py
+// _fwd_bwd_param_dtype = param_dtype or the original, _reduce_dtype = reduce_dtype or param_dtype;
+// FSDP2 _fsdp_param.py init_dtype_attrs, where param_dtype equal to the original is dropped, which
+// gathers in the same dtype); torchtitan and transformers' native FSDP2 reduce in fp32. Without mixed
+// precision all three are the unit's dtype.
+void set_collective_dtypes(ShardUnit& unit, const FsdpSettings& s) {
+  unit.compute_dtype = s.param_dtype().value_or(unit.dtype);
+  unit.reduce_dtype = s.reduce_dtype().value_or(unit.compute_dtype);
+}
+
 ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {
   ShardPlan plan;
   plan.fsdp_version = fsdp_version;

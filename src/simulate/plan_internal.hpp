@@ -41,6 +41,9 @@ std::vector<IgnoredParam> ignored_params(const ParamTable& params);
 
 ShardPlan plan_header(const FsdpSettings& s, int fsdp_version);
 
+// The unit's all-gather and reduce-scatter dtypes from its master dtype and the mixed precision.
+void set_collective_dtypes(ShardUnit& unit, const FsdpSettings& s);
+
 // How PyTorch prints a dtype in its errors ("torch.bfloat16").
 std::string torch_dtype_name(DType d);
 // What to do about parameters of two dtypes in one unit (FP8 checkpoints get their own advice).

@@ -59,6 +59,14 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
       const auto dtype = parse_dtype(field<std::string>(u, where, "dtype"));
       if (!dtype) throw std::runtime_error(fmt::format("{}.dtype: not a safetensors dtype name", where));
       su.dtype = *dtype;
+      // Plans written before the collective dtypes were recorded: no mixed precision.
+      for (auto [key, slot] : {std::pair{"compute_dtype", &su.compute_dtype}, std::pair{"reduce_dtype", &su.reduce_dtype}}) {
+        *slot = su.dtype;
+        if (!u.contains(key)) continue;
+        const auto d = parse_dtype(field<std::string>(u, where, key));
+        if (!d) throw std::runtime_error(fmt::format("{}.{}: not a safetensors dtype name", where, key));
+        *slot = *d;
+      }
       su.requires_grad = u.value("requires_grad", true);
       su.params = field<std::vector<std::string>>(u, where, "params");
       su.param_numels = field<std::vector<std::int64_t>>(u, where, "param_numels");
