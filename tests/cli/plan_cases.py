@@ -58,6 +58,15 @@ def deepseek_dequantized(doc):
     return None if not doc["diagnostics"] else f"diagnostics {doc['diagnostics']}"
 
 
+def collective_dtypes(want):
+    # (master, all-gather, reduce-scatter) per unit: accelerate upcasts the bf16 fixture to fp32
+    # masters under mixed precision and gathers/reduces in bf16; torchtitan reduces in fp32.
+    def check(doc):
+        got = {(u["dtype"], u["compute_dtype"], u["reduce_dtype"]) for u in doc["units"] if u["params"]}
+        return None if got == {want} else f"unit dtypes {got}, expected {want}"
+    return check
+
+
 def sarif_ok(doc):
     if doc.get("version") != "2.1.0" or not doc.get("runs"):
         return "not SARIF 2.1.0"
@@ -92,6 +101,13 @@ CASES = [
     {"name": "inspect --dequantize says so",
      "args": ["inspect", DEEPSEEK, "--dequantize"],
      "stdout": ["42,856 parameters", "BF16 42,856", "quantised weights loaded dequantised"]},
+    {"name": "plan: mixed precision gathers and reduces in bf16 (accelerate)",
+     "args": ["plan", LLAMA, "--world-size", "2", "--mixed-precision", "bf16", "--format", "json"],
+     "json": collective_dtypes(("F32", "BF16", "BF16"))},
+    {"name": "plan: torchtitan's FSDP2 policy reduces in fp32",
+     "args": ["plan", LLAMA, "--world-size", "2", "--fsdp-version", "2", "--fsdp2-caller", "torchtitan",
+              "--mixed-precision", "bf16", "--format", "json"],
+     "json": collective_dtypes(("F32", "BF16", "F32"))},
     {"name": "plan: bad --gpu-memory is a usage error", "args": ["plan", LLAMA, "--gpu-memory", "lots"], "exit": 2},
     {"name": "check: the seed's flattened config is an error, and the plan of the fixed file is shown",
      "args": ["check", "--no-env", "--config", "{src}/fixtures/configs/seed_000_flattened_fsdp_config.yaml",
