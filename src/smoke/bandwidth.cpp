@@ -15,6 +15,10 @@ double busbw_gbps(double algbw, int ranks) {
   return ranks > 0 ? algbw * (ranks - 1) / ranks : 0.0;
 }
 
+double busbw_gbps(Collective c, double algbw, int ranks) {
+  return c == Collective::all_reduce ? 2 * busbw_gbps(algbw, ranks) : busbw_gbps(algbw, ranks);
+}
+
 std::optional<std::int64_t> parse_nccl_size(const std::string& text) {
   if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
   std::size_t used = 0;
@@ -63,6 +67,13 @@ double average_busbw(const std::vector<BandwidthRow>& rows) {
   return sum / static_cast<double>(rows.size());
 }
 
-const char* collective_name(Collective c) { return c == Collective::all_gather ? "all_gather" : "reduce_scatter"; }
+const char* collective_name(Collective c) {
+  switch (c) {
+    case Collective::all_gather: return "all_gather";
+    case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::all_reduce: return "all_reduce";
+  }
+  return "?";
+}
 
 }  // namespace shardcheck::smoke

@@ -1,7 +1,8 @@
 #pragma once
 // nccl-tests conventions (NVIDIA/nccl-tests src/all_gather.cu, src/reduce_scatter.cu,
-// doc/PERFORMANCE.md): size = count per rank x element size x ranks (the gathered output / the
-// reduce-scatter input), algbw = size / time, busbw = algbw x (n-1)/n for both collectives,
+// src/all_reduce.cu, doc/PERFORMANCE.md): for all-gather and reduce-scatter size = count per rank x
+// element size x ranks (the gathered output / the reduce-scatter input) and busbw = algbw x (n-1)/n;
+// for all-reduce size = count x element size and busbw = algbw x 2(n-1)/n; algbw = size / time,
 // GB = 1e9 bytes. Sweep sizes from -b to -e multiplied by -f, suffixes K/M/G as powers of 1024.
 
 #include <cstdint>
@@ -14,7 +15,8 @@
 namespace shardcheck::smoke {
 
 double algbw_gbps(std::int64_t bytes, double seconds);
-double busbw_gbps(double algbw, int ranks);
+double busbw_gbps(double algbw, int ranks);  // all-gather, reduce-scatter
+double busbw_gbps(Collective c, double algbw, int ranks);
 // "32M", "1G", "512K", "4096" -> bytes (nccl-tests `parsesize`).
 std::optional<std::int64_t> parse_nccl_size(const std::string& text);
 // min, min*f, min*f^2, ... <= max; error text on nonsense (min > max, f < 2 with min < max).
@@ -26,7 +28,8 @@ struct BandwidthRow {
   Collective collective = Collective::all_gather;
   std::string source;            // "sweep" or the unit's path
   std::int64_t size = 0;         // bytes, nccl-tests "size"
-  std::int64_t count = 0;        // elements per rank
+  std::int64_t count = 0;        // elements per rank (all-reduce: in the buffer)
+  int ranks = 1;                 // the group the collective ran in
   DType type = DType::F32;
   double seconds = 0;            // mean per op, averaged over ranks (nccl-tests -a 1)
   double algbw = 0, busbw = 0;   // GB/s

@@ -101,7 +101,8 @@ UnitLayout unit_layout(const ShardUnit& u, int index, int fsdp_version, int worl
   UnitLayout out;
   out.index = index;
   out.path = u.path;
-  out.dtype = u.dtype;
+  out.dtype = u.compute_dtype;
+  out.reduce_dtype = u.reduce_dtype;
   out.world = world;
   out.fsdp_version = fsdp_version;
   out.requires_grad = u.requires_grad;

@@ -23,8 +23,10 @@ struct Segment {
 struct UnitLayout {
   int index = 0;                  // position in ShardPlan::units
   std::string path;
-  DType dtype = DType::F32;
-  int world = 1;
+  DType dtype = DType::F32;         // what the all-gather carries (the plan's compute dtype)
+  DType reduce_dtype = DType::F32;  // what the gradient reduction sums
+  int world = 1;                    // S: the shard group the unit is sharded over
+  int replicas = 1;                 // R: shard groups whose gradients are all-reduced (HSDP, NO_SHARD)
   int fsdp_version = 1;
   bool requires_grad = true;
   std::int64_t numel = 0;         // real elements

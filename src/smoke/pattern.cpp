@@ -110,7 +110,8 @@ void encode_integer(DType d, std::int64_t v, std::byte* dst) {
 }
 
 std::int64_t grad_value(const UnitLayout& u, int rank, std::int64_t offset) {
-  const std::int64_t limit = exact_integer_limit(u.dtype), w = u.world;
+  // Every rank of every replica contributes to the final sum (reduce-scatter, then all-reduce).
+  const std::int64_t limit = exact_integer_limit(u.reduce_dtype), w = std::int64_t{u.world} * u.replicas;
   if (limit / w >= 2) {
     // 1..k with k*W <= limit: any sum of W of them, in any order, stays exact.
     const std::int64_t k = std::min<std::int64_t>(8, limit / w);
@@ -121,25 +122,26 @@ std::int64_t grad_value(const UnitLayout& u, int rank, std::int64_t offset) {
 }
 
 void fill_grad(const UnitLayout& u, int rank, std::byte* dst) {
-  const int w = element_bytes(u.dtype);
+  const int w = element_bytes(u.reduce_dtype);
   std::memset(dst, 0, static_cast<std::size_t>(u.padded_numel * w));
   for_segments(u, 0, u.padded_numel, [&](const Segment& s, std::int64_t a, std::int64_t b) {
     if (s.param < 0) return;  // zero bits are 0 in every dtype a gradient can have
-    for (std::int64_t g = a; g < b; ++g) encode_integer(u.dtype, grad_value(u, rank, g), dst + g * w);
+    for (std::int64_t g = a; g < b; ++g) encode_integer(u.reduce_dtype, grad_value(u, rank, g), dst + g * w);
   });
 }
 
 WrongCount verify_reduced(const UnitLayout& u, int rank, const std::byte* slice) {
-  const int w = element_bytes(u.dtype);
+  const int w = element_bytes(u.reduce_dtype);
   const std::int64_t lo = rank * u.shard_numel;
+  const int contributors = u.world * u.replicas;
   std::vector<std::byte> want(static_cast<std::size_t>(w));
   WrongCount wrong;
   for (const auto& s : u.ranks[rank]) {
     for (std::int64_t g = s.offset; g < s.offset + s.numel; ++g) {
       std::int64_t sum = 0;
       if (s.param >= 0)
-        for (int r = 0; r < u.world; ++r) sum += grad_value(u, r, g);
-      encode_integer(u.dtype, sum, want.data());
+        for (int r = 0; r < contributors; ++r) sum += grad_value(u, r, g);
+      encode_integer(u.reduce_dtype, sum, want.data());
       if (std::memcmp(want.data(), slice + (g - lo) * w, static_cast<std::size_t>(w)) == 0) continue;
       (s.param < 0 ? wrong.pad : wrong.real) += 1;
       if (wrong.first < 0) wrong.first = g;

@@ -47,10 +47,13 @@ std::int64_t exact_integer_limit(DType d);
 // Writes integer v as an element of d; requires 0 <= v <= exact_integer_limit(d).
 void encode_integer(DType d, std::int64_t v, std::byte* dst);
 
+// The gradient global rank `rank` (0 .. world*replicas-1) holds at padded offset `offset`, in
+// u.reduce_dtype.
 std::int64_t grad_value(const UnitLayout& u, int rank, std::int64_t offset);
-// Rank r's reduce-scatter input: W*S elements.
+// Global rank r's reduce-scatter input: world*S elements of u.reduce_dtype.
 void fill_grad(const UnitLayout& u, int rank, std::byte* dst);
-// Checks rank r's reduce-scatter output (S elements): the exact sum over ranks, 0 in padding.
+// Checks the reduced slice of shard-group rank `rank` (S elements), after the reduce-scatter and,
+// with replicas, the all-reduce across them: the exact sum over all world*replicas ranks, 0 in padding.
 WrongCount verify_reduced(const UnitLayout& u, int rank, const std::byte* slice);
 
 }  // namespace shardcheck::smoke

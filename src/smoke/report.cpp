@@ -36,9 +36,17 @@ Verdict judge(const RunHeader& h, const RunResult& r) {
     v.summary = fmt::format("FAILED: average bus bandwidth {:.3f} GB/s is below 0.9 x the expected {:.3f} GB/s",
                             avg, *h.expect_busbw);
   } else {
-    v.summary = fmt::format("OK: {} units all-gathered{} exactly on {} ranks{}", r.units.size(),
-                            " and reduce-scattered", h.world,
-                            h.weights ? ", equal to the checkpoint's bytes bit for bit" : "");
+    const std::string bits = h.weights ? ", equal to the checkpoint's bytes bit for bit" : "";
+    if (h.shard_size == 1 && h.world > 1)  // NO_SHARD
+      v.summary = fmt::format("OK: {} units whole on every rank{}, gradients all-reduced exactly across {} ranks",
+                              r.units.size(), bits, h.world);
+    else if (h.replicas > 1)
+      v.summary = fmt::format("OK: {} units all-gathered and reduce-scattered in {}-rank shard groups and all-reduced "
+                              "across {} replicas exactly on {} ranks{}",
+                              r.units.size(), h.shard_size, h.replicas, h.world, bits);
+    else
+      v.summary = fmt::format("OK: {} units all-gathered and reduce-scattered exactly on {} ranks{}", r.units.size(),
+                              h.world, bits);
   }
   return v;
 }
@@ -48,10 +56,15 @@ std::string render_smoke_text(const RunHeader& h, const RunResult& r, const Verd
   out += fmt::format("shardcheck smoke: {} rank{}, {} on {} (LibTorch {}), FSDP{} {} plan of {}\n", h.world,
                      h.world == 1 ? "" : "s", h.backend, h.device, h.torch_version, h.fsdp_version, h.strategy,
                      h.model);
+  if (h.replicas > 1)
+    out += fmt::format("  {} replicas x {}-rank shard groups: shards gathered and gradients reduce-scattered within "
+                       "a group, each slice all-reduced across the replicas\n",
+                       h.replicas, h.shard_size);
   std::set<std::string> paths;
   for (const auto& u : r.units) {
     paths.insert(fmt::format("all_gather ({}): {}", dtype_name(u.dtype), u.ag_path));
-    if (u.rs_ran) paths.insert(fmt::format("reduce_scatter ({}): {}", dtype_name(u.dtype), u.rs_path));
+    if (u.rs_ran) paths.insert(fmt::format("reduce_scatter ({}): {}", dtype_name(u.reduce_dtype), u.rs_path));
+    if (u.ar_ran) paths.insert(fmt::format("all_reduce ({}): {}", dtype_name(u.reduce_dtype), u.ar_path));
   }
   for (const auto& p : paths) out += "  " + p + "\n";
   out += fmt::format("  checked {} of {} units{}{}\n\n", r.units.size(), h.plan_units,
@@ -107,6 +120,8 @@ std::string render_smoke_json(const RunHeader& h, const RunResult& r, const Verd
   w.key("exit_code").value(v.exit_code);
   w.key("summary").value(v.summary);
   w.key("world_size").value(h.world);
+  w.key("shard_group_size").value(h.shard_size);
+  w.key("replicas").value(h.replicas);
   w.key("backend").value(h.backend);
   w.key("device").value(h.device);
   w.key("torch_version").value(h.torch_version);
@@ -123,6 +138,7 @@ std::string render_smoke_json(const RunHeader& h, const RunResult& r, const Verd
     w.key("index").value(u.index);
     w.key("path").value(u.path);
     w.key("dtype").value(dtype_name(u.dtype));
+    w.key("reduce_dtype").value(dtype_name(u.reduce_dtype));
     w.key("numel").value(u.numel);
     w.key("shard_numel").value(u.shard_numel);
     w.key("padded_numel").value(u.padded_numel);
@@ -142,6 +158,12 @@ std::string render_smoke_json(const RunHeader& h, const RunResult& r, const Verd
       w.key("skipped").value(u.rs_skipped);
     }
     w.end_object();
+    // The replicas' all-reduce of each reduce-scattered slice; its result is what reduce_scatter's
+    // count checks (the sum over every rank of every replica).
+    w.key("all_reduce").begin_object();
+    w.key("ran").value(u.ar_ran);
+    if (u.ar_ran) w.key("path").value(u.ar_path);
+    w.end_object();
     if (h.weights) w.key("weight_bytes_read").value(u.weight_bytes_read);
     w.end_object();
   }
@@ -154,6 +176,7 @@ std::string render_smoke_json(const RunHeader& h, const RunResult& r, const Verd
     w.key("source").value(b.source);
     w.key("size").value(b.size);
     w.key("count").value(b.count);
+    w.key("ranks").value(b.ranks);
     w.key("type").value(dtype_name(b.type));
     w.key("time_us").value(b.seconds * 1e6);
     w.key("algbw_gbps").value(b.algbw);

@@ -12,6 +12,8 @@ namespace shardcheck::smoke {
 
 struct RunHeader {
   int world = 1;
+  int shard_size = 1;             // S: ranks a unit is sharded over
+  int replicas = 1;               // R = world / S: shard groups whose gradients are all-reduced
   std::string backend, device, torch_version;
   std::string model;              // model directory or plan file
   int fsdp_version = 1;

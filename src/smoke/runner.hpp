@@ -27,15 +27,17 @@ struct RunOptions {
 struct UnitResult {
   int index = 0;
   std::string path;
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;            // all-gathered
+  DType reduce_dtype = DType::F32;     // reduced
   std::int64_t numel = 0, shard_numel = 0, padded_numel = 0, pad = 0;
   std::int64_t ag_wrong_real = 0, ag_wrong_pad = 0;   // summed over ranks
   std::int64_t ag_first_wrong = -1;                    // on this rank
   bool rs_ran = false;
+  bool ar_ran = false;                                 // the replicas' all-reduce of the slice ran
   std::string rs_skipped;                              // why not, when it did not run
   std::int64_t rs_wrong_real = 0, rs_wrong_pad = 0;
   std::int64_t weight_bytes_read = 0;                  // summed over ranks: the shards' real bytes
-  std::string ag_path, rs_path;
+  std::string ag_path, rs_path, ar_path;
 };
 
 struct RunResult {

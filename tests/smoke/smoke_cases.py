@@ -38,6 +38,32 @@ def units_check(world, pads):
 
 LAYERS = ["model.layers.0", "model.layers.1", "model.layers.2"]
 
+
+def replicated_check(shard, replicas, units, weight_bytes=None):
+    """HSDP / NO_SHARD: S-rank shard groups, R replicas; every gradient slice all-reduced and exact."""
+    def check(doc):
+        if (doc["shard_group_size"], doc["replicas"]) != (shard, replicas):
+            return f"topology {doc['shard_group_size']} x {doc['replicas']}, expected {shard} x {replicas}"
+        got = [(u["path"], u["shard_numel"], u["pad_elements"]) for u in doc["units"]]
+        if got != units:
+            return f"units {got}, expected {units}"
+        if doc["wrong_elements"] != 0 or doc["verdict"] != "ok":
+            return f"verdict {doc['verdict']} wrong {doc['wrong_elements']}"
+        for u in doc["units"]:
+            if not u["all_reduce"]["ran"] or u["reduce_scatter"]["wrong"] != 0:
+                return f"gradient of {u['path']}: {u['reduce_scatter']} {u['all_reduce']}"
+        if weight_bytes is not None and sum(u["weight_bytes_read"] for u in doc["units"]) != weight_bytes:
+            return f"weight bytes {[u['weight_bytes_read'] for u in doc['units']]}, expected {weight_bytes} in all"
+        for row in doc["bandwidth"]["rows"]:
+            n = row["ranks"]
+            factor = 2 * (n - 1) / n if row["collective"] == "all_reduce" else (n - 1) / n
+            want_n = replicas if row["collective"] == "all_reduce" else shard
+            algbw = row["size"] / (row["time_us"] * 1e-6) / 1e9
+            if n != want_n or abs(row["busbw_gbps"] - algbw * factor) > 1e-9 * max(1, algbw):
+                return f"bandwidth row {row}"
+        return None
+    return check
+
 CASES = [
     # Verification passes on 1, 2, 3 and 4 ranks (FSDP1 flat parameters).
     {"name": "smoke llama W=1", "args": ["smoke", LLAMA, "--nproc", "1"] + FAST, "exit": 0,
@@ -99,11 +125,32 @@ CASES = [
      "rank 0 (pid" in d["error"] else f"{d}", "timeout": 120},
     {"name": "smoke plan for another world size", "args": ["smoke", LLAMA, "--nproc", "3", "--world-size", "2"],
      "exit": 23, "stderr": ["--world-size 2 disagrees with the job's 3 ranks"]},
-    {"name": "smoke NO_SHARD refused", "args": ["smoke", LLAMA, "--nproc", "2", "--sharding-strategy", "NO_SHARD"],
-     "exit": 2, "stderr": ["the plan is NO_SHARD: every rank holds whole parameters"]},
-    {"name": "smoke HYBRID_SHARD refused", "args": ["smoke", LLAMA, "--nproc", "4", "--sharding-strategy",
-                                                   "HYBRID_SHARD", "--num-machines", "2"],
-     "exit": 2, "stderr": ["the plan shards over 2 of 4 ranks (HYBRID_SHARD)"]},
+    # NO_SHARD: whole units on every rank (S = N, no padding), nothing gathered, every gradient
+    # all-reduced over both ranks; only all-reduce rows in the bandwidth table.
+    {"name": "smoke NO_SHARD W=2 json", "args": ["smoke", LLAMA, "--nproc", "2", "--sharding-strategy", "NO_SHARD",
+                                                "--format", "json"] + FAST, "exit": 0,
+     "json": replicated_check(1, 2, [("", 1500, 0)] + [(p, 4360, 0) for p in LAYERS])},
+    # HYBRID_SHARD on 2 "machines" of 2: shard groups {0,1} and {2,3} (root S = 1500/2 = 750, layers
+    # 2180, no padding); --weights: each group reads every real element once, 2 bytes each:
+    # 2 x (1500 + 3 x 4360) x 2 = 58320 bytes.
+    {"name": "smoke HYBRID_SHARD 2x2 --weights json", "quick": True,
+     "args": ["smoke", LLAMA, "--nproc", "4", "--sharding-strategy", "HYBRID_SHARD", "--num-machines", "2",
+              "--weights", "--format", "json"] + FAST, "exit": 0,
+     "json": replicated_check(2, 2, [("", 750, 0)] + [(p, 2180, 0) for p in LAYERS], weight_bytes=58320)},
+    {"name": "smoke FSDP2 HSDP --dp-replicate 2", "args": ["smoke", LLAMA, "--nproc", "4", "--fsdp-version", "2",
+                                                          "--dp-replicate", "2"] + QUICK, "exit": 0,
+     "stdout": ["2 replicas x 2-rank shard groups", "all_reduce (BF16): allreduce (sum) across 2 replicas",
+                "OK: 5 units all-gathered and reduce-scattered in 2-rank shard groups and all-reduced across 2 "
+                "replicas exactly on 4 ranks"]},
+    # The shift on rank 1 corrupts shard group {0,1} only.
+    {"name": "smoke shifted shard caught under HYBRID_SHARD",
+     "args": ["smoke", LLAMA, "--nproc", "4", "--sharding-strategy", "HYBRID_SHARD", "--num-machines", "2",
+              "--test-shift-shard", "1"] + QUICK, "exit": 20, "stdout": ["FAILED:", "in 4 of 4 units on 4 ranks"]},
+    # transformers 5.x fuses Mixtral's per-expert w1/w3 into mlp.experts.gate_up_proj and w2 into
+    # down_proj: --weights reads them in that order from the per-expert tensors on disk.
+    {"name": "smoke --weights mixtral fused experts", "args": ["smoke", "{src}/fixtures/models/mixtral", "--nproc", "2",
+                                                              "--weights"] + QUICK, "exit": 0,
+     "stdout": ["equal to the checkpoint's bytes bit for bit"]},
     {"name": "smoke RANK malformed", "args": ["smoke", LLAMA], "env": {"RANK": "x", "WORLD_SIZE": "2"},
      "exit": 29, "stderr": ["expected an integer from 0 to 1048576 in RANK, found 'x'"]},
     {"name": "smoke not a rank", "args": ["smoke", LLAMA], "exit": 29,

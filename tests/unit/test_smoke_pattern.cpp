@@ -24,7 +24,7 @@ UnitLayout two_rank_unit() {
   // 5 real F32 elements over 2 ranks: S=3, rank 1 holds 2 real + 1 padding.
   UnitLayout u;
   u.index = 7;
-  u.dtype = DType::F32;
+  u.dtype = u.reduce_dtype = DType::F32;
   u.world = 2;
   u.numel = 5;
   u.shard_numel = 3;
@@ -53,7 +53,7 @@ TEST_CASE("smoke pattern: integers encode exactly in each float format") {
 
 TEST_CASE("smoke pattern: gradient values keep every sum exact") {
   UnitLayout u = two_rank_unit();
-  u.dtype = DType::BF16;
+  u.dtype = u.reduce_dtype = DType::BF16;
   u.world = 64;  // 256 / 64 = 4: values 1..4, sums <= 256
   for (int r = 0; r < 64; ++r)
     for (std::int64_t g = 0; g < 50; ++g) {

@@ -14,13 +14,15 @@ using namespace shardcheck::smoke;
 
 namespace {
 
-std::vector<RunResult> run_all(int world, const RunOptions& opt) {
+// `shard_size`: ranks per shard group (0: all); `drop_all_reduce`: the replicas never sum.
+std::vector<RunResult> run_all(int world, const RunOptions& opt, int shard_size = 0, bool drop_all_reduce = false) {
   testing::Exchange x(world);
   std::vector<RunResult> out(static_cast<std::size_t>(world));
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r)
     threads.emplace_back([&, r] {
-      testing::FakeComm c(x, r);
+      testing::FakeComm c(x, r, shard_size);
+      c.drop_all_reduce = drop_all_reduce;
       out[r] = run_rank(c, opt);
     });
   for (auto& t : threads) t.join();
@@ -31,7 +33,7 @@ std::vector<RunResult> run_all(int world, const RunOptions& opt) {
 UnitLayout unit65(DType d, int world = 3) {
   ShardUnit u;
   u.path = "layer";
-  u.dtype = d;
+  u.dtype = u.compute_dtype = u.reduce_dtype = d;
   u.layout = {FlatSlot{"a", 0, 40, false}, FlatSlot{"b", 40, 25, false}};
   u.params = {"a", "b"};
   u.param_numels = {40, 25};
@@ -102,4 +104,63 @@ TEST_CASE("smoke runner: sweep rows follow nccl-tests size/count/algbw/busbw") {
   h.world = 2;
   h.expect_busbw = 1.0;  // 0.9 GB/s needed, far above a fake 2 ms per op
   CHECK(judge(h, res[0]).exit_code == 26);
+}
+
+TEST_CASE("smoke runner: HSDP, 2 replicas of 2-rank shard groups, and NO_SHARD") {
+  // Ranks {0,1} and {2,3} each gather the unit over S=2 (S = ceil(65/2) = 33: rank 1 of a group
+  // holds 32 real + 1 padding); each slice is then all-reduced with the same slice of the other group.
+  RunOptions opt;
+  UnitLayout l = unit65(DType::F32, 2);
+  l.replicas = 2;
+  opt.units = {l};
+  opt.time_units = false;
+  auto res = run_all(4, opt, 2);
+  for (const auto& r : res) {
+    CHECK(r.wrong_total() == 0);
+    CHECK(r.units[0].ar_ran);
+  }
+  // Without the all-reduce every real element of every slice holds only its own group's sum (grad
+  // values are >= 1, so that is short): 33 + 32 real elements per group, 2 groups.
+  auto broken = run_all(4, opt, 2, /*drop_all_reduce=*/true);
+  CHECK(broken[0].units[0].rs_wrong_real == 130);
+  CHECK(broken[0].units[0].rs_wrong_pad == 0);
+  CHECK(broken[0].units[0].ag_wrong_real == 0);
+
+  // NO_SHARD on 3 ranks: groups of one rank (the whole unit, no padding), gradients summed over all 3.
+  RunOptions whole;
+  UnitLayout w = unit65(DType::BF16, 1);
+  w.replicas = 3;
+  whole.units = {w};
+  whole.time_units = false;
+  auto ns = run_all(3, whole, 1);
+  CHECK(ns[0].units[0].shard_numel == 65);
+  CHECK(ns[0].units[0].pad == 0);
+  CHECK(ns[0].wrong_total() == 0);
+  CHECK(ns[0].units[0].ar_ran);
+}
+
+TEST_CASE("smoke runner: HSDP bandwidth rows, all-reduce in nccl-tests' conventions") {
+  RunOptions opt;
+  opt.sweep = {1024};
+  UnitLayout l = unit65(DType::F32, 2);
+  l.replicas = 2;
+  opt.units = {l};
+  auto res = run_all(4, opt, 2);
+  const auto& rows = res[0].bandwidth;
+  // The sweep size: all-gather and reduce-scatter over 2 ranks, all-reduce over 2 replicas; then
+  // the unit's three.
+  REQUIRE(rows.size() == 6);
+  CHECK(rows[0].collective == Collective::all_gather);
+  CHECK(rows[0].count == 128);  // 1024 B / (2 ranks x 4 B)
+  CHECK(rows[0].ranks == 2);
+  CHECK(rows[2].collective == Collective::all_reduce);
+  CHECK(rows[2].count == 256);  // the whole 1024 B buffer
+  CHECK(rows[2].size == 1024);
+  CHECK(rows[2].wrong == 0);
+  // all-reduce busbw = algbw x 2(n-1)/n = algbw for n = 2: 1024 B / 2 ms = 0.000512 GB/s.
+  CHECK(rows[2].algbw == doctest::Approx(0.000512));
+  CHECK(rows[2].busbw == doctest::Approx(0.000512));
+  CHECK(rows[5].collective == Collective::all_reduce);
+  CHECK(rows[5].size == 33 * 4);  // the unit's gradient slice
+  CHECK(res[0].wrong_total() == 0);
 }

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <map>
 #include <thread>
+#include <tuple>
 
 #ifdef SHARDCHECK_SMOKE_NCCL
 #include <cuda_runtime_api.h>
@@ -61,31 +62,64 @@ bool is_refusal(const std::exception& e) {
          s.find("Invalid scalar type") != std::string::npos || s.find("Unsupported") != std::string::npos;
 }
 
+// A process group and this rank's place in it. `pg` is null for a group of one rank inside a larger
+// job (NO_SHARD's shard groups, plain sharding's replica groups); a job of one rank keeps its world
+// group so that its collectives still run through the backend.
+template <class PG>
+struct Group {
+  c10::intrusive_ptr<PG> pg;
+  int rank = 0, size = 1;
+};
+
 template <class PG>
 class C10dComm final : public Comm {
  public:
-  C10dComm(c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<PG> pg, const RendezvousSpec& spec,
-           std::string backend, at::Device device)
-      : store_(std::move(store)), pg_(std::move(pg)), spec_(spec), backend_(std::move(backend)), device_(device) {}
+  // `shard` and `replica`: this rank's shard and replica groups (see Comm); either may be the world.
+  C10dComm(c10::intrusive_ptr<c10d::Store> store, Group<PG> world, Group<PG> shard, Group<PG> replica,
+           const RendezvousSpec& spec, std::string backend, at::Device device)
+      : store_(std::move(store)),
+        pg_(world.pg),
+        world_(std::move(world)),
+        shard_(std::move(shard)),
+        replica_(std::move(replica)),
+        spec_(spec),
+        backend_(std::move(backend)),
+        device_(device) {}
 
   int rank() const override { return spec_.rank; }
   int world() const override { return spec_.world; }
+  int shard_size() const override { return shard_.size; }
   std::string backend() const override { return backend_; }
   std::string device() const override { return device_.str(); }
 
   void all_gather(DType d, const std::byte* in, std::int64_t count, std::byte* out) override {
+    if (!shard_.pg) {  // NO_SHARD: the rank already holds the whole parameter
+      std::memcpy(out, in, static_cast<std::size_t>(count * element_bytes(d)));
+      return;
+    }
     const at::ScalarType t = transport(d);
     at::Tensor src = to_device(in, count, d);
     if (src.scalar_type() != t) src = as_bytes(src);
-    at::Tensor dst = empty(spec_.world * src.numel(), t);
-    guarded("all_gather", [&] { gather_into(dst, src); });
+    at::Tensor dst = empty(shard_.size * src.numel(), t);
+    guarded("all_gather", [&] { gather_into(shard_, dst, src); });
     from_device(dst, out);
   }
 
   void reduce_scatter_sum(DType d, const std::byte* in, std::int64_t count, std::byte* out) override {
-    at::Tensor src = to_device(in, spec_.world * count, d), dst = empty(count, *scalar_type(d));
-    guarded("reduce_scatter", [&] { scatter_into(dst, src); });
+    if (!shard_.pg) {  // NO_SHARD: the whole gradient is this rank's "slice"
+      std::memcpy(out, in, static_cast<std::size_t>(count * element_bytes(d)));
+      return;
+    }
+    at::Tensor src = to_device(in, shard_.size * count, d), dst = empty(count, *scalar_type(d));
+    guarded("reduce_scatter", [&] { scatter_into(shard_, dst, src); });
     from_device(dst, out);
+  }
+
+  void all_reduce_replicas(DType d, std::byte* inout, std::int64_t count) override {
+    if (!replica_.pg) return;
+    at::Tensor t = to_device(inout, count, d);
+    guarded("all_reduce", [&] { t = reduce_across(replica_, t); });
+    from_device(t.to(*scalar_type(d)), inout);
   }
 
   void all_reduce_sum(std::vector<double>& values) override {
@@ -101,9 +135,11 @@ class C10dComm final : public Comm {
   }
 
   double time_collective(Collective c, DType d, std::int64_t count, int warmup, int iters) override {
-    const int W = spec_.world;
+    const int W = shard_.size;
     at::Tensor small, big;
-    if (c == Collective::all_gather) {
+    if (c == Collective::all_reduce) {
+      small = empty(count, *scalar_type(d)).zero_();
+    } else if (c == Collective::all_gather) {
       const at::ScalarType t = transport(d);
       const std::int64_t n = t == at::kByte ? count * element_bytes(d) : count;
       small = empty(n, t);
@@ -113,8 +149,9 @@ class C10dComm final : public Comm {
       big = empty(W * count, *scalar_type(d)).zero_();
     }
     auto once = [&] {
-      if (c == Collective::all_gather) gather_into(big, small);
-      else scatter_into(small, big);
+      if (c == Collective::all_reduce) (void)reduce_across(replica_, small);
+      else if (c == Collective::all_gather) gather_into(shard_, big, small);
+      else scatter_into(shard_, small, big);
     };
     double seconds = 0;
     guarded(collective_name(c), [&] {
@@ -130,9 +167,17 @@ class C10dComm final : public Comm {
 
   std::string path(Collective c, DType d) const override {
     const auto name = std::string(dtype_name(d));
+    if (c == Collective::all_reduce) {
+      std::string p = fmt::format("allreduce (sum) across {} replicas", replica_.size);
+      if (sum_as_f32_.count(d) && sum_as_f32_.at(d)) p += fmt::format("; {} summed as F32 ({} cannot sum {})", name, backend_, name);
+      return p;
+    }
+    if (!shard_.pg)
+      return c == Collective::all_gather ? "none: a shard group of one rank holds the whole parameter"
+                                         : "none: a shard group of one rank keeps its whole gradient";
     if (c == Collective::all_gather) {
       std::string p = ag_base_ == false
-                          ? fmt::format("allgather into {} tensors ({} has no _allgather_base)", spec_.world, who())
+                          ? fmt::format("allgather into {} tensors ({} has no _allgather_base)", shard_.size, who())
                           : "_allgather_base into one flat buffer";
       if (bytes_for_.count(d) && bytes_for_.at(d)) p += fmt::format("; {} carried as bytes ({} has no {})", name, backend_, name);
       return p;
@@ -194,7 +239,7 @@ class C10dComm final : public Comm {
       bool refused = false;
       guarded("all_gather dtype probe", [&] {
         try {
-          gather_into(all, one);
+          gather_into(world_, all, one);
         } catch (const std::exception& e) {
           if (!is_refusal(e)) throw;
           refused = true;
@@ -229,11 +274,11 @@ class C10dComm final : public Comm {
   }
 
   // dst: W*count elements; src: count elements; both of dst's type, or src reinterpreted as bytes.
-  void gather_into(at::Tensor& dst, at::Tensor& src) {
+  void gather_into(Group<PG>& g, at::Tensor& dst, at::Tensor& src) {
     at::Tensor in = src.scalar_type() == dst.scalar_type() ? src : as_bytes(src);
     if (ag_base_ != false) {
       try {
-        pg_->_allgather_base(dst, in)->wait();
+        g.pg->_allgather_base(dst, in)->wait();
         ag_base_ = true;
         return;
       } catch (const std::exception& e) {
@@ -243,9 +288,9 @@ class C10dComm final : public Comm {
     }
     const std::int64_t n = in.numel();
     std::vector<std::vector<at::Tensor>> outs(1);
-    for (int r = 0; r < spec_.world; ++r) outs[0].push_back(dst.narrow(0, r * n, n));
+    for (int r = 0; r < g.size; ++r) outs[0].push_back(dst.narrow(0, r * n, n));
     std::vector<at::Tensor> ins{in};
-    pg_->allgather(outs, ins)->wait();
+    g.pg->allgather(outs, ins)->wait();
   }
 
   at::Tensor as_bytes(const at::Tensor& t) {
@@ -256,11 +301,11 @@ class C10dComm final : public Comm {
   }
 
   // dst: count elements; src: W*count elements (summed over ranks, dst = this rank's slice).
-  void scatter_into(at::Tensor& dst, at::Tensor& src) {
+  void scatter_into(Group<PG>& g, at::Tensor& dst, at::Tensor& src) {
     const std::int64_t n = dst.numel();
     if (rs_mode_ <= 0) {
       try {
-        pg_->_reduce_scatter_base(dst, src)->wait();
+        g.pg->_reduce_scatter_base(dst, src)->wait();
         rs_mode_ = 0;
         return;
       } catch (const std::exception& e) {
@@ -272,8 +317,8 @@ class C10dComm final : public Comm {
       try {
         std::vector<at::Tensor> outs{dst};
         std::vector<std::vector<at::Tensor>> ins(1);
-        for (int r = 0; r < spec_.world; ++r) ins[0].push_back(src.narrow(0, r * n, n));
-        pg_->reduce_scatter(outs, ins)->wait();
+        for (int r = 0; r < g.size; ++r) ins[0].push_back(src.narrow(0, r * n, n));
+        g.pg->reduce_scatter(outs, ins)->wait();
         return;
       } catch (const std::exception& e) {
         if (!is_refusal(e)) throw;
@@ -282,20 +327,27 @@ class C10dComm final : public Comm {
       }
     }
     // allreduce + slice: every rank receives the whole sum and keeps its own chunk.
+    at::Tensor sum = reduce_across(g, src);
+    dst.copy_(sum.narrow(0, g.rank * n, n));
+  }
+
+  // The sum of `src` over the group (a new tensor; float32 where the backend cannot sum the dtype,
+  // e.g. BFloat16 in gloo 1.13, as FSDP does with reduce_dtype=float32).
+  at::Tensor reduce_across(Group<PG>& g, const at::Tensor& src) {
     const DType d = dtype_of(src.scalar_type());
     bool& wide = sum_as_f32_[d];
     at::Tensor sum = wide ? src.to(at::kFloat) : src.clone();
     try {
       std::vector<at::Tensor> ts{sum};
-      pg_->allreduce(ts)->wait();
+      g.pg->allreduce(ts)->wait();
     } catch (const std::exception& e) {
       if (wide || !is_refusal(e)) throw;
-      wide = true;  // e.g. BFloat16 in gloo 1.13: sum in float32, as FSDP does with reduce_dtype=float32
+      wide = true;
       sum = src.to(at::kFloat);
       std::vector<at::Tensor> ts{sum};
-      pg_->allreduce(ts)->wait();
+      g.pg->allreduce(ts)->wait();
     }
-    dst.copy_(sum.narrow(0, spec_.rank * n, n));
+    return sum;
   }
 
   static DType dtype_of(at::ScalarType st) {
@@ -323,7 +375,8 @@ class C10dComm final : public Comm {
   }
 
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<PG> pg_;
+  c10::intrusive_ptr<PG> pg_;  // the world: counts, dtype probes
+  Group<PG> world_, shard_, replica_;
   RendezvousSpec spec_;
   std::string backend_;
   at::Device device_;
@@ -484,29 +537,54 @@ std::unique_ptr<Comm> connect_c10d(const RendezvousSpec& spec) {
                      fmt::format("rank {}: the rendezvous store failed: {}", spec.rank, first_line(e.what())));
   }
   auto pg_store = c10::make_intrusive<c10d::PrefixStore>("shardcheck/pg", store);
+  // Shard groups: ranks [i*S, (i+1)*S); replica groups: {j, j+S, j+2S, ...}. Each rank builds only
+  // the two it belongs to, every rank in the same order (shard, then replica), each over its own
+  // key prefix, as torch.distributed.new_group does with a PrefixStore per group.
+  const int S = spec.shard_size > 0 ? spec.shard_size : spec.world;
+  if (spec.world % S != 0)
+    throw SmokeFault(ExitCode::usage, fmt::format("shard groups of {} ranks do not divide WORLD_SIZE={}", S, spec.world));
+  const int shard_index = spec.rank / S, shard_rank = spec.rank % S, R = spec.world / S;
+  auto groups = [&](auto make) {
+    using G = typename decltype(make(std::string(), 0, 0))::element_type;
+    Group<G> world{make("world", spec.rank, spec.world), spec.rank, spec.world};
+    Group<G> shard = S == spec.world ? world : Group<G>{{}, 0, 1};
+    if (S > 1 && S < spec.world) shard = Group<G>{make(fmt::format("shard/{}", shard_index), shard_rank, S), shard_rank, S};
+    Group<G> replica = R == spec.world ? world : Group<G>{{}, 0, 1};
+    if (R > 1 && R < spec.world) replica = Group<G>{make(fmt::format("replica/{}", shard_rank), shard_index, R), shard_index, R};
+    return std::tuple{world, shard, replica};
+  };
   try {
     if (spec.cuda) {
 #ifdef SHARDCHECK_SMOKE_NCCL
       cudaSetDevice(spec.local_rank);
-      auto opts = c10d::ProcessGroupNCCL::Options::create();
-      opts->timeout = spec.timeout;
-      auto pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(pg_store, spec.rank, spec.world, opts);
-      return std::make_unique<C10dComm<c10d::ProcessGroupNCCL>>(store, pg, spec, "nccl",
+      auto make = [&](const std::string& prefix, int rank, int size) {
+        auto opts = c10d::ProcessGroupNCCL::Options::create();
+        opts->timeout = spec.timeout;
+        return c10::make_intrusive<c10d::ProcessGroupNCCL>(c10::make_intrusive<c10d::PrefixStore>(prefix, pg_store),
+                                                           rank, size, opts);
+      };
+      auto [world, shard, replica] = groups(make);
+      return std::make_unique<C10dComm<c10d::ProcessGroupNCCL>>(store, world, shard, replica, spec, "nccl",
                                                                 at::Device(at::kCUDA, spec.local_rank));
 #else
       throw SmokeFault(ExitCode::smoke_launch, "this shardcheck-smoke was built with a CPU-only LibTorch: no NCCL");
 #endif
     }
-    auto opts = c10d::ProcessGroupGloo::Options::create(spec.timeout);
-    // torch.distributed picks the interface the same way: GLOO_SOCKET_IFNAME, else the hostname.
-    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    else if (is_loopback(spec.master_addr))
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
-    else
-      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    auto pg = c10::make_intrusive<c10d::ProcessGroupGloo>(pg_store, spec.rank, spec.world, opts);
-    return std::make_unique<C10dComm<c10d::ProcessGroupGloo>>(store, pg, spec, "gloo", at::Device(at::kCPU));
+    auto make = [&](const std::string& prefix, int rank, int size) {
+      auto opts = c10d::ProcessGroupGloo::Options::create(spec.timeout);
+      // torch.distributed picks the interface the same way: GLOO_SOCKET_IFNAME, else the hostname.
+      if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname)
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+      else if (is_loopback(spec.master_addr))
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+      else
+        opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      return c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>(prefix, pg_store), rank,
+                                                         size, opts);
+    };
+    auto [world, shard, replica] = groups(make);
+    return std::make_unique<C10dComm<c10d::ProcessGroupGloo>>(store, world, shard, replica, spec, "gloo",
+                                                              at::Device(at::kCPU));
   } catch (const SmokeFault&) {
     throw;
   } catch (const std::exception& e) {

@@ -114,17 +114,21 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
   return out;
 }
 
+// Ranks per shard group. NO_SHARD keeps whole parameters on every rank and all-reduces the
+// gradients (fsdp-semantics.md §2.6): a "shard group" of one rank, the whole job its replicas.
+// HYBRID_SHARD / _HYBRID_SHARD_ZERO2 shard within a node and FSDP2 HSDP over the mesh's shard
+// dimension; the replicas all-reduce.
+int shard_group_size(const Planned& p, int world) {
+  const int s = p.strategy == "NO_SHARD" ? 1 : p.plan.shard_group;
+  if (s < 1 || world % s != 0)
+    throw SmokeFault(ExitCode::usage, fmt::format("the plan shards over groups of {} ranks ({}), which does not "
+                                                  "divide the job's {} ranks",
+                                                  s, p.strategy, world));
+  return s;
+}
+
 std::vector<UnitLayout> layouts(const Planned& p, const SmokeFlags& f, int world) {
-  // NO_SHARD keeps whole parameters on every rank and all-reduces gradients (fsdp-semantics.md
-  // §2.6): there is no shard to gather.
-  if (p.strategy == "NO_SHARD" && world > 1)
-    throw SmokeFault(ExitCode::usage, "the plan is NO_SHARD: every rank holds whole parameters, there is no shard "
-                                      "to all-gather or reduce-scatter (plan FULL_SHARD or SHARD_GRAD_OP)");
-  if (p.plan.shard_group != world)
-    throw SmokeFault(ExitCode::usage,
-                     fmt::format("the plan shards over {} of {} ranks ({}): smoke verifies one shard group spanning "
-                                 "the whole job (FULL_SHARD / SHARD_GRAD_OP)",
-                                 p.plan.shard_group, world, p.strategy));
+  const int shard = shard_group_size(p, world);
   std::vector<std::int64_t> bytes;
   for (const auto& u : p.plan.units) bytes.push_back(u.padded_numel * element_bytes(u.dtype));
   std::vector<UnitLayout> out;
@@ -132,7 +136,8 @@ std::vector<UnitLayout> layouts(const Planned& p, const SmokeFlags& f, int world
     const auto& u = p.plan.units[i];
     if (element_bytes(u.dtype) == 0) continue;  // packed sub-byte kinds are never a flat parameter
     std::string error;
-    UnitLayout l = unit_layout(u, i, p.plan.fsdp_version, world, error);
+    UnitLayout l = unit_layout(u, i, p.plan.fsdp_version, shard, error);
+    l.replicas = world / shard;
     if (!error.empty())  // a hand-edited --plan file; from the planner it would be a bug
       throw SmokeFault(f.plan_file.empty() ? ExitCode::internal : ExitCode::usage,
                        fmt::format("{}: inconsistent plan: {}", f.plan_file.empty() ? "planner" : f.plan_file, error));
@@ -183,6 +188,7 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
   spec.local_rank = env.local_rank;
   spec.master_addr = env.master_addr;
   spec.master_port = env.master_port;
+  spec.shard_size = shard_group_size(planned, env.world);
   spec.timeout = timeout;
   spec.cuda = f.backend == "nccl" || (f.backend == "auto" && c10d_has_nccl());
   auto comm = connect_c10d(spec);
@@ -192,6 +198,8 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
   RunResult result = run_rank(*comm, opt);
   RunHeader h;
   h.world = env.world;
+  h.shard_size = comm->shard_size();
+  h.replicas = comm->replicas();
   h.backend = comm->backend();
   h.device = comm->device();
   h.torch_version = c10d_torch_version();
