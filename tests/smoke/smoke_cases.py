@@ -142,6 +142,12 @@ CASES = [
      "stdout": ["2 replicas x 2-rank shard groups", "all_reduce (BF16): allreduce (sum) across 2 replicas",
                 "OK: 5 units all-gathered and reduce-scattered in 2-rank shard groups and all-reduced across 2 "
                 "replicas exactly on 4 ranks"]},
+    # Mixed precision: torchtitan's FSDP2 policy gathers bf16 and reduces in fp32 (the plan's
+    # compute_dtype / reduce_dtype), and so does the run.
+    {"name": "smoke torchtitan mixed precision reduces in F32",
+     "args": ["smoke", LLAMA, "--nproc", "2", "--fsdp-version", "2", "--fsdp2-caller", "torchtitan",
+              "--mixed-precision", "bf16"] + QUICK, "exit": 0,
+     "stdout": ["all_gather (BF16):", "reduce_scatter (F32):", "OK: 5 units"]},
     # The shift on rank 1 corrupts shard group {0,1} only.
     {"name": "smoke shifted shard caught under HYBRID_SHARD",
      "args": ["smoke", LLAMA, "--nproc", "4", "--sharding-strategy", "HYBRID_SHARD", "--num-machines", "2",
