@@ -16,6 +16,7 @@
 
 #include "diag_query.hpp"
 #include "model_fixtures.hpp"
+#include "plan_query.hpp"
 #include "shardcheck/shard_plan.hpp"
 
 using namespace shardcheck;
@@ -39,12 +40,7 @@ FsdpSettings settings(int world, int version, const char* block = "DeepseekV3Dec
   return s;
 }
 
-const ShardUnit& unit(const ShardPlan& p, const std::string& path) {
-  for (const auto& u : p.units)
-    if (u.path == path) return u;
-  FAIL("no unit " << path);
-  return p.units.front();
-}
+using test::unit;
 
 }  // namespace
 

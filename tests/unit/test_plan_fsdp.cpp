@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "model_fixtures.hpp"
+#include "plan_query.hpp"
 #include "shardcheck/model_source.hpp"
 #include "shardcheck/module_tree.hpp"
 #include "shardcheck/registry.hpp"
@@ -25,12 +26,7 @@ FsdpSettings settings(int world, int version = 1) {
   return s;
 }
 
-const ShardUnit& unit(const ShardPlan& p, const std::string& path) {
-  for (const auto& u : p.units)
-    if (u.path == path) return u;
-  FAIL("no unit " << path);
-  return p.units.front();
-}
+using test::unit;
 
 }  // namespace
 

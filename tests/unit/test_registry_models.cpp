@@ -27,6 +27,14 @@ bool in_4_44(const std::string& name) {
   return std::find(old.begin(), old.end(), name) != old.end();
 }
 
+// Full-size sparse checkpoints are generated at test time by ctest's generate_sparse fixture (never
+// committed); a test binary run on its own skips them, saying how to make them.
+bool sparse_checkpoint_present(const fs::path& dir) {
+  if (fs::exists(dir / "config.json")) return true;
+  MESSAGE("skipped: run `scripts/gen_fixtures.py sparse --out " << SHARDCHECK_GENERATED_DIR << "` first");
+  return false;
+}
+
 std::int64_t breakdown(const nlohmann::json& exp, const std::string& key_prefix) {
   std::int64_t n = 0;
   for (auto it = exp["checkpoint_only_breakdown"].begin(); it != exp["checkpoint_only_breakdown"].end(); ++it)
@@ -558,10 +566,7 @@ TEST_CASE("registry models: full-size sparse checkpoints (scripts/gen_fixtures.p
   // Generated at test time by ctest's generate_sparse fixture (never committed); skipped when the
   // binary runs on its own without it.
   const fs::path dir = fs::path(SHARDCHECK_GENERATED_DIR) / "deepseek-v3";
-  if (!fs::exists(dir / "config.json")) {
-    MESSAGE("skipped: run `scripts/gen_fixtures.py sparse --out " << SHARDCHECK_GENERATED_DIR << "` first");
-    return;
-  }
+  if (!sparse_checkpoint_present(dir)) return;
   const auto exp = read_json(dir / "EXPECTED.json");
   for (const char* v : {"4.57.6", "5.16.0"}) {
     CAPTURE(v);
@@ -628,10 +633,7 @@ TEST_CASE("registry models: an FP8 checkpoint loaded dequantised") {
 
 TEST_CASE("registry models: full-size DeepSeek-V3 loaded dequantised") {
   const fs::path dir = fs::path(SHARDCHECK_GENERATED_DIR) / "deepseek-v3";
-  if (!fs::exists(dir / "config.json")) {
-    MESSAGE("skipped: run `scripts/gen_fixtures.py sparse --out " << SHARDCHECK_GENERATED_DIR << "` first");
-    return;
-  }
+  if (!sparse_checkpoint_present(dir)) return;
   const auto exp = read_json(dir / "EXPECTED.json");
   for (const char* v : {"4.57.6", "5.16.0"}) {
     CAPTURE(v);

@@ -106,14 +106,24 @@ TEST_CASE("smoke runner: sweep rows follow nccl-tests size/count/algbw/busbw") {
   CHECK(judge(h, res[0]).exit_code == 26);
 }
 
+namespace {
+
+// The 65-element unit sharded over `shard` ranks with `replicas` copies of that group.
+RunOptions replicated65(DType d, int shard, int replicas) {
+  RunOptions opt;
+  UnitLayout l = unit65(d, shard);
+  l.replicas = replicas;
+  opt.units = {l};
+  opt.time_units = false;
+  return opt;
+}
+
+}  // namespace
+
 TEST_CASE("smoke runner: HSDP, 2 replicas of 2-rank shard groups, and NO_SHARD") {
   // Ranks {0,1} and {2,3} each gather the unit over S=2 (S = ceil(65/2) = 33: rank 1 of a group
   // holds 32 real + 1 padding); each slice is then all-reduced with the same slice of the other group.
-  RunOptions opt;
-  UnitLayout l = unit65(DType::F32, 2);
-  l.replicas = 2;
-  opt.units = {l};
-  opt.time_units = false;
+  const RunOptions opt = replicated65(DType::F32, 2, 2);
   auto res = run_all(4, opt, 2);
   for (const auto& r : res) {
     CHECK(r.wrong_total() == 0);
@@ -127,12 +137,7 @@ TEST_CASE("smoke runner: HSDP, 2 replicas of 2-rank shard groups, and NO_SHARD")
   CHECK(broken[0].units[0].ag_wrong_real == 0);
 
   // NO_SHARD on 3 ranks: groups of one rank (the whole unit, no padding), gradients summed over all 3.
-  RunOptions whole;
-  UnitLayout w = unit65(DType::BF16, 1);
-  w.replicas = 3;
-  whole.units = {w};
-  whole.time_units = false;
-  auto ns = run_all(3, whole, 1);
+  auto ns = run_all(3, replicated65(DType::BF16, 1, 3), 1);
   CHECK(ns[0].units[0].shard_numel == 65);
   CHECK(ns[0].units[0].pad == 0);
   CHECK(ns[0].wrong_total() == 0);
@@ -140,11 +145,9 @@ TEST_CASE("smoke runner: HSDP, 2 replicas of 2-rank shard groups, and NO_SHARD")
 }
 
 TEST_CASE("smoke runner: HSDP bandwidth rows, all-reduce in nccl-tests' conventions") {
-  RunOptions opt;
+  RunOptions opt = replicated65(DType::F32, 2, 2);
   opt.sweep = {1024};
-  UnitLayout l = unit65(DType::F32, 2);
-  l.replicas = 2;
-  opt.units = {l};
+  opt.time_units = true;
   auto res = run_all(4, opt, 2);
   const auto& rows = res[0].bandwidth;
   // The sweep size: all-gather and reduce-scatter over 2 ranks, all-reduce over 2 replicas; then
