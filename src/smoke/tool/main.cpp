@@ -246,6 +246,10 @@ int run_launcher(SmokeFlags& f, const cli::CliContext& ctx, char** argv, int arg
 int main(int argc, char** argv) {
   using namespace shardcheck;
   using namespace shardcheck::smoke;
+  // A peer that died leaves half-open sockets: writing to one must fail with EPIPE (gloo then throws
+  // and the rank reports who is gone), not kill this rank with SIGPIPE. Python, and so every
+  // torch.distributed job, starts with SIGPIPE ignored; so do we.
+  ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"shardcheck smoke: verify the shard plan with real all-gather / reduce-scatter (LibTorch c10d)"};
   app.name("shardcheck smoke");
   cli::CliContext ctx;
