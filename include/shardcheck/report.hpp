@@ -8,6 +8,7 @@
 #include "shardcheck/diagnostics.hpp"
 #include "shardcheck/module_tree.hpp"
 #include "shardcheck/shard_plan.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck {
 
@@ -31,9 +32,6 @@ std::string render_diagnostics_text(const std::vector<Diagnostic>& diagnostics, 
 // One diagnostic as a JSON object (shared by every JSON output).
 std::string diagnostic_json(const Diagnostic& d);
 
-// 8030261248 -> "8.03B", 218112000 -> "218.1M"
-std::string human_count(std::int64_t n);
-
 }  // namespace shardcheck
 
 #include "shardcheck/memory.hpp"
@@ -49,8 +47,6 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
 // The unit table with repeated identical units collapsed, then memory per rank and the verdict.
 std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& settings, const MemoryEstimate& memory,
                              const CommVolume& comm, const TextStyle& style = {});
-// 85899345920 -> "80.00 GiB"
-std::string human_bytes(std::uint64_t b);
 
 }  // namespace shardcheck
 

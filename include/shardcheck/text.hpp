@@ -1,6 +1,7 @@
 #pragma once
-// Small text helpers with one home: ASCII case folding and accelerate's truth strings.
+// Small text helpers with one home: ASCII case folding, accelerate's truth strings, human units.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -13,5 +14,10 @@ std::string ascii_upper(std::string s);
 // accelerate utils/environment.py `str_to_bool` (on the lower-cased text): y/yes/t/true/on/1 -> true,
 // n/no/f/false/off/0 -> false, anything else nullopt (accelerate raises "invalid truth value").
 std::optional<bool> accelerate_str_to_bool(std::string_view s);
+
+// 7615616512 -> "7.62B" (powers of 1000, as parameter counts are published)
+std::string human_count(std::int64_t n);
+// 85899345920 -> "80.00 GiB" (powers of 1024)
+std::string human_bytes(std::uint64_t b);
 
 }  // namespace shardcheck

@@ -7,6 +7,7 @@
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/effective_settings.hpp"
 #include "shardcheck/load_tree.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck {
 
@@ -94,9 +95,10 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     d.code = "FIT001";
     d.severity = Severity::error;
     d.location.file = req.model;
-    d.message = fmt::format("the plan needs {} bytes per GPU on rank {} but a GPU has {} (params, grads and optimizer "
-                            "states sharded; the largest unsharded units resident; {})",
-                            r.memory.peak, r.memory.peak_rank, r.memory.gpu_memory,
+    d.message = fmt::format("the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
+                            "optimizer states sharded; the largest unsharded units resident; {})",
+                            human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_rank,
+                            human_bytes(r.memory.gpu_memory),
                             r.memory.activations.available ? "activations estimated" : "activations not counted");
     d.help = "use more GPUs, fsdp_offload_params: true, mixed precision, or a larger --gpu-memory if the GPU has it";
     d.exit_code = ExitCode::findings;

@@ -136,7 +136,7 @@ CASES = [
      else f"policy source {d['settings']['auto_wrap_policy']}"},
     {"name": "check: does not fit in a tiny GPU (exit 1, FIT001)",
      "args": ["check", "--no-env", "--model", LLAMA, "--world-size", "2", "--gpu-memory", "10KiB"], "exit": 1,
-     "stdout": ["FIT001", "DOES NOT FIT"]},
+     "stdout": ["FIT001", "DOES NOT FIT", "but a GPU has 10.00 KiB (params"]},
     {"name": "check: SARIF output", "args": ["check", "--no-env", "--config", "{src}/fixtures/check/wrong_cls.yaml",
                                               "--model", LLAMA, "--format", "sarif"], "exit": 1, "json": sarif_ok},
     {"name": "check: GitHub annotations", "args": ["check", "--no-env", "--config", "{src}/fixtures/check/wrong_cls.yaml",
