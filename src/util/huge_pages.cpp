@@ -49,13 +49,30 @@ void use_huge_page_heap() {
   mallopt(M_MMAP_THRESHOLD, static_cast<int>(kStep / 2)); // and serve big blocks from it too;
   mallopt(M_ARENA_MAX, 1);  // threads too (their own arenas would take small pages); the readers
                             // allocate little per file, so they rarely meet on its lock
-  // Grow the heap now, then advise the new part; only pages touched later are ever backed.
+  // Grow the heap now, then advise the new part; only pages touched later are ever backed. A 2 MiB
+  // span that gets one small page before the advice keeps small pages for good (its page table
+  // exists), so nothing may be written above `start` until it is advised. Asking for a little
+  // more than the free top of the heap makes malloc grow the heap by that plus M_TOP_PAD while
+  // writing only just past the old break (the block's header, and the new top's after it).
+  constexpr std::size_t kNudge = 4096;
   const auto old_break = reinterpret_cast<std::uintptr_t>(sbrk(0));
-  void* volatile block = std::malloc(kStep / 4);  // volatile: the compiler may drop free(malloc(n))
+  void* volatile block = std::malloc(mallinfo2().keepcost + kNudge);  // volatile: keep free(malloc(n))
   std::free(block);
   const auto new_break = reinterpret_cast<std::uintptr_t>(sbrk(0));
-  const std::uintptr_t start = (old_break + kHugePageBytes - 1) & ~(std::uintptr_t{kHugePageBytes} - 1);
-  if (new_break > start) ::madvise(reinterpret_cast<void*>(start), new_break - start, MADV_HUGEPAGE);
+  const std::uintptr_t start =
+      (old_break + 2 * kNudge + kHugePageBytes - 1) & ~(std::uintptr_t{kHugePageBytes} - 1);
+  if (new_break <= start) return;
+  ::madvise(reinterpret_cast<void*>(start), new_break - start, MADV_HUGEPAGE);
+  // malloc carves new blocks from the bottom of the free top (keepcost bytes below the break): the
+  // next allocations, up to 2 MiB of them, would land below `start` in small pages, one 4 KiB
+  // fault each. One block that is never touched nor freed fills that span, so new blocks begin in
+  // huge pages; it costs address space, not memory.
+  const std::uintptr_t top = new_break - mallinfo2().keepcost;
+  constexpr std::uintptr_t kChunkHeader = 2 * sizeof(std::size_t);
+  if (top + kChunkHeader < start) {
+    static void* volatile filler = nullptr;  // kept for the life of the process
+    filler = std::malloc(start - top - kChunkHeader);
+  }
 #endif
 }
 
