@@ -12,6 +12,7 @@
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
 #include "util/huge_pages.hpp"
+#include "util/mapped_reads.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -55,6 +56,7 @@ int exit_code(const PreflightResult& r, bool strict) {
 
 int run_check(const CheckFlags& f, const CliContext& ctx) {
   util::use_huge_page_heap();  // a short-lived process about to build large tables
+  util::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
   std::string error;
   auto req = make_request(f, ctx, error);
   if (!req) {

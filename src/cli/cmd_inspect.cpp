@@ -10,6 +10,7 @@
 #include "shardcheck/report.hpp"
 #include "util/stage_timer.hpp"
 #include "util/huge_pages.hpp"
+#include "util/mapped_reads.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -26,6 +27,7 @@ struct InspectArgs {
 
 int run_inspect(const InspectArgs& a, const CliContext& ctx) {
   util::use_huge_page_heap();  // a short-lived process about to build large tables
+  util::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
   DiagnosticSink sink;
   ResolveOptions opts;
   if (!a.transformers_version.empty()) {

@@ -8,12 +8,14 @@
 #include "cli/plan_flags.hpp"
 #include "shardcheck/report.hpp"
 #include "util/huge_pages.hpp"
+#include "util/mapped_reads.hpp"
 
 namespace shardcheck::cli {
 namespace {
 
 int run_plan(const PlanFlags& f, const CliContext& ctx) {
   util::use_huge_page_heap();  // a short-lived process about to build large tables
+  util::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
   std::string error;
   auto req = make_request(f, ctx, error);
   if (!req) {

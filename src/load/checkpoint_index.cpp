@@ -402,7 +402,7 @@ std::optional<IndexContents> scan_index(std::string_view text, std::pmr::memory_
   out.listings.reserve(text.size() / 90 + 16);  // ~100 bytes of index text per listing in practice
   ShardNames shards;
   const bool plain = detail::scan_plain_index(text, out.total_size, [&](std::string_view tensor, std::string_view shard) {
-    out.listings.push_back({tensor, shards.id_of(shard), detail::NameTable::hash(tensor)});
+    out.listings.push_back({tensor, shards.id_of(shard), detail::NameTable::hash64(tensor)});
     return true;
   });
   if (!plain) return std::nullopt;

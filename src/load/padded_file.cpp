@@ -11,6 +11,7 @@
 #include <simdjson.h>
 
 #include "util/huge_pages.hpp"
+#include "util/mapped_reads.hpp"
 
 namespace shardcheck::detail {
 namespace {
@@ -30,23 +31,39 @@ constexpr std::size_t kHugeFrom = std::size_t{1} << 20;
 
 }  // namespace
 
+// The file's own pages, when the padding fits in the rest of its last page: the kernel fills the
+// bytes of that page past the end of the file with zeros, and a byte beyond that page would be
+// SIGBUS. Otherwise (about one file in 64) nullopt, and the caller copies.
+std::optional<PaddedFile> PaddedFile::map(int fd, std::size_t size) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t tail = size % page;
+  if (tail == 0 || tail + simdjson::SIMDJSON_PADDING > page) return std::nullopt;
+  const std::size_t mapped = size + simdjson::SIMDJSON_PADDING;
+  void* memory = ::mmap(nullptr, mapped, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  if (memory == MAP_FAILED) return std::nullopt;  // e.g. a file system without mmap
+  return PaddedFile(static_cast<char*>(memory), size, mapped, Memory::file_map);
+}
+
 std::optional<PaddedFile> PaddedFile::read(const std::filesystem::path& path) {
   const Fd file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
   if (file.fd < 0) return std::nullopt;
   struct stat st {};
   if (::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   const auto size = static_cast<std::size_t>(st.st_size);
+  if (size >= kHugeFrom && util::mapped_reads_allowed())
+    if (auto out = map(file.fd, size)) return out;
   const std::size_t mapped = size + simdjson::SIMDJSON_PADDING;
   // Anonymous pages start zeroed, which is the padding simdjson wants after the text.
   void* memory = nullptr;
-  if (mapped >= kHugeFrom) {
+  const Memory kind = mapped >= kHugeFrom ? Memory::huge_copy : Memory::small_copy;
+  if (kind == Memory::huge_copy) {
     memory = util::map_huge(mapped);
   } else {
     memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (memory == MAP_FAILED) memory = nullptr;
   }
   if (!memory) return std::nullopt;
-  PaddedFile out(static_cast<char*>(memory), size, mapped);
+  PaddedFile out(static_cast<char*>(memory), size, mapped, kind);
   for (std::size_t done = 0; done < size;) {
     const ssize_t got = ::pread(file.fd, out.data_ + done, size - done, static_cast<off_t>(done));
     if (got < 0 && errno == EINTR) continue;
@@ -59,7 +76,8 @@ std::optional<PaddedFile> PaddedFile::read(const std::filesystem::path& path) {
 PaddedFile::PaddedFile(PaddedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
-      mapped_(std::exchange(other.mapped_, 0)) {}
+      mapped_(std::exchange(other.mapped_, 0)),
+      memory_(other.memory_) {}
 
 PaddedFile& PaddedFile::operator=(PaddedFile&& other) noexcept {
   if (this != &other) {
@@ -67,6 +85,7 @@ PaddedFile& PaddedFile::operator=(PaddedFile&& other) noexcept {
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     mapped_ = std::exchange(other.mapped_, 0);
+    memory_ = other.memory_;
   }
   return *this;
 }
@@ -75,7 +94,7 @@ PaddedFile::~PaddedFile() { release(); }
 
 void PaddedFile::release() {
   if (!data_) return;
-  if (mapped_ >= kHugeFrom)
+  if (memory_ == Memory::huge_copy)
     util::unmap_huge(data_, mapped_);
   else
     ::munmap(data_, mapped_);

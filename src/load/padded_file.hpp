@@ -4,10 +4,11 @@
 //
 // Why not simdjson::padded_string::load: its buffer comes from new[] and is faulted in one page at a
 // time while read() fills it. Here a small buffer is mapped with MAP_POPULATE, every page in one
-// system call, and a large one in huge pages (util/huge_pages.hpp). On the CI machine, a VM where each page fault costs ~10 us, reading DeepSeek-V3's 8.9 MB
-// index took 28 ms the first way and 8 ms this way (medians of 5, warm page cache). Mapping the file
-// itself would be quicker still (1.3 ms), but a file truncated while mapped kills the reader with
-// SIGBUS; a copy cannot.
+// system call, and a large one in huge pages (util/huge_pages.hpp). On the CI machine, a VM where
+// each page fault costs ~10 us, reading DeepSeek-V3's 8.9 MB index took 28 ms the first way and
+// 8 ms this way (medians of 5, warm page cache). When the program allows it
+// (util/mapped_reads.hpp), a large file is mapped instead, its page-cache pages shared rather than
+// copied into fresh memory: ~1 ms.
 
 #include <cstddef>
 #include <filesystem>
@@ -32,11 +33,15 @@ class PaddedFile {
   std::string_view view() const { return {data_, size_}; }
 
  private:
-  PaddedFile(char* data, std::size_t size, std::size_t mapped) : data_(data), size_(size), mapped_(mapped) {}
+  enum class Memory : unsigned char { small_copy, huge_copy, file_map };
+  PaddedFile(char* data, std::size_t size, std::size_t mapped, Memory memory)
+      : data_(data), size_(size), mapped_(mapped), memory_(memory) {}
+  static std::optional<PaddedFile> map(int fd, std::size_t size);
   void release();
   char* data_ = nullptr;
   std::size_t size_ = 0;    // bytes of the file
   std::size_t mapped_ = 0;  // size_ + padding, as mapped
+  Memory memory_ = Memory::small_copy;
 };
 
 }  // namespace shardcheck::detail

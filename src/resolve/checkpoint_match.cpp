@@ -126,7 +126,7 @@ class FusedMatcher {
       const std::string& path = tree.modules[key.first].path;
       if (path.empty()) continue;  // the root ("") is never a dotted prefix of a name
       auto [module, fresh] = module_of_path_.try_emplace(path, modules_.size());
-      if (fresh) modules_.push_back({path, {}, false});
+      if (fresh) modules_.push_back({path, {}, false, false});
       for (const std::string& glob : globs) modules_[*module].globs.emplace_back(Glob(glob), slot);
     }
     seen_.resize(slots_.size());
@@ -135,6 +135,29 @@ class FusedMatcher {
         if (inner.path.size() > outer.path.size() && inner.path.starts_with(outer.path) &&
             inner.path[outer.path.size()] == '.')
           outer.has_fused_descendant = true;
+  }
+
+  // Marks the fused modules above `param_path` (a parameter of the tree) one of whose globs
+  // matches the rest of the path: for those, a name that a glob takes might instead be that
+  // parameter, so quick_slot() must not answer for them.
+  void mark_ambiguous(std::string_view param_path) {
+    for (std::size_t dot = param_path.find('.'); dot != std::string_view::npos; dot = param_path.find('.', dot + 1))
+      if (const std::size_t* module = module_of_path_.find(param_path.substr(0, dot)))
+        if (glob_slot(modules_[*module], param_path.substr(dot + 1))) modules_[*module].ambiguous = true;
+  }
+
+  // The cursor shortcut of slot_of() alone, without its walk: the slot when the module that took
+  // the previous tensor takes this one too and no parameter path can be the name (see
+  // mark_ambiguous). Lets the caller skip the parameter lookup for the ~89k expert tensors of
+  // DeepSeek-V3, which arrive module by module; exact, because a name a glob of such a module takes
+  // is no parameter's path, and no deeper fused module exists to claim it first.
+  std::optional<std::size_t> quick_slot(std::string_view name, std::size_t last) const {
+    if (last >= modules_.size()) return std::nullopt;
+    const FusedModule& m = modules_[last];
+    const std::size_t n = m.path.size();
+    if (m.ambiguous || m.has_fused_descendant || name.size() <= n || name[n] != '.' || !name.starts_with(m.path))
+      return std::nullopt;
+    return glob_slot(m, name.substr(n + 1));
   }
 
   // The fused parameter (its slot) that gathers the tensor named `name`; nullopt when none does.
@@ -181,6 +204,7 @@ class FusedMatcher {
     std::string path;
     std::vector<std::pair<Glob, std::size_t>> globs;  // (glob, slot), in parameter then glob order
     bool has_fused_descendant;
+    bool ambiguous;  // a parameter path under it matches one of its globs (mark_ambiguous)
   };
 
   static std::optional<std::size_t> glob_slot(const FusedModule& m, std::string_view rest) {
@@ -254,11 +278,15 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
   std::size_t num_params = 0;
   for (const Module& m : tree.modules) num_params += m.params.size();
   NameMap<std::pair<int, int>> by_path(num_params);
+  FusedMatcher fused_matcher(tree, fused);
   for (int mi = 0; mi < static_cast<int>(tree.modules.size()); ++mi) {
     const Module& m = tree.modules[mi];
-    for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) by_path.try_emplace(join(m.path, m.params[pi].name), std::pair{mi, pi});
+    for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) {
+      std::string path = join(m.path, m.params[pi].name);
+      fused_matcher.mark_ambiguous(path);
+      by_path.try_emplace(std::move(path), std::pair{mi, pi});
+    }
   }
-  FusedMatcher fused_matcher(tree, fused);
 
   std::vector<std::pair<std::string, std::string>> renames;
   std::vector<std::regex> ignores;
@@ -300,6 +328,11 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
     return nullptr;
   };
 
+  // Whether lookup() tries a spelling of `name` other than itself.
+  auto alternate_spellings = [&](std::string_view name) {
+    return !prefix.empty() && (head_root ? prefixed_candidates.may_match(name) : name.starts_with(prefix));
+  };
+
   // Tensors in checkpoint order, as (file, tensor) pairs.
   std::size_t count = 0;
   for (const auto& file : ckpt.files) count += file.tensors.size();
@@ -327,6 +360,14 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
         name = renamed;
       }
       Resolution& r = resolved[i];
+      // The fused module that took the previous tensor, before any lookup, when that cannot change
+      // the answer: no other spelling of the name is tried (lookup's prefix forms), and it is not
+      // a scale the dequantiser consumes first.
+      if (!alternate_spellings(name) && !(dequant && name.ends_with(dequant->scales_suffix)))
+        if (auto slot = fused_matcher.quick_slot(name, fused_cursor)) {
+          r = {Resolution::fused, 0, 0, *slot};
+          continue;
+        }
       // A scale is folded into its weight by the dequantising loader before 5.x fuses experts,
       // so it never reaches a fused parameter; testing it first also spares DeepSeek-V3's 44k
       // expert scales the fused walk.

@@ -22,6 +22,7 @@ class StageTimer {
  private:
   const char* stage_;
   std::chrono::steady_clock::time_point start_;
+  double start_cpu_ms_ = 0;  // this thread's CPU time when the stage began
 };
 
 }  // namespace shardcheck::util

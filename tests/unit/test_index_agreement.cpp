@@ -22,7 +22,7 @@ SafetensorsFile shard(std::vector<std::string> names) {
 }
 
 bool agrees(std::vector<ShardListing> listings, const std::vector<const SafetensorsFile*>& files) {
-  for (ShardListing& l : listings) l.hash = util::NameTable::hash(l.tensor);  // as the index scan does
+  for (ShardListing& l : listings) l.hash = util::NameTable::hash64(l.tensor);  // as the index scan does
   // Once with the names hashed here, once with the hashes a header reader would pass in.
   std::vector<std::vector<std::uint64_t>> known;
   std::vector<std::span<const std::uint64_t>> spans;
