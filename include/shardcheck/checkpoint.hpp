@@ -40,6 +40,9 @@ struct SafetensorsFile {
   std::uint64_t file_size = 0;
   std::map<std::string, std::string> metadata;  // __metadata__
   std::pmr::vector<TensorInfo> tensors;  // in header order
+  // The largest data_offsets end among `tensors`: the bytes of the data region they describe
+  // (kept by the reader, so that callers need not walk 92k tensors again to learn it).
+  std::uint64_t data_end = 0;
 };
 
 struct CheckpointMeta {

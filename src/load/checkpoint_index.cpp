@@ -229,6 +229,10 @@ class ShardReader {
       ShardJob& job = jobs_[i];
       job.file = reader.read_file(job.path, job.path.string(), job.sink);
       job.name_hashes.emplace(reader.take_name_hashes());  // moved, so it stays in the arena
+      // The file's likely place in CheckpointMeta::files, set while the tensors are in cache;
+      // collect_shards corrects it when files before it were dropped.
+      if (job.file)
+        for (TensorInfo& t : job.file->tensors) t.file = static_cast<std::uint32_t>(i);
     }
   }
 
@@ -250,7 +254,8 @@ std::vector<int> collect_shards(const std::vector<ShardJob*>& jobs, CheckpointMe
     if (!job.file) continue;
     const auto file_index = static_cast<std::uint32_t>(meta.files.size());
     job.file->path = job.relative;
-    for (TensorInfo& t : job.file->tensors) t.file = file_index;
+    if (!job.file->tensors.empty() && job.file->tensors.front().file != file_index)
+      for (TensorInfo& t : job.file->tensors) t.file = file_index;
     meta.header_bytes_read += detail::kLengthPrefixBytes + job.file->header_len;
     meta.files.push_back(std::move(*job.file));
     file_of_job[j] = static_cast<int>(file_index);
@@ -564,7 +569,7 @@ void check_total_size(const IndexContents& index, const std::vector<int>& file_o
   // Only meaningful when every shard was read.
   if (std::any_of(file_of_shard.begin(), file_of_shard.end(), [](int f) { return f < 0; })) return;
   std::uint64_t data_bytes = 0;
-  for (const SafetensorsFile& f : meta.files) data_bytes += detail::data_region_bytes(f);
+  for (const SafetensorsFile& f : meta.files) data_bytes += f.data_end;  // for a valid file, file_size - 8 - N
   if (data_bytes == *index.total_size) return;
   const auto diff = data_bytes > *index.total_size ? data_bytes - *index.total_size
                                                    : *index.total_size - data_bytes;

@@ -746,6 +746,7 @@ std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint
   for (const Entry& e : entries)
     if (e.dtype && e.size_ok && e.range && !e.duplicate) {
       out.tensors.push_back(make_tensor_info(e, dims_of(e), storage));
+      out.data_end = std::max(out.data_end, e.range->end);
       scratch.name_hashes.push_back(e.name_hash);
     }
   return out;
@@ -863,11 +864,6 @@ std::string shown(std::string_view name) {
   return "'" + cut(std::move(out), 200) + "'";
 }
 
-std::uint64_t data_region_bytes(const SafetensorsFile& file) {
-  std::uint64_t end = 0;
-  for (const TensorInfo& t : file.tensors) end = std::max(end, t.end);
-  return end;
-}
 
 std::optional<std::size_t> KeyLocator::find(std::string_view key) {
   if (!scanned_) scan();

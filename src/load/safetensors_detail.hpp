@@ -56,9 +56,6 @@ struct Entry {
 bool scan_plain_header(std::string_view text, std::vector<Entry>& entries, std::vector<std::uint64_t>& dims,
                        std::map<std::string, std::string>& metadata);
 
-// Size of the data region a header describes: the largest `end` offset, i.e. the bytes that must
-// follow the header. For a valid file this equals file_size - 8 - N.
-std::uint64_t data_region_bytes(const SafetensorsFile& file);
 
 // Reads safetensors headers one after another, reusing its JSON parser and scratch buffers, so
 // a thread loading many shards allocates them once instead of per file (the per-file malloc and
