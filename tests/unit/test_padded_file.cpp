@@ -1,9 +1,14 @@
 // Tests for detail::PaddedFile (src/load/padded_file.cpp): the index reader's whole-file buffer,
-// which simdjson parses in place, so the bytes must be exact and followed by zeroed padding.
+// which simdjson parses in place, so the bytes must be exact and followed by zeroed padding,
+// whether it was copied or (when the program allows it) mapped.
 
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
@@ -12,6 +17,7 @@
 #include <simdjson.h>
 
 #include "load/padded_file.hpp"
+#include "util/mapped_reads.hpp"
 
 using shardcheck::detail::PaddedFile;
 namespace fs = std::filesystem;
@@ -83,3 +89,95 @@ TEST_CASE("padded file: missing files and directories are not read") {
   CHECK_FALSE(PaddedFile::read(dir));
   fs::remove_all(dir);
 }
+
+// --- Mapped reads (util/mapped_reads.hpp) -------------------------------------------------------
+
+namespace {
+
+// The /proc/self/maps line of the mapping that holds `p`, or "" when none does.
+std::string mapping_of(const void* p) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  for (std::string line; std::getline(maps, line);) {
+    std::uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &begin, &end) == 2 && begin <= at && at < end) return line;
+  }
+  return "";
+}
+
+std::string bytes_of_size(std::size_t n) {
+  std::string s(n, 'a');
+  for (std::size_t i = 0; i < n; i += 997) s[i] = static_cast<char>('0' + i % 10);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("padded file: a large file is mapped once the program allows it, where the padding fits its last page") {
+  const fs::path dir = scratch_dir();
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t base = std::size_t{1} << 20;  // PaddedFile maps from 1 MiB on
+  REQUIRE(shardcheck::util::allow_mapped_reads());
+  REQUIRE(shardcheck::util::mapped_reads_allowed());
+  struct Case {
+    std::size_t size;
+    bool mapped;
+  };
+  for (const Case c : {Case{base + 100, true},                   // room for 64 bytes of padding after the tail
+                       Case{base + page - 64, true},             // exactly enough
+                       Case{base + page - 63, false},            // one byte short: copied
+                       Case{base + page, false},                 // ends on a page boundary: copied
+                       Case{base - 100, false}}) {               // small: always copied
+    CAPTURE(c.size);
+    const std::string bytes = bytes_of_size(c.size);
+    const fs::path path = write_file(dir / ("f" + std::to_string(c.size)), bytes);
+    auto f = PaddedFile::read(path);
+    REQUIRE(f);
+    CHECK(f->view() == bytes);
+    CHECK(padding_is_zero(*f));
+    const std::string line = mapping_of(f->data());
+    CHECK((line.find(path.filename().string()) != std::string::npos) == c.mapped);
+  }
+  fs::remove_all(dir);
+}
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SHARDCHECK_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SHARDCHECK_ASAN 1
+#endif
+#endif
+
+#if !defined(SHARDCHECK_ASAN)  // ASan keeps SIGBUS for itself
+TEST_CASE("padded file: a mapped file truncated while it is read ends the process with exit 3 and a message") {
+  const fs::path dir = scratch_dir();
+  const std::string bytes = bytes_of_size((std::size_t{2} << 20) + 100);
+  const fs::path path = write_file(dir / "index.json", bytes);
+  int err[2];
+  REQUIRE(::pipe(err) == 0);
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::dup2(err[1], STDERR_FILENO);
+    shardcheck::util::allow_mapped_reads();
+    auto f = PaddedFile::read(path);
+    if (!f) ::_exit(100);
+    fs::resize_file(path, 0);  // another process truncates the file
+    volatile char c = f->data()[std::size_t{1} << 20];  // SIGBUS: the page is gone
+    (void)c;
+    ::_exit(101);  // not reached
+  }
+  ::close(err[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = ::read(err[0], buf, sizeof buf)) > 0;) message.append(buf, static_cast<std::size_t>(n));
+  ::close(err[0]);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(message.find("an input file shrank while it was being read") != std::string::npos);
+  fs::remove_all(dir);
+}
+#endif
