@@ -27,7 +27,7 @@ if(Torch_FOUND)
   # rest of the runner compiles at normal speed and without torch's include paths.
   add_library(shardcheck_smoke_c10d OBJECT src/smoke/c10d/c10d_comm.cpp)
   target_include_directories(shardcheck_smoke_c10d PRIVATE src include ${TORCH_INCLUDE_DIRS})
-  target_link_libraries(shardcheck_smoke_c10d PRIVATE fmt::fmt torch)
+  target_link_libraries(shardcheck_smoke_c10d PRIVATE fmt::fmt-header-only torch)
   # Debian's Caffe2 target exports USE_C10D_GLOO; say it again for LibTorch builds that do not.
   target_compile_definitions(shardcheck_smoke_c10d PRIVATE USE_DISTRIBUTED USE_C10D_GLOO)
   if(TORCH_CUDA_LIBRARIES OR CAFFE2_USE_CUDA)
@@ -43,7 +43,7 @@ if(Torch_FOUND)
   add_executable(shardcheck-smoke src/smoke/tool/main.cpp src/cli/plan_flags.cpp
                  $<TARGET_OBJECTS:shardcheck_smoke_c10d>)
   target_include_directories(shardcheck-smoke PRIVATE src)
-  target_link_libraries(shardcheck-smoke PRIVATE shardcheck_smoke shardcheck_core CLI11::CLI11 yaml-cpp
+  target_link_libraries(shardcheck-smoke PRIVATE shardcheck_smoke shardcheck_core CLI11::CLI11 ${yaml_cpp}
                         ${TORCH_LIBRARIES} ${smoke_cuda_libs})
   install(TARGETS shardcheck-smoke)
   if(SHARDCHECK_BUILD_TESTS)

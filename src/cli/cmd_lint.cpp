@@ -18,6 +18,8 @@
 #include "shardcheck/config_doc.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
+#include "util/prefault.hpp"
+#include "util/stage_timer.hpp"
 
 
 namespace shardcheck::cli {
@@ -73,8 +75,11 @@ std::vector<SarifRule> sarif_rules() {
 
 int run_lint(LintArgs a, const CliContext& ctx) {
   if (a.fix && a.diff) return usage_error("--fix and --diff are exclusive: --diff shows what --fix would write");
+  util::prefault_heap(std::size_t{256} << 10);  // a short run: ~250 KB of heap for one file
+  util::StageTimer timer("lint: load schema");
   DiagnosticSink schema_sink;
   auto schema = AccelerateSchema::load(ctx.rules_dir, schema_sink);
+  timer.lap("lint: options and environment");
   if (!schema) {
     std::fputs(render_diagnostics_text(schema_sink.items(), TextStyle{false}).c_str(), stderr);
     return to_int(schema_sink.first_error_exit_code());
@@ -133,6 +138,7 @@ int run_lint(LintArgs a, const CliContext& ctx) {
     a.files.push_back(def);
   }
 
+  timer.lap("lint: read and check files");
   DiagnosticSink all;
   std::set<std::pair<std::string, std::string>> environment_findings;  // (rule, message) already reported
   std::size_t fixed_files = 0;
@@ -172,6 +178,7 @@ int run_lint(LintArgs a, const CliContext& ctx) {
   }
   if (a.fix) std::fprintf(stderr, "shardcheck: fixed %zu file%s\n", fixed_files, fixed_files == 1 ? "" : "s");
 
+  timer.lap("lint: render");
   const auto& items = all.items();
   if (a.format == "json") {
     std::fputs(render_diagnostics_json(items).c_str(), stdout);

@@ -38,6 +38,7 @@
 //   IX016  error     bad_index   several *.safetensors files but no index to say how they relate
 
 #include <algorithm>
+#include <charconv>
 #include <atomic>
 #include <cstdint>
 #include <span>
@@ -48,23 +49,25 @@
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
-#include <simdjson.h>
-
 #include "load/index_agreement.hpp"
 #include "load/index_scan.hpp"
+#include "load/json_tree.hpp"
 #include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
 #include "util/huge_pages.hpp"
 #include "util/stage_timer.hpp"
+#include "util/utf8.hpp"
 
 namespace shardcheck {
 namespace {
 
 namespace fs = std::filesystem;
-namespace dom = simdjson::dom;
+using detail::JsonMember;
+using detail::JsonValue;
 
 constexpr std::string_view kIndexName = "model.safetensors.index.json";
 constexpr std::string_view kSingleFileName = "model.safetensors";
@@ -282,7 +285,7 @@ CheckpointMeta load_files(const fs::path& dir, const std::vector<std::string>& n
 
 // --- The index ----------------------------------------------------------------------------------
 
-// A weight_map entry: `tensor` is owned by the index text, or by its parsed DOM; `shard` indexes
+// A weight_map entry: `tensor` is owned by the index text, or by its parsed tree; `shard` indexes
 // IndexContents::shards.
 using Listing = detail::ShardListing;
 
@@ -297,28 +300,35 @@ struct IndexContents {
   std::optional<std::uint64_t> total_size;
 };
 
+// A number written with a fraction or exponent (or too large for 64 bits) whose value is a
+// non-negative integer below 2^64, e.g. 1.6e10.
+std::optional<std::uint64_t> integral_float(const JsonValue& value) {
+  if (value.type != JsonValue::Type::floating) return std::nullopt;
+  double d = 0;
+  const auto [end, error] = std::from_chars(value.text.data(), value.text.data() + value.text.size(), d);
+  constexpr double kTwoTo64 = 18446744073709551616.0;
+  if (error != std::errc() || end != value.text.data() + value.text.size() || !(d >= 0 && d < kTwoTo64) ||
+      d != static_cast<double>(static_cast<std::uint64_t>(d)))
+    return std::nullopt;
+  return static_cast<std::uint64_t>(d);
+}
+
 // `metadata` is free-form in the hub client; only total_size is read, as a byte count. Some
 // writers emit it as a float (e.g. 1.6e10), so an integral non-negative double is accepted.
-std::optional<std::uint64_t> read_total_size(dom::element metadata, IndexReporter& report) {
+std::optional<std::uint64_t> read_total_size(const JsonValue& metadata, IndexReporter& report) {
   if (metadata.is_null()) return std::nullopt;
-  dom::object fields;
-  if (metadata.get_object().get(fields)) {
+  if (metadata.type != JsonValue::Type::object) {
     report.at(IndexFailure::bad_metadata,
               "metadata is not an object; expected {\"total_size\": <bytes>}", {}, "metadata");
     return std::nullopt;
   }
-  dom::element value;
-  if (fields["total_size"].get(value)) return std::nullopt;
-  std::uint64_t bytes;
-  if (!value.get_uint64().get(bytes)) return bytes;
-  double d;
-  constexpr double kTwoTo64 = 18446744073709551616.0;
-  if (!value.get_double().get(d) && d >= 0 && d < kTwoTo64 &&
-      d == static_cast<double>(static_cast<std::uint64_t>(d)))
-    return static_cast<std::uint64_t>(d);
+  const JsonValue* value = metadata.find("total_size");
+  if (!value) return std::nullopt;
+  if (auto bytes = value->as_uint64()) return bytes;
+  if (auto bytes = integral_float(*value)) return bytes;
   report.at(IndexFailure::bad_metadata,
             fmt::format("metadata.total_size is {}; expected a non-negative integer byte count",
-                        simdjson::minify(value)),
+                        value->rendered()),
             {}, "total_size");
   return std::nullopt;
 }
@@ -402,7 +412,6 @@ class WeightMapBuilder {
 // The plain index in one pass (load/index_scan.hpp), without the name table: used only when
 // index_agrees_with_headers then finds nothing to report. nullopt when the text is not plain.
 std::optional<IndexContents> scan_index(std::string_view text, std::pmr::memory_resource* memory) {
-  if (!simdjson::validate_utf8(text)) return std::nullopt;
   IndexContents out(0, memory);
   out.listings.reserve(text.size() / 90 + 16);  // ~100 bytes of index text per listing in practice
   ShardNames shards;
@@ -418,22 +427,21 @@ std::optional<IndexContents> scan_index(std::string_view text, std::pmr::memory_
 }
 
 // Parses weight_map into distinct shards and listings, reporting IX005-IX007.
-std::optional<IndexContents> read_weight_map(dom::object top, std::pmr::memory_resource* memory,
+std::optional<IndexContents> read_weight_map(const JsonValue& top, std::pmr::memory_resource* memory,
                                              IndexReporter& report) {
-  dom::element map_value;
-  dom::object map;
-  if (top["weight_map"].get(map_value) || map_value.get_object().get(map)) {
+  const JsonValue* map = top.find("weight_map");
+  if (!map || map->type != JsonValue::Type::object) {
     report.at(IndexFailure::bad_weight_map,
               "index has no weight_map object; expected {\"weight_map\": {tensor: shard file}}");
     return std::nullopt;
   }
-  WeightMapBuilder builder(map.size(), memory);
-  for (dom::key_value_pair kv : map) {
-    std::string_view shard;
-    if (kv.value.get_string().get(shard) || shard.empty()) {
+  WeightMapBuilder builder(map->members.size(), memory);
+  for (const JsonMember& kv : map->members) {
+    const std::string_view shard = kv.value.text;
+    if (kv.value.type != JsonValue::Type::string || shard.empty()) {
       report.at(IndexFailure::bad_shard_value,
                 fmt::format("weight_map[{}] is {}; expected the name of a .safetensors file",
-                            shown(kv.key), simdjson::minify(kv.value)),
+                            shown(kv.key), kv.value.rendered()),
                 {}, kv.key);
       continue;
     }
@@ -632,27 +640,32 @@ bool read_index_text(const fs::path& index_path, std::optional<detail::PaddedFil
   return true;
 }
 
-// Parses and checks the index with the full parser (IX003-IX007, IX013). `text` and `parser` own
-// the strings the result points into, so they must outlive it. nullopt when it is unusable.
-std::optional<IndexContents> parse_index(const detail::PaddedFile& text, dom::parser& parser,
+// Parses and checks the index with the full parser (IX003-IX007, IX013). `tree` receives the
+// parsed text, which owns the strings the result points into, so it must outlive it. nullopt when
+// the index is unusable.
+std::optional<IndexContents> parse_index(std::string_view text, std::optional<JsonValue>& tree,
                                          std::pmr::memory_resource* memory, IndexReporter& report) {
-  dom::element root;
-  if (auto error = parser.parse(text.data(), text.size(), false).get(root)) {
+  if (const auto at = util::first_invalid_utf8(text)) {
     report.at(IndexFailure::index_not_json,
-              fmt::format("index is not valid JSON: {}", simdjson::error_message(error)));
+              fmt::format("index is not valid JSON: invalid UTF-8 byte 0x{:02x} at offset {}",
+                          static_cast<unsigned char>(text[*at]), *at));
     return std::nullopt;
   }
-  dom::object top;
-  if (root.get_object().get(top)) {
+  auto parsed = detail::parse_json_tree(text);
+  if (auto* error = std::get_if<detail::JsonSyntaxError>(&parsed)) {
+    report.at(IndexFailure::index_not_json, fmt::format("index is not valid JSON: {}", error->message));
+    return std::nullopt;
+  }
+  const JsonValue& top = tree.emplace(std::get<JsonValue>(std::move(parsed)));
+  if (top.type != JsonValue::Type::object) {
     report.at(IndexFailure::index_not_object,
               "index JSON is not an object; expected "
               "{\"metadata\": {...}, \"weight_map\": {...}}");
     return std::nullopt;
   }
   auto index = read_weight_map(top, memory, report);
-  dom::element metadata;
-  if (index && !top["metadata"].get(metadata))
-    index->total_size = read_total_size(metadata, report);
+  if (const JsonValue* metadata = top.find("metadata"); index && metadata)
+    index->total_size = read_total_size(*metadata, report);
   return index;
 }
 
@@ -737,12 +750,12 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
   timer.lap("load: index agrees?");
   const bool agrees = plain && plain_index_agrees(*plain, early_jobs, &tables);
   timer.lap("load: collect and check");
-  dom::parser parser;
+  std::optional<JsonValue> tree;
   std::optional<IndexContents> index;
   if (agrees)
     index = std::move(plain);
   else if (text)
-    index = parse_index(*text, parser, &tables, report);
+    index = parse_index(text->view(), tree, &tables, report);
 
   CheckpointMeta meta;
   meta.dir = dir;

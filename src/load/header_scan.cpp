@@ -1,7 +1,7 @@
 // The fast path of the safetensors header reader: one pass over a header in the plain form that
 // writers produce (safetensors' serializer, tensor.rs `prepare`/`serialize`: tensor entries with
 // exactly "dtype", "shape", "data_offsets", integer values, an optional "__metadata__" map of
-// strings). Anything else, valid or not, is left to the DOM path in safetensors.cpp, which
+// strings). Anything else, valid or not, is left to the full parser in safetensors.cpp, which
 // accepts or reports it; see load/plain_json.hpp.
 
 #include "load/plain_json.hpp"
@@ -22,7 +22,7 @@ bool scan_shape(PlainJson& in, std::vector<std::uint64_t>& dims) {
   return in.eat(']');
 }
 
-// `[begin, end]` with begin <= end (the DOM path reports a reversed pair).
+// `[begin, end]` with begin <= end (the full parser reports a reversed pair).
 bool scan_offsets(PlainJson& in, DataRange& r) {
   return in.eat('[') && in.uint(r.begin) && in.eat(',') && in.uint(r.end) && in.eat(']') && r.begin <= r.end;
 }

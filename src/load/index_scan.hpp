@@ -3,7 +3,7 @@
 // produce (transformers' save_pretrained, huggingface_hub's split_torch_state_dict_into_shards):
 //   {"metadata": {"total_size": N, ...}, "weight_map": {"tensor": "shard file", ...}}
 // with strings free of escapes, metadata values that are plain strings, integers or literals.
-// Anything else, valid or not, goes to the DOM path in checkpoint_index.cpp, which accepts or
+// Anything else, valid or not, goes to the full parser in checkpoint_index.cpp, which accepts or
 // reports it (load/plain_json.hpp).
 
 #include <cstdint>

@@ -8,8 +8,6 @@
 #include <cerrno>
 #include <utility>
 
-#include <simdjson.h>
-
 #include "util/huge_pages.hpp"
 #include "util/mapped_reads.hpp"
 
@@ -37,8 +35,8 @@ constexpr std::size_t kHugeFrom = std::size_t{1} << 20;
 std::optional<PaddedFile> PaddedFile::map(int fd, std::size_t size) {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t tail = size % page;
-  if (tail == 0 || tail + simdjson::SIMDJSON_PADDING > page) return std::nullopt;
-  const std::size_t mapped = size + simdjson::SIMDJSON_PADDING;
+  if (tail == 0 || tail + kJsonPadding > page) return std::nullopt;
+  const std::size_t mapped = size + kJsonPadding;
   void* memory = ::mmap(nullptr, mapped, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   if (memory == MAP_FAILED) return std::nullopt;  // e.g. a file system without mmap
   return PaddedFile(static_cast<char*>(memory), size, mapped, Memory::file_map);
@@ -52,8 +50,8 @@ std::optional<PaddedFile> PaddedFile::read(const std::filesystem::path& path) {
   const auto size = static_cast<std::size_t>(st.st_size);
   if (size >= kHugeFrom && util::mapped_reads_allowed())
     if (auto out = map(file.fd, size)) return out;
-  const std::size_t mapped = size + simdjson::SIMDJSON_PADDING;
-  // Anonymous pages start zeroed, which is the padding simdjson wants after the text.
+  const std::size_t mapped = size + kJsonPadding;
+  // Anonymous pages start zeroed, which is the padding the scan wants after the text.
   void* memory = nullptr;
   const Memory kind = mapped >= kHugeFrom ? Memory::huge_copy : Memory::small_copy;
   if (kind == Memory::huge_copy) {

@@ -1,8 +1,8 @@
 #pragma once
-// A whole file in memory followed by simdjson::SIMDJSON_PADDING zero bytes, so that simdjson can
-// parse it in place (parser.parse(data, size, false)).
+// A whole file in memory followed by kJsonPadding zero bytes, so that the plain JSON scan
+// (load/plain_json.hpp) can read 16 bytes at a time without checking for the end at every step.
 //
-// Why not simdjson::padded_string::load: its buffer comes from new[] and is faulted in one page at a
+// Why not a std::string or vector: its buffer comes from new[] and is faulted in one page at a
 // time while read() fills it. Here a small buffer is mapped with MAP_POPULATE, every page in one
 // system call, and a large one in huge pages (util/huge_pages.hpp). On the CI machine, a VM where
 // each page fault costs ~10 us, reading DeepSeek-V3's 8.9 MB index took 28 ms the first way and
@@ -16,6 +16,10 @@
 #include <string_view>
 
 namespace shardcheck::detail {
+
+// Zero bytes after every JSON text this loader scans: at least the 16 that one SSE2 load past the
+// last byte may read; 64, so that a whole cache line past the end is always readable.
+inline constexpr std::size_t kJsonPadding = 64;
 
 class PaddedFile {
  public:

@@ -2,22 +2,24 @@
 // A cursor over JSON text for the plain shape that safetensors headers and index files nearly
 // always have: strings without escape sequences, non-negative integers, no nesting beyond what
 // the caller expects. It is not a JSON parser. Every method says "no" to anything outside that
-// subset, and the caller then hands the whole text to the full parser (simdjson's DOM), which
+// subset, and the caller then hands the whole text to the full parser (load/json_tree.hpp), which
 // accepts or rejects it and reports the problem exactly. So the fast path may only ever accept
-// text whose meaning it reads exactly as the DOM would; fuzz/fuzz_safetensors.cpp and
+// text whose meaning it reads exactly as the full parser would; fuzz/fuzz_safetensors.cpp and
 // fuzz/fuzz_index.cpp compare the two on every input.
 //
-// Why: the DOM materialises every string and value on a tape before the loader looks at it. For
-// DeepSeek-V3 (20 MB of headers and index, 92k tensors) that tape alone was ~40% of the page
-// faults of `inspect`, and its two passes most of the parse time. Read once, in place, the names
-// stay views into the text.
+// Why: a DOM materialises every string and value before the loader looks at it. For DeepSeek-V3
+// (20 MB of headers and index, 92k tensors) simdjson's tape alone was ~40% of the page faults of
+// `inspect`, and its two passes most of the parse time. Read once, in place, the names stay views
+// into the text, and the UTF-8 check rides along with the string scan.
 //
-// Text must be followed by at least 16 readable bytes (the 64 bytes of simdjson padding that every
-// buffer here carries): strings are scanned 16 bytes at a time.
+// Text must be followed by at least 16 readable bytes (the kJsonPadding bytes that every buffer
+// here carries, load/padded_file.hpp): strings are scanned 16 bytes at a time.
 
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+
+#include "util/utf8.hpp"
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -50,35 +52,26 @@ class PlainJson {
     return p_ == end_;
   }
 
-  // A string with no escape and no control character, after optional whitespace; `out` views the
-  // text between the quotes. Anything else (including an unterminated string) is "no", and then
-  // the cursor has not moved past the whitespace, so that another reading can be tried there.
+  // A string with no escape and no control character, and well-formed UTF-8 (util/utf8.hpp),
+  // after optional whitespace; `out` views the text between the quotes. Anything else (including
+  // an unterminated string) is "no", and then the cursor has not moved past the whitespace, so
+  // that another reading can be tried there. Because every non-ASCII byte a plain text may hold is
+  // inside a string, a text this cursor reads to the end is valid UTF-8 without a separate pass.
   bool string(std::string_view& out) {
     if (!eat('"')) return false;
     const char* opening = p_ - 1;
     const char* start = p_;
     const char* q = p_;
-#if defined(__SSE2__)
-    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), ctl_max = _mm_set1_epi8(0x1F);
     for (;;) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
-      // A byte <= 0x1F (unsigned) is a control character, which JSON strings may not hold raw.
-      const __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, ctl_max), ctl_max);
-      const unsigned stop = static_cast<unsigned>(
-          _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), ctl)));
-      if (stop) {
-        q += __builtin_ctz(stop);
-        break;
-      }
-      q += 16;
-      if (q >= end_) {
-        p_ = opening;
-        return false;
-      }
+      q = next_special(q);
+      if (q >= end_) break;
+      const auto c = static_cast<unsigned char>(*q);
+      if (c < 0x80) break;  // the closing quote, or an escape or control character
+      const std::size_t length =
+          util::utf8_sequence_length(reinterpret_cast<const unsigned char*>(q), static_cast<std::size_t>(end_ - q));
+      if (length == 0) break;
+      q += length;
     }
-#else
-    while (q < end_ && *q != '"' && *q != '\\' && static_cast<unsigned char>(*q) > 0x1F) ++q;
-#endif
     if (q >= end_ || *q != '"') {
       p_ = opening;
       return false;
@@ -122,6 +115,31 @@ class PlainJson {
   }
 
  private:
+  // The first byte at or after `q` that a plain string cannot simply pass over: a quote, a
+  // backslash, a control character (<= 0x1F, which JSON strings may not hold raw) or a non-ASCII
+  // byte (>= 0x80, whose sequence must be checked); end_ or beyond when there is none before it.
+  const char* next_special(const char* q) const {
+#if defined(__SSE2__)
+    const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\'), ctl_max = _mm_set1_epi8(0x1F);
+    for (; q < end_; q += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q));
+      const __m128i ctl = _mm_cmpeq_epi8(_mm_max_epu8(v, ctl_max), ctl_max);
+      const __m128i stops = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)), ctl);
+      // movemask of v itself: the top bit of each byte, set exactly for non-ASCII bytes.
+      const auto stop = static_cast<unsigned>(_mm_movemask_epi8(stops) | _mm_movemask_epi8(v));
+      if (stop) return q + __builtin_ctz(stop);
+    }
+    return q;
+#else
+    while (q < end_) {
+      const auto c = static_cast<unsigned char>(*q);
+      if (c == '"' || c == '\\' || c <= 0x1F || c >= 0x80) break;
+      ++q;
+    }
+    return q;
+#endif
+  }
+
   const char* p_;
   const char* end_;
 };

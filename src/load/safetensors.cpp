@@ -52,10 +52,11 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <simdjson.h>
-
+#include "load/json_tree.hpp"
+#include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
 #include "util/huge_pages.hpp"
+#include "util/utf8.hpp"
 
 namespace shardcheck {
 
@@ -71,7 +72,8 @@ std::int64_t TensorInfo::numel() const {
 namespace {
 
 using detail::kLengthPrefixBytes;
-namespace dom = simdjson::dom;
+using detail::JsonMember;
+using detail::JsonValue;
 
 enum class Failure {
   file_too_small = 1,
@@ -126,28 +128,7 @@ std::string cut(std::string text, std::size_t limit) {
 using detail::shown;
 
 // A JSON value rendered for a message, cut short so one bad value cannot flood the output.
-std::string rendered(dom::element value) { return cut(simdjson::minify(value), 80); }
-
-const char* json_type_name(dom::element value) {
-  switch (value.type()) {
-    case dom::element_type::ARRAY:
-      return "an array";
-    case dom::element_type::OBJECT:
-      return "an object";
-    case dom::element_type::INT64:
-    case dom::element_type::UINT64:
-      return "an integer";
-    case dom::element_type::DOUBLE:
-      return "a floating-point number";
-    case dom::element_type::STRING:
-      return "a string";
-    case dom::element_type::BOOL:
-      return "a boolean";
-    case dom::element_type::NULL_VALUE:
-      return "null";
-  }
-  return "an unknown value";
-}
+std::string rendered(const JsonValue& value) { return value.rendered(80); }
 
 const std::string& accepted_dtype_names() {
   static const std::string names = [] {
@@ -165,42 +146,6 @@ std::optional<std::uint64_t> checked_add(std::uint64_t a, std::uint64_t b) {
   std::uint64_t sum;
   if (__builtin_add_overflow(a, b, &sum)) return std::nullopt;
   return sum;
-}
-
-// How long the UTF-8 sequence led by byte `c` is, and which values its second byte may take
-// (RFC 3629 table 3-7: no overlong forms, no surrogates, nothing above U+10FFFF). Length 0: `c`
-// cannot lead a sequence.
-struct Utf8Lead {
-  std::size_t length;
-  unsigned char second_min, second_max;
-};
-
-Utf8Lead utf8_lead(unsigned char c) {
-  if (c < 0x80) return {1, 0, 0};
-  if (c >= 0xC2 && c <= 0xDF) return {2, 0x80, 0xBF};
-  if (c == 0xE0) return {3, 0xA0, 0xBF};
-  if (c == 0xED) return {3, 0x80, 0x9F};
-  if (c >= 0xE1 && c <= 0xEF) return {3, 0x80, 0xBF};
-  if (c == 0xF0) return {4, 0x90, 0xBF};
-  if (c >= 0xF1 && c <= 0xF3) return {4, 0x80, 0xBF};
-  if (c == 0xF4) return {4, 0x80, 0x8F};
-  return {0, 0, 0};
-}
-
-// Offset of the first byte that breaks UTF-8, for the diagnostic only; simdjson::validate_utf8
-// gives the fast yes/no first.
-std::optional<std::size_t> first_invalid_utf8(std::string_view text) {
-  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-  const std::size_t n = text.size();
-  for (std::size_t i = 0; i < n;) {
-    const Utf8Lead lead = utf8_lead(p[i]);
-    if (lead.length == 0 || i + lead.length > n) return i;
-    if (lead.length > 1 && (p[i + 1] < lead.second_min || p[i + 1] > lead.second_max)) return i;
-    for (std::size_t k = 2; k < lead.length; ++k)
-      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
-    i += lead.length;
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -320,19 +265,18 @@ class EntryParser {
  public:
   EntryParser(Reporter& report, std::vector<std::uint64_t>& dims) : report_(report), dims_(dims) {}
 
-  Entry parse(std::string_view name, dom::element value) {
+  Entry parse(std::string_view name, const JsonValue& value) {
     Entry e;
     e.name = name;
-    dom::object fields;
-    if (value.get_object().get(fields)) {
+    if (value.type != JsonValue::Type::object) {
       report_.at_key(Failure::bad_entry, name,
                      fmt::format("tensor {}: entry is {}; expected an object with keys dtype, "
                                  "shape, data_offsets",
-                                 shown(name), json_type_name(value)));
+                                 shown(name), value.type_name()));
       return e;
     }
     bool seen_dtype = false, seen_shape = false, seen_offsets = false;
-    for (dom::key_value_pair field : fields) {
+    for (const JsonMember& field : value.members) {
       if (key_is(field.key, "dtype")) {
         if (!repeated(name, field.key, seen_dtype)) e.dtype = parse_dtype_field(name, field.value);
       } else if (key_is(field.key, "shape")) {
@@ -375,45 +319,44 @@ class EntryParser {
                     shown(name), fmt::join(missing, ", ")));
   }
 
-  std::optional<DType> parse_dtype_field(std::string_view name, dom::element value) {
-    std::string_view text;
-    if (value.get_string().get(text)) {
+  std::optional<DType> parse_dtype_field(std::string_view name, const JsonValue& value) {
+    if (value.type != JsonValue::Type::string) {
       report_.at_key(Failure::bad_dtype, name,
                      fmt::format("tensor {}: dtype is {} ({}); expected one of {}", shown(name),
-                                 json_type_name(value), rendered(value), accepted_dtype_names()));
+                                 value.type_name(), rendered(value), accepted_dtype_names()));
       return std::nullopt;
     }
-    auto dtype = dtype_from_name(text);
+    auto dtype = dtype_from_name(value.text);
     if (!dtype)
       report_.at_key(Failure::bad_dtype, name,
                      fmt::format("tensor {}: unknown dtype {}; expected one of {}", shown(name),
-                                 shown(text), accepted_dtype_names()),
+                                 shown(value.text), accepted_dtype_names()),
                      "dtype names are case-sensitive; a newer safetensors may know this dtype");
     return dtype;
   }
 
-  void parse_shape_field(Entry& e, dom::element value) {
-    dom::array dims;
-    if (value.get_array().get(dims)) {
+  void parse_shape_field(Entry& e, const JsonValue& value) {
+    if (value.type != JsonValue::Type::array) {
       report_.at_key(Failure::bad_shape, e.name,
                      fmt::format("tensor {}: shape is {} ({}); expected an array of non-negative "
                                  "integers",
-                                 shown(e.name), json_type_name(value), rendered(value)));
+                                 shown(e.name), value.type_name(), rendered(value)));
       return;
     }
     const std::size_t first = dims_.size();
     std::size_t index = 0;
-    for (dom::element dim : dims) {
-      std::uint64_t extent;
-      if (dim.get_uint64().get(extent)) {
+    for (const JsonValue& dim : value.items) {
+      const auto extent = dim.as_uint64();
+      if (!extent) {
         dims_.resize(first);
         report_.at_key(Failure::bad_shape, e.name,
-                       fmt::format("tensor {}: shape[{}] is {}; expected a non-negative integer "
+                       fmt::format("tensor {}: shape[{}] is {}; expected a non-negative integer{} "
                                    "(shape {})",
-                                   shown(e.name), index, rendered(dim), rendered(value)));
+                                   shown(e.name), index, rendered(dim),
+                                   dim.is_big_integer() ? " below 2^64" : "", rendered(value)));
         return;
       }
-      dims_.push_back(extent);
+      dims_.push_back(*extent);
       ++index;
     }
     e.shape_ok = true;
@@ -421,19 +364,18 @@ class EntryParser {
     e.dims_count = static_cast<std::uint32_t>(dims_.size() - first);
   }
 
-  std::optional<DataRange> parse_offsets_field(std::string_view name, dom::element value) {
-    dom::array pair;
-    DataRange r;
-    const bool well_formed = !value.get_array().get(pair) && pair.size() == 2 &&
-                             !pair.at(0).get_uint64().get(r.begin) &&
-                             !pair.at(1).get_uint64().get(r.end);
-    if (!well_formed) {
+  std::optional<DataRange> parse_offsets_field(std::string_view name, const JsonValue& value) {
+    const bool pair = value.type == JsonValue::Type::array && value.items.size() == 2;
+    const auto begin = pair ? value.items[0].as_uint64() : std::nullopt;
+    const auto end = pair ? value.items[1].as_uint64() : std::nullopt;
+    if (!begin || !end) {
       report_.at_key(Failure::bad_data_offsets, name,
                      fmt::format("tensor {}: data_offsets is {}; expected [begin, end], two "
                                  "non-negative integers",
                                  shown(name), rendered(value)));
       return std::nullopt;
     }
+    const DataRange r{*begin, *end};
     if (r.end < r.begin) {
       report_.at_key(Failure::reversed_offsets, name,
                      fmt::format("tensor {}: data_offsets [{}, {}] end before begin; expected "
@@ -597,7 +539,7 @@ void check_file_coverage(std::uint64_t header_len, std::uint64_t data_end, std::
   }
 }
 
-void read_metadata_field(dom::element value, SafetensorsFile& out, bool& seen, Reporter& report) {
+void read_metadata_field(const JsonValue& value, SafetensorsFile& out, bool& seen, Reporter& report) {
   constexpr std::string_view kKey = "__metadata__";
   if (seen) {
     report.at_key(Failure::bad_metadata, kKey, "__metadata__ appears more than once in the header");
@@ -605,23 +547,21 @@ void read_metadata_field(dom::element value, SafetensorsFile& out, bool& seen, R
   }
   seen = true;
   if (value.is_null()) return;  // serde reads `null` into the crate's Option<HashMap> as None
-  dom::object map;
-  if (value.get_object().get(map)) {
+  if (value.type != JsonValue::Type::object) {
     report.at_key(Failure::bad_metadata, kKey,
                   fmt::format("__metadata__ is {}; expected an object mapping strings to strings",
-                              json_type_name(value)));
+                              value.type_name()));
     return;
   }
-  for (dom::key_value_pair kv : map) {
-    std::string_view text;
-    if (kv.value.get_string().get(text)) {
+  for (const JsonMember& kv : value.members) {
+    if (kv.value.type != JsonValue::Type::string) {
       report.at_key(Failure::bad_metadata, kKey,
                     fmt::format("__metadata__ value for {} is {} ({}); expected a string (the "
                                 "format allows no other JSON)",
-                                shown(kv.key), json_type_name(kv.value), rendered(kv.value)));
+                                shown(kv.key), kv.value.type_name(), rendered(kv.value)));
       continue;
     }
-    out.metadata.insert_or_assign(std::string(kv.key), std::string(text));
+    out.metadata.insert_or_assign(kv.key, kv.value.text);
   }
 }
 
@@ -640,8 +580,8 @@ namespace detail {
 
 // What a HeaderReader keeps between files.
 struct HeaderReader::Scratch {
-  dom::parser parser;
-  std::vector<char> header;  // N bytes + SIMDJSON_PADDING
+  std::optional<JsonValue> tree;  // the full parser's reading of the last non-plain header
+  std::vector<char> header;  // N bytes + kJsonPadding
   std::vector<Entry> entries;
   std::vector<std::uint64_t> dims;
   std::vector<const Entry*> placed;
@@ -651,10 +591,10 @@ struct HeaderReader::Scratch {
   bool plain_scan = true;
   std::pmr::vector<std::uint64_t> name_hashes{storage.get()};  // of the last file's tensors
 
-  // The header buffer resized to N + padding, the padding zeroed (simdjson reads into it).
+  // The header buffer resized to N + padding, the padding zeroed (the plain scan reads into it).
   char* header_buffer(std::size_t n) {
-    header.resize(n + simdjson::SIMDJSON_PADDING);
-    std::memset(header.data() + n, 0, simdjson::SIMDJSON_PADDING);
+    header.resize(n + detail::kJsonPadding);
+    std::memset(header.data() + n, 0, detail::kJsonPadding);
     return header.data();
   }
 };
@@ -663,27 +603,34 @@ struct HeaderReader::Scratch {
 
 namespace {
 
-// The full parser: reads any JSON header into entries (scratch.entries, scratch.dims) and
-// out.metadata, reporting every way it breaks the format. False when it is not a JSON object.
-bool parse_header_dom(const char* padded, std::uint64_t header_len, SafetensorsFile& out, Reporter& report,
-                      detail::HeaderReader::Scratch& scratch) {
-  dom::element root;
-  if (auto error = scratch.parser.parse(padded, header_len, false).get(root)) {
-    report.at(Failure::header_not_json, kLengthPrefixBytes,
-              fmt::format("header is not valid JSON: {}", simdjson::error_message(error)));
+// The full parser: reads any header into entries (scratch.entries, scratch.dims) and
+// out.metadata, reporting every way it breaks the format. False when it is not UTF-8 or not a
+// JSON object. The entries' names point into scratch.tree.
+bool parse_header_tree(std::string_view text, SafetensorsFile& out, Reporter& report,
+                       detail::HeaderReader::Scratch& scratch) {
+  if (const auto at = util::first_invalid_utf8(text)) {
+    report.at(Failure::header_not_utf8, kLengthPrefixBytes + *at,
+              fmt::format("header is not valid UTF-8: invalid byte 0x{:02x} at header offset {}",
+                          static_cast<unsigned char>(text[*at]), *at));
     return false;
   }
-  dom::object top;
-  if (root.get_object().get(top)) {
+  auto parsed = detail::parse_json_tree(text);
+  if (auto* error = std::get_if<detail::JsonSyntaxError>(&parsed)) {
+    report.at(Failure::header_not_json, kLengthPrefixBytes,
+              fmt::format("header is not valid JSON: {}", error->message));
+    return false;
+  }
+  const JsonValue& root = scratch.tree.emplace(std::get<JsonValue>(std::move(parsed)));
+  if (root.type != JsonValue::Type::object) {
     report.at(Failure::header_not_object, kLengthPrefixBytes,
               fmt::format("header JSON is {}; expected an object mapping tensor names to entries",
-                          json_type_name(root)));
+                          root.type_name()));
     return false;
   }
-  scratch.entries.reserve(top.size());
+  scratch.entries.reserve(root.members.size());
   EntryParser entry_parser(report, scratch.dims);
   bool seen_metadata = false;
-  for (dom::key_value_pair field : top) {
+  for (const JsonMember& field : root.members) {
     if (key_is(field.key, "__metadata__"))
       read_metadata_field(field.value, out, seen_metadata, report);
     else
@@ -692,23 +639,15 @@ bool parse_header_dom(const char* padded, std::uint64_t header_len, SafetensorsF
   return true;
 }
 
-// Validates a header whose N bytes sit at `padded` followed by SIMDJSON_PADDING readable bytes.
+// Validates a header whose N bytes sit at `padded` followed by kJsonPadding readable bytes.
 std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint64_t header_len,
                                                    std::uint64_t file_size,
                                                    const std::string& label, Reporter& report,
                                                    detail::HeaderReader::Scratch& scratch) {
   const std::string_view text(padded, header_len);
   scratch.name_hashes.clear();
+  scratch.tree.reset();
   report.set_header(text, header_len);
-  if (!simdjson::validate_utf8(text)) {
-    const auto at = first_invalid_utf8(text);
-    report.at(
-        Failure::header_not_utf8, kLengthPrefixBytes + at.value_or(0),
-        at ? fmt::format("header is not valid UTF-8: invalid byte 0x{:02x} at header offset {}",
-                         static_cast<unsigned char>(text[*at]), *at)
-           : std::string("header is not valid UTF-8"));
-    return std::nullopt;
-  }
   // The table is built in the reader's arena. pmr containers keep their memory resource for life
   // (moving assigns elements, not the resource), so it is given at construction.
   SafetensorsFile out{.storage = scratch.storage,
@@ -721,13 +660,13 @@ std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint
   std::vector<std::uint64_t>& dims = scratch.dims;
   entries.clear();
   dims.clear();
-  // Nearly every header is plain (load/plain_json.hpp) and is read in one pass; the DOM parses the
-  // rest, and reports what is wrong with them.
+  // Nearly every header is plain (load/plain_json.hpp) and is read in one pass, its UTF-8 checked
+  // on the way; the full parser reads the rest, and reports what is wrong with them.
   if (!scratch.plain_scan || !detail::scan_plain_header(text, entries, dims, out.metadata)) {
     entries.clear();
     dims.clear();
     out.metadata.clear();
-    if (!parse_header_dom(padded, header_len, out, report, scratch)) return std::nullopt;
+    if (!parse_header_tree(text, out, report, scratch)) return std::nullopt;
   }
 
   auto dims_of = [&dims](const Entry& e) {

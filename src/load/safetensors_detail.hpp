@@ -38,7 +38,7 @@ struct DataRange {
 // What could be read from one `"name": {...}` entry. Dims live in a buffer shared by all entries
 // of a header so that an entry costs no allocation of its own.
 struct Entry {
-  std::string_view name;  // unescaped; owned by the parser's DOM, or the header text itself
+  std::string_view name;  // unescaped; owned by the full parser's tree, or the header text itself
   std::optional<DType> dtype;
   bool shape_ok = false;
   std::uint32_t dims_begin = 0, dims_count = 0;
@@ -92,7 +92,7 @@ class HeaderReader {
 
 using util::NameTable;
 
-// Finds where a JSON object key sits in the raw text, for diagnostics only. simdjson's DOM keeps no
+// Finds where a JSON object key sits in the raw text, for diagnostics only. The full parser keeps no
 // source positions, so on the first error we scan the text once and remember the offset of every
 // key at one nesting depth. Keys are matched in their raw (escaped) spelling, so a name written
 // with escapes is simply not found and the diagnostic goes without a position.

@@ -70,7 +70,7 @@ void use_huge_page_heap() {
   const std::uintptr_t top = new_break - mallinfo2().keepcost;
   constexpr std::uintptr_t kChunkHeader = 2 * sizeof(std::size_t);
   if (top + kChunkHeader < start) {
-    static void* volatile filler = nullptr;  // kept for the life of the process
+    [[maybe_unused]] static void* volatile filler = nullptr;  // kept for the life of the process
     filler = std::malloc(start - top - kChunkHeader);
   }
 #endif

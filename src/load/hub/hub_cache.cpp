@@ -8,11 +8,12 @@
 #include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
-
-#include <simdjson.h>
+#include <variant>
 
 #include "load/hub/hub_detail.hpp"
+#include "load/json_tree.hpp"
 
 namespace shardcheck::hub {
 namespace fs = std::filesystem;
@@ -33,17 +34,15 @@ bool shard_name_is_safe(std::string_view name) {
 }
 
 std::optional<std::vector<IndexedShard>> index_shards(std::string_view json) {
-  simdjson::dom::parser parser;
-  simdjson::padded_string text(json);
-  simdjson::dom::element root;
-  if (parser.parse(text).get(root)) return std::nullopt;
-  simdjson::dom::object map;
-  if (root["weight_map"].get_object().get(map)) return std::nullopt;
+  auto parsed = detail::parse_json_tree(json);
+  const auto* root = std::get_if<detail::JsonValue>(&parsed);
+  const detail::JsonValue* map = root ? root->find("weight_map") : nullptr;
+  if (!map || map->type != detail::JsonValue::Type::object) return std::nullopt;
   std::vector<IndexedShard> shards;
   std::unordered_map<std::string_view, std::size_t> at;
-  for (auto kv : map) {
-    std::string_view shard;
-    if (kv.value.get_string().get(shard) || shard.empty()) continue;  // IX006, reported by the loader
+  for (const detail::JsonMember& kv : map->members) {
+    const std::string_view shard = kv.value.text;
+    if (kv.value.type != detail::JsonValue::Type::string || shard.empty()) continue;  // IX006, reported by the loader
     auto [it, fresh] = at.try_emplace(shard, shards.size());
     if (fresh) shards.push_back({std::string(shard), 0, 0});
     shards[it->second].tensors += 1;
