@@ -4,7 +4,7 @@
 set -euo pipefail
 
 need=(cmake g++ ninja-build ccache python3 clang
-      libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev doctest-dev libsimdjson-dev
+      libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev doctest-dev
       libcurl4-openssl-dev nginx-light)  # libcurl: Hub model ids; nginx: loopback Hub in tests
 # The smoke runner (shardcheck-smoke, issue #5): LibTorch's c10d with gloo on CPU. libtorch-dev
 # lacks a dependency on libgloo-dev although ProcessGroupGloo.hpp includes <gloo/...>.

@@ -13,7 +13,8 @@
 // - a scalar, and a flow collection, at its first character (the quote of a quoted scalar);
 // - a block mapping at its first key, a block sequence at its first `-`;
 // - a missing value (`key:` or `-` with nothing after) as a null at the next token: the next key or
-//   `-`, wherever it is, or at the end of the input {pos: length, line: newlines, column: 0};
+//   `-`, wherever it is, or at the end of the input {pos: length, line: newlines, column: see
+//   end_column};
 // - the document at its first token.
 // Plain scalars spelled ~, null, Null or NULL are reported as nulls (yaml-cpp's IsNullString).
 
@@ -92,6 +93,16 @@ class Reader {
     return m;
   }
   std::size_t column(std::size_t pos) const { return static_cast<std::size_t>(mark(pos).column); }
+
+  // The column of a null that ends the input inside a block collection at `col`: yaml-cpp marks it
+  // with the token that closes that collection. When the input's last line (spaces or a comment)
+  // reaches past `col`, that token comes at the end of the stream, after the column was reset to 0;
+  // otherwise it comes where the last line ends (scanner.cpp PopIndentToHere, which closes a
+  // sequence at its own column too, and EndStream).
+  std::size_t end_column(std::size_t col, bool sequence) const {
+    const std::size_t last = t_.size() - line_starts_.back();
+    return col > last || (col == last && sequence) ? last : 0;
+  }
 
   char at(std::size_t i) const { return i < t_.size() ? t_[i] : '\n'; }
   bool blank_or_end(std::size_t i) const { return i >= t_.size() || t_[i] == ' ' || t_[i] == '\n'; }
@@ -358,6 +369,7 @@ class Reader {
     if (n < t_.size() && column(n) > col) return block_node(n, next, depth + 1);
     if (!in_sequence && n < t_.size() && column(n) == col && is_entry(n)) return false;  // indentless sequence
     emit(Event::Kind::null, n);
+    if (n >= t_.size()) events_.back().mark.column = static_cast<int>(end_column(col, in_sequence));
     next = n;
     return true;
   }

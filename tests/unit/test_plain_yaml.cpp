@@ -59,7 +59,7 @@ TEST_CASE("plain yaml: the events and marks of yaml-cpp for the subset") {
            "a: -1\nb: -x\nd: x:y\ne: a,b]\n", "# §§ non-ASCII in a comment\na: 1  # ü\n", "~: null\nNULL: Null\n",
            "key   : v\n", "k: [~, null, 'null']\n", "top:\n  mid:\n    - {value: X, since: 1.5.0}\n    - Y\n  end: 3\n",
            "distributed_type: 'NO'\nmixed_precision: no\nfsdp_config:\n  fsdp_min_num_params: 1e8\n",
-           "a: [1,\n 2]\n", "k:\n  v: [a, # c\n     b,\n\n     {c: d,\n      e: f}]\n  w: 'x\\y'\n"}) {
+           "a: [1,\n 2]\n", " -\n ", "a:\n  b:\n ", "- \n  # c", "a:\n  - x\n  -\n  ", "a:\n  - x\n  -\n   ", "k:\n  v: [a, # c\n     b,\n\n     {c: d,\n      e: f}]\n  w: 'x\\y'\n"}) {
     check_same_as_yaml_cpp(text);
   }
 }
