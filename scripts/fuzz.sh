@@ -34,9 +34,15 @@ for bin in build-fuzz/fuzz_*; do
   done
   ((${#seeds[@]})) && cp -f "${seeds[@]}" "$work/" 2>/dev/null || true
   echo "== $name: ${secs}s"
+  rm -f "build-fuzz/finding-$name-"*
   if ! "$bin" "$work" -max_total_time="$secs" -max_len=65536 -rss_limit_mb=2048 -timeout=10 \
-        -print_final_stats=0 2>"build-fuzz/$name.log"; then
-    echo "FAILED: $name (see build-fuzz/$name.log)"; tail -30 "build-fuzz/$name.log"; status=1
+        -print_final_stats=0 -artifact_prefix="build-fuzz/finding-$name-" 2>"build-fuzz/$name.log"; then
+    echo "FAILED: $name (see build-fuzz/$name.log)"; grep -m1 -A3 -E 'ERROR|deadly' "build-fuzz/$name.log" || true
+    # The input itself, so that a finding in a CI log can be replayed: printf with these bytes | harness.
+    for f in "build-fuzz/finding-$name-"*; do
+      [[ -f $f ]] && { echo "input $f ($(stat -c %s "$f") bytes):"; head -c 2048 "$f" | od -An -c; }
+    done
+    status=1
   fi
 done
 exit $status

@@ -68,7 +68,8 @@ class Reader {
         in_comment = false;
         continue;
       }
-      if (c == '\t' || c == '\r' || c == 0) return false;
+      // Tabs, CR, and control characters (which yaml-cpp's stream drops from scalars).
+      if (c < 0x20 || c == 0x7f) return false;
       // '#' starts a comment at a line start or after a space; inside quotes it does not, but then a
       // non-ASCII byte after it only makes this refuse too much, never accept wrongly.
       if (c == '#' && (i == 0 || t_[i - 1] == ' ' || t_[i - 1] == '\n')) in_comment = true;
@@ -277,7 +278,8 @@ class Reader {
         if (t_[j - 1] != ' ') return false;
         break;
       }
-      if (c == '\'' || c == '"') return false;
+      // A quote inside, or '?', which yaml-cpp takes for a key indicator anywhere in a flow.
+      if (c == '\'' || c == '"' || c == '?') return false;
       if (c == '\n' || c == ',' || c == '[' || c == ']' || c == '{' || c == '}' || c == ':') break;
     }
     std::size_t last = j;

@@ -59,7 +59,7 @@ TEST_CASE("plain yaml: the events and marks of yaml-cpp for the subset") {
            "a: -1\nb: -x\nd: x:y\ne: a,b]\n", "# §§ non-ASCII in a comment\na: 1  # ü\n", "~: null\nNULL: Null\n",
            "key   : v\n", "k: [~, null, 'null']\n", "top:\n  mid:\n    - {value: X, since: 1.5.0}\n    - Y\n  end: 3\n",
            "distributed_type: 'NO'\nmixed_precision: no\nfsdp_config:\n  fsdp_min_num_params: 1e8\n",
-           "a: [1,\n 2]\n", " -\n ", "a:\n  b:\n ", "- \n  # c", "a:\n  - x\n  -\n  ", "a:\n  - x\n  -\n   ", "k:\n  v: [a, # c\n     b,\n\n     {c: d,\n      e: f}]\n  w: 'x\\y'\n"}) {
+           "a: [1,\n 2]\n", "a: N?x\n", " -\n ", "a:\n  b:\n ", "- \n  # c", "a:\n  - x\n  -\n  ", "a:\n  - x\n  -\n   ", "k:\n  v: [a, # c\n     b,\n\n     {c: d,\n      e: f}]\n  w: 'x\\y'\n"}) {
     check_same_as_yaml_cpp(text);
   }
 }
@@ -69,7 +69,7 @@ TEST_CASE("plain yaml: refuses what it does not read exactly") {
            "a: &x 1\nb: *x\n", "a: !!str 1\n", "a: |\n  text\n", "a: >-\n  text\n", "k: v\n  more\n",
            "q: 'it''s'\n", "q: \"a\\nb\"\n", "a:\n- x\n", "---\na: 1\n", "a: 1\n...\n", "%YAML 1.2\n---\na: 1\n",
            "a:\tb\n", "a: 1\r\nb: 2\r\n", "a: ü\n", "? a\n: b\n", "a: [1,\n2]\n", "a: [1, ]\n", "a\n", "[a, b]\n",
-           "k: \"x\": y\n", "a: b: c\n", "a:\n  b\n", "a: {b}\n", "a: [b: c]\n", "a: @x\n", "a: `x`\n", "a: 1\n b: 2\n"}) {
+           "k: \"x\": y\n", "a: b: c\n", "a:\n  b\n", "a: {b}\n", "a: [b: c]\n", "a: @x\n", "a: `x`\n", "a: x\x04y\n", "a: x\x7fy\n", "- [N?]   ", "a: 1\n b: 2\n"}) {
     INFO("text:\n" << std::string(text));
     CHECK_FALSE(plain_events(text));
   }
