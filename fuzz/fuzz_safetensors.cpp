@@ -44,7 +44,7 @@ bool same_tensors(const shardcheck::SafetensorsFile& a, const shardcheck::Safete
   if (a.tensors.size() != b.tensors.size() || a.metadata != b.metadata || a.header_len != b.header_len) return false;
   for (std::size_t i = 0; i < a.tensors.size(); ++i) {
     const auto &x = a.tensors[i], &y = b.tensors[i];
-    if (x.name != y.name || x.dtype != y.dtype || x.shape != y.shape || x.begin != y.begin || x.end != y.end)
+    if (x.name != y.name || x.dtype != y.dtype || !std::ranges::equal(x.shape, y.shape) || x.begin != y.begin || x.end != y.end)
       return false;
   }
   return true;

@@ -29,7 +29,7 @@ for bin in build-fuzz/fuzz_*; do
   seeds=()
   for d in $(seed_dir "$name"); do
     [[ -d $d ]] || continue
-    while IFS= read -r -d '' f; do seeds+=("$f"); done < <(find "$d" -type f -size -1M \
+    while IFS= read -r -d '' f; do seeds+=("$f"); done < <(find "$d" -type f -size -1024k \
         \( -name '*.json' -o -name '*.yaml' -o -name '*.yml' -o -name '*.safetensors' -o -path '*corpus*' \) -print0)
   done
   ((${#seeds[@]})) && cp -f "${seeds[@]}" "$work/" 2>/dev/null || true

@@ -8,6 +8,7 @@
 #include <memory>
 #include <memory_resource>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,20 +21,23 @@ namespace shardcheck {
 // The format's cap on the JSON header (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
 
-// The strings and vectors below are std::pmr: the loader places a large checkpoint's tables (92k
-// tensors for DeepSeek-V3) in one huge-page arena per reading thread instead of ~200k heap blocks
-// (src/util/huge_pages.hpp says why). Built by hand, they use the ordinary heap.
+// One tensor of a header. Its name and shape are views: the loader copies each file's names and
+// dimensions into two blocks of the arena that the SafetensorsFile's `storage` owns (one huge-page
+// arena per reading thread), so that 92k tensors (DeepSeek-V3) cost no allocation each and their
+// descriptions stay at 56 bytes, one cache line, for the passes that walk them all. A TensorInfo
+// built by hand views memory its builder keeps alive.
 struct TensorInfo {
-  std::pmr::string name;
-  DType dtype = DType::F32;
-  std::pmr::vector<std::int64_t> shape;
+  std::string_view name;
+  std::span<const std::int64_t> shape;
   std::uint64_t begin = 0, end = 0;  // data_offsets, relative to the data region
   std::uint32_t file = 0;            // index into CheckpointMeta::files
+  DType dtype = DType::F32;
   std::int64_t numel() const;        // 1 for a 0-rank scalar
 };
 
 struct SafetensorsFile {
-  // Owns the memory `tensors` may live in; declared first so that it is destroyed last.
+  // Owns the memory `tensors` and their names and shapes live in; declared first so that it is
+  // destroyed last.
   std::shared_ptr<std::pmr::memory_resource> storage;
   std::string path;                  // as given / relative to the model directory
   std::uint64_t header_len = 0;      // N from the first 8 bytes

@@ -27,6 +27,42 @@ bool scan_offsets(PlainJson& in, DataRange& r) {
   return in.eat('[') && in.uint(r.begin) && in.eat(',') && in.uint(r.end) && in.eat(']') && r.begin <= r.end;
 }
 
+// The entry exactly as the safetensors crate writes it: serde_json's compact form of its
+// TensorInfo, fields in declaration order (safetensors/src/tensor.rs `TensorInfo`, `prepare`):
+//   {"dtype":"BF16","shape":[7168,2048],"data_offsets":[0,29360128]}
+// Compared byte for byte, it skips the five string scans and key comparisons per tensor that
+// scan_entry makes (92k tensors in DeepSeek-V3). Any other spelling returns false with the cursor,
+// `e` and `dims` as they were, for scan_entry to read.
+bool scan_canonical_entry(PlainJson& in, Entry& e, std::vector<std::uint64_t>& dims) {
+  const char* start = in.position();
+  const std::size_t dims_before = dims.size();
+  std::string_view dtype;
+  DataRange r;
+  bool ok = in.exact(R"({"dtype":")") && in.identifier_until_quote(dtype) &&
+            (e.dtype = dtype_from_name(dtype)).has_value() && in.exact(R"(,"shape":[)");
+  if (ok && !in.exact("]")) {
+    do {
+      std::uint64_t d;
+      if (!(ok = in.uint(d))) break;
+      dims.push_back(d);
+    } while (in.exact(","));
+    ok = ok && in.exact("]");
+  }
+  ok = ok && in.exact(R"(,"data_offsets":[)") && in.uint(r.begin) && in.exact(",") && in.uint(r.end) &&
+       in.exact("]}") && r.begin <= r.end;
+  if (!ok) {
+    in.rewind(start);
+    dims.resize(dims_before);
+    e.dtype.reset();
+    return false;
+  }
+  e.dims_begin = static_cast<std::uint32_t>(dims_before);
+  e.dims_count = static_cast<std::uint32_t>(dims.size() - dims_before);
+  e.shape_ok = true;
+  e.range = r;
+  return true;
+}
+
 // `{"dtype": "...", "shape": [...], "data_offsets": [b, e]}` in any order, each key once.
 bool scan_entry(PlainJson& in, Entry& e, std::vector<std::uint64_t>& dims) {
   if (!in.eat('{')) return false;
@@ -85,7 +121,8 @@ bool scan_plain_header(std::string_view text, std::vector<Entry>& entries, std::
     }
     Entry& e = entries.emplace_back();
     e.name = name;
-    if (!scan_entry(in, e, dims)) return false;
+    in.skip_ws();
+    if (!scan_canonical_entry(in, e, dims) && !scan_entry(in, e, dims)) return false;
   } while (in.eat(','));
   return in.eat('}') && in.at_end();
 }

@@ -102,6 +102,34 @@ class PlainJson {
     return true;
   }
 
+  // Exactly the bytes of `token` here, no whitespace skipped (for the byte-exact forms writers
+  // emit: a literal array, so that the length is a constant and the compare is inlined).
+  template <std::size_t N>
+  bool exact(const char (&token)[N]) {
+    constexpr std::size_t n = N - 1;  // without the terminating NUL
+    if (static_cast<std::size_t>(end_ - p_) < n || !same_bytes<n>(p_, token)) return false;
+    p_ += n;
+    return true;
+  }
+
+  // Letters, digits and '_' up to a closing quote, which is consumed; `out` views them. For a
+  // name known to be a short identifier (a dtype), where the string scan's setup costs more than
+  // the bytes. On "no" the cursor has not moved.
+  bool identifier_until_quote(std::string_view& out) {
+    const char* q = p_;
+    while (q < end_ && (static_cast<unsigned>((*q | 0x20) - 'a') < 26 || static_cast<unsigned>(*q - '0') < 10 ||
+                        *q == '_'))
+      ++q;
+    if (q >= end_ || *q != '"') return false;
+    out = std::string_view(p_, static_cast<std::size_t>(q - p_));
+    p_ = q + 1;
+    return true;
+  }
+
+  // Where the cursor is, and a way back to it after a reading that said no part way.
+  const char* position() const { return p_; }
+  void rewind(const char* to) { p_ = to; }
+
   // One of the literals true, false, null, after optional whitespace.
   bool literal() {
     skip_ws();
@@ -115,6 +143,31 @@ class PlainJson {
   }
 
  private:
+  // Whether the n bytes at a and b are equal, in a few word compares (overlapping where n is not
+  // a multiple of the word), since a memcmp call per key costs more than the key.
+  template <std::size_t n>
+  static bool same_bytes(const char* a, const char* b) {
+    if constexpr (n == 0) {
+      return true;
+    } else if constexpr (n < 4) {
+      return a[0] == b[0] && same_bytes<n - 1>(a + 1, b + 1);
+    } else if constexpr (n <= 8) {
+      return word<std::uint32_t>(a) == word<std::uint32_t>(b) &&
+             word<std::uint32_t>(a + n - 4) == word<std::uint32_t>(b + n - 4);
+    } else if constexpr (n <= 16) {
+      return word<std::uint64_t>(a) == word<std::uint64_t>(b) &&
+             word<std::uint64_t>(a + n - 8) == word<std::uint64_t>(b + n - 8);
+    } else {
+      return word<std::uint64_t>(a) == word<std::uint64_t>(b) && same_bytes<n - 8>(a + 8, b + 8);
+    }
+  }
+  template <class Word>
+  static Word word(const char* p) {
+    Word w;
+    std::memcpy(&w, p, sizeof w);
+    return w;
+  }
+
   // The first byte at or after `q` that a plain string cannot simply pass over: a quote, a
   // backslash, a control character (<= 0x1F, which JSON strings may not hold raw) or a non-ASCII
   // byte (>= 0x80, whose sequence must be checked); end_ or beyond when there is none before it.

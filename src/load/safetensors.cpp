@@ -565,13 +565,41 @@ void read_metadata_field(const JsonValue& value, SafetensorsFile& out, bool& see
   }
 }
 
-TensorInfo make_tensor_info(const Entry& e, std::span<const std::uint64_t> dims,
-                            std::pmr::memory_resource* storage) {
-  TensorInfo t{std::pmr::string(e.name, storage), *e.dtype, std::pmr::vector<std::int64_t>(storage)};
-  t.shape.assign(dims.begin(), dims.end());
-  t.begin = e.range->begin;
-  t.end = e.range->end;
-  return t;
+// Copies the names and dimensions of the entries that become tensors into one block each of
+// `storage` (see TensorInfo) and appends the tensors, viewing those blocks, to `out`.
+template <class Kept, class DimsOf>
+void add_tensors(const std::vector<Entry>& entries, Kept kept, DimsOf dims_of, std::pmr::memory_resource* storage,
+                 SafetensorsFile& out) {
+  std::size_t name_bytes = 0, dim_count = 0, count = 0;
+  for (const Entry& e : entries)
+    if (kept(e)) {
+      name_bytes += e.name.size();
+      dim_count += e.dims_count;
+      ++count;
+    }
+  if (count == 0) return;
+  // Shapes first: the block is 8-byte aligned and the names after it need no alignment.
+  std::byte* block = static_cast<std::byte*>(
+      storage->allocate(dim_count * sizeof(std::int64_t) + name_bytes, alignof(std::int64_t)));
+  auto* dims = reinterpret_cast<std::int64_t*>(block);
+  char* names = reinterpret_cast<char*>(block + dim_count * sizeof(std::int64_t));
+  out.tensors.reserve(count);
+  for (const Entry& e : entries) {
+    if (!kept(e)) continue;
+    // check_tensor_size has established that every extent fits int64 (size_ok).
+    const std::span<const std::uint64_t> extents = dims_of(e);
+    std::copy(extents.begin(), extents.end(), dims);
+    std::memcpy(names, e.name.data(), e.name.size());
+    out.tensors.push_back(TensorInfo{.name = std::string_view(names, e.name.size()),
+                                     .shape = std::span<const std::int64_t>(dims, extents.size()),
+                                     .begin = e.range->begin,
+                                     .end = e.range->end,
+                                     .file = 0,
+                                     .dtype = *e.dtype});
+    out.data_end = std::max(out.data_end, e.range->end);
+    dims += extents.size();
+    names += e.name.size();
+  }
 }
 
 }  // namespace
@@ -679,15 +707,11 @@ std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint
   const std::uint64_t data_end = check_layout(entries, every_entry_placed, scratch.placed, report);
   check_file_coverage(header_len, data_end, file_size, every_entry_placed, report);
 
-  std::pmr::memory_resource* storage = scratch.storage.get();
-  out.tensors.reserve(entries.size());
-  scratch.name_hashes.reserve(entries.size());
+  auto kept = [](const Entry& e) { return e.dtype && e.size_ok && e.range && !e.duplicate; };
+  add_tensors(entries, kept, dims_of, scratch.storage.get(), out);
+  scratch.name_hashes.reserve(out.tensors.size());
   for (const Entry& e : entries)
-    if (e.dtype && e.size_ok && e.range && !e.duplicate) {
-      out.tensors.push_back(make_tensor_info(e, dims_of(e), storage));
-      out.data_end = std::max(out.data_end, e.range->end);
-      scratch.name_hashes.push_back(e.name_hash);
-    }
+    if (kept(e)) scratch.name_hashes.push_back(e.name_hash);
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -15,9 +16,16 @@ using detail::ShardListing;
 
 namespace {
 
-SafetensorsFile shard(std::vector<std::string> names) {
+// Tensors view their names (TensorInfo); these stay alive for the whole run.
+std::string_view kept_name(const std::string& name) {
+  static std::set<std::string, std::less<>> names;
+  return *names.insert(name).first;
+}
+
+SafetensorsFile shard(const std::vector<std::string>& names) {
+  static constexpr std::int64_t kShape[] = {1};
   SafetensorsFile f;
-  for (const auto& n : names) f.tensors.push_back(TensorInfo{std::pmr::string(n), DType::F32, {1}});
+  for (const auto& n : names) f.tensors.push_back(TensorInfo{.name = kept_name(n), .shape = kShape});
   return f;
 }
 

@@ -103,6 +103,17 @@ TEST_CASE("plain header: entries, dims and metadata; the rest goes to the full p
   CHECK(entries[1].range->begin == 30);
   CHECK(entries[1].dims_count == 0);  // a scalar
 
+  // The byte-exact form the crate writes is read without key lookups; a near miss is read by the
+  // general path from where the entry began, with nothing of the failed attempt left behind.
+  REQUIRE(scan(R"({"a":{"dtype":"BF16","shape":[3,5],"data_offsets":[0,30] },)"
+               R"("b":{"dtype":"F32","shape":[ 2 ,1],"data_offsets":[30,38]},"c":{"dtype":"I8","shape":[],"data_offsets":[38,39]}})"));
+  REQUIRE(entries.size() == 3);
+  CHECK(dims == std::vector<std::uint64_t>{3, 5, 2, 1});
+  CHECK(entries[1].dims_begin == 2);
+  CHECK(entries[1].dtype == DType::F32);
+  CHECK(entries[2].dims_count == 0);
+  CHECK(entries[2].range->end == 39);
+
   CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2],"extra":1}})"));    // unknown key
   CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"dtype":"BF16","data_offsets":[0,2]}})"));  // repeated key
   CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1]}})"));                                  // missing key
