@@ -9,6 +9,7 @@
 #include "shardcheck/report.hpp"
 #include "util/huge_pages.hpp"
 #include "util/mapped_reads.hpp"
+#include "util/stage_timer.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -28,6 +29,7 @@ int run_plan(const PlanFlags& f, const CliContext& ctx) {
                  r.settings.world_size.value, r.settings.num_machines.value);
     return to_int(ExitCode::usage);
   }
+  util::StageTimer timer("plan: render");
   if (r.plan && f.format == "json") {
     std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, r.sink.items()).c_str(), stdout);
   } else {

@@ -8,6 +8,7 @@
 #include "shardcheck/effective_settings.hpp"
 #include "shardcheck/load_tree.hpp"
 #include "shardcheck/text.hpp"
+#include "util/stage_timer.hpp"
 
 namespace shardcheck {
 
@@ -70,8 +71,10 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   r.tree = load_module_tree(req.model, req.config_only, req.rules_dir, req.resolve, r.sink).tree;
   if (!r.tree) return r;
 
+  util::StageTimer timer("plan: wrap classes");
   const std::size_t errors_before = r.sink.count(Severity::error);
   resolve_wrap_classes(*r.tree, r.settings, r.sink);
+  timer.lap("plan: simulate");
   const bool wrap_failed = r.sink.count(Severity::error) > errors_before;  // accelerate would stop here
   r.plan = r.settings.fsdp_version.value == 2 ? plan_fsdp2(*r.tree, r.settings, r.sink)
                                               : plan_fsdp1(*r.tree, r.settings, r.sink);
@@ -88,6 +91,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
                             r.settings.tp_size.value, r.plan->shard_group, r.settings.tp_size.value);
     r.sink.report(std::move(d));
   }
+  timer.lap("plan: memory and communication");
   r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
   r.comm = communication(*r.plan, r.settings, req.bus_bandwidth);
   if (!r.memory.fits) {
