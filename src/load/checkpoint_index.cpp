@@ -53,6 +53,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include "load/checkpoint_load.hpp"
 #include "load/index_agreement.hpp"
 #include "load/index_scan.hpp"
 #include "load/json_tree.hpp"
@@ -727,7 +728,17 @@ std::vector<ShardJob*> place_shards(const fs::path& dir, const IndexContents& in
   return job_of_shard;
 }
 
-CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
+// What load_indexed reads the index into, released when its caller says (detail::load_checkpoint).
+// Members are destroyed bottom up: the tables' users before the arena they live in.
+struct IndexScratch {
+  util::HugePageArena tables;  // the index's tables, for this load only
+  std::optional<detail::PaddedFile> text;
+  std::optional<IndexContents> plain;
+  std::optional<JsonValue> tree;
+  std::optional<IndexContents> index;
+};
+
+CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink, std::shared_ptr<void>& scratch_out) {
   util::StageTimer timer("load: list directory");
   const auto on_disk = list_safetensors(dir).value_or(std::vector<std::string>{});
   // The shards are nearly always the files beside the index: their headers are read on helper
@@ -737,9 +748,9 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
   early.start();
 
   IndexReporter report((dir / kIndexName).string(), sink);
-  std::optional<detail::PaddedFile> text;
-  util::HugePageArena tables;  // the index's tables, for this load only
-  std::optional<IndexContents> plain;
+  auto scratch = std::make_shared<IndexScratch>();
+  scratch_out = scratch;  // released by the caller, or with this frame if the caller does not keep it
+  auto& [tables, text, plain, tree, index] = *scratch;
   timer.lap("load: read index");
   if (read_index_text(dir / kIndexName, text, report)) {
     timer.lap("load: scan index");
@@ -750,8 +761,6 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
   timer.lap("load: index agrees?");
   const bool agrees = plain && plain_index_agrees(*plain, early_jobs, &tables);
   timer.lap("load: collect and check");
-  std::optional<JsonValue> tree;
-  std::optional<IndexContents> index;
   if (agrees)
     index = std::move(plain);
   else if (text)
@@ -777,8 +786,13 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink) {
 
 }  // namespace
 
-std::optional<CheckpointMeta> load_checkpoint(const std::filesystem::path& dir,
-                                              DiagnosticSink& sink) {
+std::optional<CheckpointMeta> load_checkpoint(const std::filesystem::path& dir, DiagnosticSink& sink) {
+  std::shared_ptr<void> scratch;
+  return detail::load_checkpoint(dir, sink, scratch);
+}
+
+std::optional<CheckpointMeta> detail::load_checkpoint(const std::filesystem::path& dir, DiagnosticSink& sink,
+                                                      std::shared_ptr<void>& scratch) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     sink.report(make_diagnostic(
@@ -788,7 +802,7 @@ std::optional<CheckpointMeta> load_checkpoint(const std::filesystem::path& dir,
   }
   // The index wins when present. (huggingface_hub, hf_api.py L6836, and transformers try
   // model.safetensors first; a directory holding both is ambiguous either way.)
-  if (path_exists(dir / kIndexName)) return load_indexed(dir, sink);
+  if (path_exists(dir / kIndexName)) return load_indexed(dir, sink, scratch);
   if (is_regular(dir / kSingleFileName))
     return load_files(dir, {std::string(kSingleFileName)}, false, sink);
 

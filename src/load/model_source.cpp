@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <exception>
+#include <latch>
 #include <system_error>
 #include <utility>
 #include <thread>
 
+#include "load/checkpoint_load.hpp"
 #include "shardcheck/hub.hpp"
 
 namespace shardcheck {
@@ -49,15 +51,20 @@ struct ModelLoad::State {
   bool config_only = false;
   DiagnosticSink checkpoint_sink;
   std::optional<CheckpointMeta> checkpoint;
-  std::thread loader;            // reads the checkpoint; joined by finish() or the destructor
   std::exception_ptr failure;    // what the loader threw, rethrown by finish()
+  std::latch loaded{1};          // checkpoint, checkpoint_sink and failure are final
+  std::thread loader;            // reads the checkpoint; joined by the destructor
 
+  // Publishes the checkpoint before releasing the load's scratch memory, so that finish() returns
+  // while this thread unmaps (detail::load_checkpoint says why).
   void load() {
+    std::shared_ptr<void> scratch;
     try {
-      checkpoint = load_checkpoint(dir, checkpoint_sink);
+      checkpoint = detail::load_checkpoint(dir, checkpoint_sink, scratch);
     } catch (...) {
       failure = std::current_exception();
     }
+    loaded.count_down();
   }
 };
 
@@ -109,13 +116,15 @@ std::optional<ModelLoad> ModelLoad::begin(const std::string& ref, bool config_on
     } catch (const std::system_error&) {
       s->load();  // no thread to be had: read it now
     }
+  } else {
+    state->loaded.count_down();  // nothing to wait for
   }
   return ModelLoad(std::move(state));
 }
 
 ModelInputs ModelLoad::finish(DiagnosticSink& sink) {
   State& s = *state_;
-  if (s.loader.joinable()) s.loader.join();
+  s.loaded.wait();
   if (s.failure) std::rethrow_exception(std::exchange(s.failure, nullptr));
   if (!s.display_prefix.empty()) rename_files(s.checkpoint_sink, s.dir, s.display_prefix);
   sink.append(s.checkpoint_sink);
