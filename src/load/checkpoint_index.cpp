@@ -672,8 +672,8 @@ std::optional<IndexContents> parse_index(std::string_view text, std::optional<Js
 
 // The common case: a plain index whose every shard sits beside it, was read cleanly, and holds
 // exactly the tensors listed for it. Then the full cross-check could find nothing and is skipped.
-bool plain_index_agrees(const IndexContents& plain, std::vector<ShardJob>& early_jobs,
-                        std::pmr::memory_resource* memory) {
+bool plain_index_agrees(const IndexContents& plain, const detail::ListingFingerprint& listed,
+                        std::vector<ShardJob>& early_jobs) {
   std::unordered_map<std::string_view, const ShardJob*> by_name;
   for (const ShardJob& job : early_jobs)
     if (job.file && !job.sink.has_errors()) by_name.emplace(job.relative, &job);
@@ -685,7 +685,7 @@ bool plain_index_agrees(const IndexContents& plain, std::vector<ShardJob>& early
     files[s] = &*it->second->file;
     if (it->second->name_hashes) hashes[s] = *it->second->name_hashes;
   }
-  return detail::index_agrees_with_headers(plain.listings, files, hashes, memory);
+  return detail::index_agrees_with_headers(listed, files, hashes);
 }
 
 // The files to read for the index's shards: an early job when the shard is a file beside the
@@ -752,14 +752,17 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink, std::shar
   scratch_out = scratch;  // released by the caller, or with this frame if the caller does not keep it
   auto& [tables, text, plain, tree, index] = *scratch;
   timer.lap("load: read index");
+  std::optional<detail::ListingFingerprint> listed;  // in `tables`
   if (read_index_text(dir / kIndexName, text, report)) {
     timer.lap("load: scan index");
     plain = scan_index(text->view(), &tables);
+    // The index's half of the agreement check, while the helper threads still read headers.
+    if (plain) listed = detail::fingerprint_listings(plain->listings, plain->shards.size(), &tables);
   }
   timer.lap("load: headers (after index)");
   std::vector<ShardJob>& early_jobs = early.finish();
   timer.lap("load: index agrees?");
-  const bool agrees = plain && plain_index_agrees(*plain, early_jobs, &tables);
+  const bool agrees = plain && plain_index_agrees(*plain, *listed, early_jobs);
   timer.lap("load: collect and check");
   if (agrees)
     index = std::move(plain);

@@ -34,46 +34,44 @@ bool all_distinct(std::span<const std::span<const std::uint64_t>> parts, std::si
 
 }  // namespace
 
+ListingFingerprint fingerprint_listings(std::span<const ShardListing> listings, std::size_t shard_count,
+                                        std::pmr::memory_resource* memory) {
+  ListingFingerprint out{std::pmr::vector<ListingFingerprint::Shard>(shard_count, memory), false};
+  std::pmr::vector<std::uint64_t> hashes(memory);
+  hashes.reserve(listings.size());
+  for (const ShardListing& l : listings) {
+    if (l.shard >= shard_count) return out;
+    out.shards[l.shard].count += 1;
+    out.shards[l.shard].sum += l.hash;
+    hashes.push_back(l.hash);
+  }
+  const std::span<const std::uint64_t> all(hashes);
+  out.valid = all_distinct(std::span(&all, 1), hashes.size(), memory);
+  return out;
+}
+
+bool index_agrees_with_headers(const ListingFingerprint& listed, std::span<const SafetensorsFile* const> files,
+                               std::span<const std::span<const std::uint64_t>> name_hashes) {
+  if (!listed.valid || listed.shards.size() != files.size()) return false;
+  for (std::size_t s = 0; s < files.size(); ++s) {
+    if (!files[s]) return false;
+    const auto& tensors = files[s]->tensors;
+    if (listed.shards[s].count != tensors.size()) return false;
+    // The held names' hashes: the header reader's when it passed them, else taken here.
+    std::uint64_t sum = 0;
+    if (s < name_hashes.size() && name_hashes[s].size() == tensors.size())
+      for (std::uint64_t h : name_hashes[s]) sum += h;
+    else
+      for (const TensorInfo& t : tensors) sum += NameTable::hash64(t.name);
+    if (sum != listed.shards[s].sum) return false;
+  }
+  return true;
+}
+
 bool index_agrees_with_headers(std::span<const ShardListing> listings, std::span<const SafetensorsFile* const> files,
                                std::span<const std::span<const std::uint64_t>> name_hashes,
                                std::pmr::memory_resource* memory) {
-  const std::size_t shards = files.size();
-  if (std::any_of(files.begin(), files.end(), [](const SafetensorsFile* f) { return f == nullptr; })) return false;
-
-  struct Fingerprint {
-    std::size_t count = 0;
-    std::uint64_t sum = 0;  // wraps: a sum mod 2^64
-  };
-  std::pmr::vector<Fingerprint> listed(shards, memory);
-  for (const ShardListing& l : listings) {
-    if (l.shard >= shards) return false;
-    listed[l.shard].count += 1;
-    listed[l.shard].sum += l.hash;
-  }
-
-  // The held names' hashes, shard by shard: the header reader's when it passed them, else taken here.
-  std::pmr::vector<std::span<const std::uint64_t>> held(shards, memory);
-  std::pmr::vector<std::pmr::vector<std::uint64_t>> computed(memory);
-  computed.reserve(shards);  // held[] points into its elements
-  std::size_t total = 0;
-  for (std::size_t s = 0; s < shards; ++s) {
-    const auto& tensors = files[s]->tensors;
-    if (listed[s].count != tensors.size()) return false;
-    if (s < name_hashes.size() && name_hashes[s].size() == tensors.size()) {
-      held[s] = name_hashes[s];
-    } else {
-      auto& mine = computed.emplace_back();
-      mine.reserve(tensors.size());
-      for (const TensorInfo& t : tensors) mine.push_back(NameTable::hash64(t.name));
-      held[s] = mine;
-    }
-    std::uint64_t sum = 0;
-    for (std::uint64_t h : held[s]) sum += h;
-    if (sum != listed[s].sum) return false;
-    total += tensors.size();
-  }
-  // Per shard the names agree; a name held by two shards would be listed twice.
-  return all_distinct(held, total, memory);
+  return index_agrees_with_headers(fingerprint_listings(listings, files.size(), memory), files, name_hashes);
 }
 
 }  // namespace shardcheck::detail

@@ -14,6 +14,7 @@
 #include <memory_resource>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "shardcheck/checkpoint.hpp"
 
@@ -27,16 +28,37 @@ struct ShardListing {
   std::uint64_t hash = 0;
 };
 
+// What the index alone contributes to the verdict below: each shard's count of listed names and
+// the sum of their hashes, and whether all listed hashes are distinct. Computed as soon as the
+// index is scanned, while the shard headers are still being read, so that the end of the load
+// only compares per-shard sums.
+struct ListingFingerprint {
+  struct Shard {
+    std::size_t count = 0;
+    std::uint64_t sum = 0;  // wraps: a sum mod 2^64
+  };
+  std::pmr::vector<Shard> shards;
+  bool valid = false;  // every listing names a shard below `shard_count` and all hashes differ
+};
+ListingFingerprint fingerprint_listings(std::span<const ShardListing> listings, std::size_t shard_count,
+                                        std::pmr::memory_resource* memory);
+
 // True when, for every shard s, the tensors listed for s are the tensors files[s] holds, and no
 // tensor name is listed twice or held by two shards: then the full cross-check would find
 // nothing. Each shard's listed and held names are compared as multisets by count and by the sum
 // (mod 2^64) of their 64-bit hashes, so a true answer is wrong only if two different sets of
 // names of one shard have equal sums, about once in 2^64 for names not built to collide; every
 // disagreement a real checkpoint has (a name missing, extra, repeated or in the wrong shard)
-// changes the sum. False when a shard was not read (nullptr) or anything disagrees, and (about
-// once in 2^64 pairs of names) when two names share a hash: the caller then runs the full
-// check, which is exact. `name_hashes[s]`, when not empty, holds util::NameTable::hash64 of each
-// of files[s]'s tensor names, as the header reader computed them for its duplicate check.
+// changes the sum. No name is held by two shards once the listed names are distinct and every
+// shard's sums agree (a name held twice is missing from one shard's listing, so that shard's sum
+// differs). False when a shard was not read (nullptr) or anything disagrees, and (about once in
+// 2^64 pairs of names) when two names share a hash: the caller then runs the full check, which is
+// exact. `name_hashes[s]`, when not empty, holds util::NameTable::hash64 of each of files[s]'s
+// tensor names, as the header reader computed them for its duplicate check.
+bool index_agrees_with_headers(const ListingFingerprint& listed, std::span<const SafetensorsFile* const> files,
+                               std::span<const std::span<const std::uint64_t>> name_hashes);
+
+// Both steps at once.
 bool index_agrees_with_headers(std::span<const ShardListing> listings, std::span<const SafetensorsFile* const> files,
                                std::span<const std::span<const std::uint64_t>> name_hashes,
                                std::pmr::memory_resource* memory);
