@@ -228,6 +228,7 @@ class ShardReader {
  private:
   void work() {
     if (next_.load() >= jobs_.size()) return;
+    util::StageTimer timer("load: headers (a reader)");
     detail::HeaderReader reader;
     for (std::size_t i; (i = next_.fetch_add(1)) < jobs_.size();) {
       ShardJob& job = jobs_[i];

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <deque>
 #include <set>
 #include <tuple>
@@ -219,14 +220,14 @@ class Reader {
     if (s == "true" || s == "True") return Value(true);
     if (s == "false" || s == "False") return Value(false);
     if (s == "null" || s == "~") return Value();
-    try {
-      std::size_t used = 0;
-      long long i = std::stoll(s, &used);
-      if (used == s.size()) return Value(static_cast<std::int64_t>(i));
-      double d = std::stod(s, &used);
-      if (used == s.size()) return Value(d);
-    } catch (...) {
-    }
+    // Numbers by from_chars, not stoll/stod: those throw on every string default ("silu"), and
+    // a throw costs more than reading the whole file. A leading '+' is YAML's, not from_chars'.
+    const char* first = s.data() + (s.size() > 1 && s[0] == '+' && s[1] != '-' ? 1 : 0);
+    const char* last = s.data() + s.size();
+    std::int64_t i = 0;
+    if (auto [end, ec] = std::from_chars(first, last, i); ec == std::errc() && end == last) return Value(i);
+    double d = 0;
+    if (auto [end, ec] = std::from_chars(first, last, d); ec == std::errc() && end == last) return Value(d);
     return Value(s);
   }
 
