@@ -351,7 +351,7 @@ bool shard_path_stays_inside(std::string_view shard) {
 class ShardNames {
  public:
   std::uint32_t id_of(std::string_view shard) {
-    if (!names_.empty() && shard == names_[last_]) return last_;
+    if (!names_.empty() && util::same_text(shard, names_[last_])) return last_;
     auto [it, fresh] = ids_.try_emplace(shard, static_cast<std::uint32_t>(names_.size()));
     if (fresh) names_.push_back(shard);
     return last_ = it->second;

@@ -88,7 +88,10 @@ class PlainJson {
     const char* start = p_;
     const char* q = p_;
     std::uint64_t v = 0;
-    while (q < end_ && *q >= '0' && *q <= '9') {
+    // Up to 19 digits cannot overflow 64 bits, so only a 20th is checked (2^64 has 20 digits).
+    while (q < end_ && static_cast<unsigned>(*q - '0') < 10 && q - start < 19)
+      v = v * 10 + static_cast<unsigned>(*q++ - '0');
+    while (q < end_ && static_cast<unsigned>(*q - '0') < 10) {
       if (__builtin_mul_overflow(v, 10u, &v) || __builtin_add_overflow(v, static_cast<unsigned>(*q - '0'), &v))
         return false;
       ++q;

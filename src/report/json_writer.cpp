@@ -15,18 +15,24 @@ JsonWriter& JsonWriter::value(double v) {
 
 void JsonWriter::string_literal(std::string_view s) {
   out_ += '"';
-  for (unsigned char c : s) {
+  // Runs of bytes that need no escape are appended whole (names and paths nearly always are one
+  // run); a byte at a time, appending was most of rendering a large tree.
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out_.append(s.data() + run, i - run);
+    run = i + 1;
     switch (c) {
       case '"': out_ += "\\\""; break;
       case '\\': out_ += "\\\\"; break;
       case '\n': out_ += "\\n"; break;
       case '\r': out_ += "\\r"; break;
       case '\t': out_ += "\\t"; break;
-      default:
-        if (c < 0x20) out_ += fmt::format("\\u{:04x}", c);
-        else out_ += static_cast<char>(c);
+      default: out_ += fmt::format("\\u{:04x}", c);
     }
   }
+  out_.append(s.data() + run, s.size() - run);
   out_ += '"';
 }
 

@@ -61,7 +61,8 @@ class Glob {
 
   bool matches(std::string_view name) const {
     if (!single_star_) return glob_match(glob_, name);
-    if (name.size() <= prefix_.size() + suffix_.size() || !name.starts_with(prefix_) || !name.ends_with(suffix_))
+    if (name.size() <= prefix_.size() + suffix_.size() || !util::same_text(name.substr(0, prefix_.size()), prefix_) ||
+        !util::same_text(name.substr(name.size() - suffix_.size()), suffix_))
       return false;
     const std::string_view component = name.substr(prefix_.size(), name.size() - prefix_.size() - suffix_.size());
     return component.find('.') == std::string_view::npos;  // non-empty by the size test
@@ -155,7 +156,8 @@ class FusedMatcher {
     if (last >= modules_.size()) return std::nullopt;
     const FusedModule& m = modules_[last];
     const std::size_t n = m.path.size();
-    if (m.ambiguous || m.has_fused_descendant || name.size() <= n || name[n] != '.' || !name.starts_with(m.path))
+    if (m.ambiguous || m.has_fused_descendant || name.size() <= n || name[n] != '.' ||
+        !util::same_text(name.substr(0, n), m.path))
       return std::nullopt;
     return glob_slot(m, name.substr(n + 1));
   }
@@ -167,7 +169,8 @@ class FusedMatcher {
     if (last < modules_.size()) {
       const FusedModule& m = modules_[last];
       const std::size_t n = m.path.size();
-      if (!m.has_fused_descendant && name.size() > n && name[n] == '.' && name.starts_with(m.path)) {
+      if (!m.has_fused_descendant && name.size() > n && name[n] == '.' &&
+          util::same_text(name.substr(0, n), m.path)) {
         if (auto slot = glob_slot(m, name.substr(n + 1))) return slot;
         dot = name.rfind('.', n - 1);  // on to the modules above it
       }

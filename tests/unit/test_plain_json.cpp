@@ -123,3 +123,53 @@ TEST_CASE("plain header: entries, dims and metadata; the rest goes to the full p
   CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]},"__metadata__":null})"));
   CHECK_FALSE(scan("{\"a\tb\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[0,2]}}"));  // raw control byte
 }
+
+TEST_CASE("dtype names: the header reader's lookup agrees with parse_dtype on every name and near miss") {
+  for (int i = 0; i < kNumDTypes; ++i) {
+    const auto d = static_cast<DType>(i);
+    const std::string name(dtype_name(d));
+    INFO(name);
+    CHECK(detail::dtype_from_name(name) == d);
+    // The same length with one byte changed, a byte more, a byte less, lower case: not a dtype
+    // unless parse_dtype says it is one.
+    std::vector<std::string> misses = {name + "X", name.substr(0, name.size() - 1), "x" + name};
+    for (std::size_t k = 0; k < name.size(); ++k) {
+      std::string changed = name;
+      changed[k] = static_cast<char>(changed[k] ^ 0x20);
+      misses.push_back(changed);
+    }
+    for (const std::string& m : misses) {
+      INFO(m);
+      CHECK(detail::dtype_from_name(m) == parse_dtype(m));
+    }
+  }
+  CHECK_FALSE(detail::dtype_from_name(""));
+  CHECK_FALSE(detail::dtype_from_name("F8_E4M3FNUZ_"));
+  CHECK_FALSE(detail::dtype_from_name(std::string_view("BF16\0", 5)));
+}
+
+TEST_CASE("plain json: integers up to 2^64 - 1, and nothing the full parser reads differently") {
+  auto read = [](const std::string& text) -> std::optional<std::uint64_t> {
+    Padded p(text);
+    detail::PlainJson in(p.view().data(), p.view().data() + p.view().size());
+    std::uint64_t v = 0;
+    if (!in.uint(v)) return std::nullopt;
+    return v;
+  };
+  CHECK(read("0") == 0u);
+  CHECK(read("7") == 7u);
+  CHECK(read("1234567890123456789") == 1234567890123456789u);     // 19 digits
+  CHECK(read("9999999999999999999") == 9999999999999999999u);     // the largest 19 digits
+  CHECK(read("10000000000000000000") == 10000000000000000000u);   // 20 digits
+  CHECK(read("18446744073709551615") == 18446744073709551615u);   // 2^64 - 1
+  CHECK_FALSE(read("18446744073709551616"));                       // 2^64
+  CHECK_FALSE(read("99999999999999999999"));
+  CHECK_FALSE(read("184467440737095516150"));                      // 21 digits
+  CHECK_FALSE(read("00"));
+  CHECK_FALSE(read("01"));
+  CHECK_FALSE(read("-1"));
+  CHECK_FALSE(read("1.0"));
+  CHECK_FALSE(read("1e3"));
+  CHECK_FALSE(read(""));
+  CHECK(read("  42") == 42u);
+}
