@@ -57,6 +57,21 @@ struct CheckpointMeta {
   std::uint64_t header_bytes_read = 0;   // 8 + N summed over files
 };
 
+// Sees each safetensors file of a load as soon as its header is read and validated, on the thread
+// that read it, while the file's tensor table is still in that thread's cache: the next stage
+// (resolve: naming each tensor's place in the module tree) does its per-tensor work there instead
+// of walking 92k cold descriptions after the load. Called from several threads at once, at most
+// once per file. A file keeps the address of its `tensors` when it moves into
+// CheckpointMeta::files, and no other file of the load gets that address, so the address (with the
+// count) identifies it afterwards; the observer keeps nothing else of the file past the call. A
+// file seen may still be dropped (a file beside an index that does not name it), and files read
+// before the observer was set are not seen.
+class FileObserver {
+ public:
+  virtual ~FileObserver() = default;
+  virtual void file_read(const SafetensorsFile& file) noexcept = 0;
+};
+
 // Parses one header held in memory. `file_size` is the full file size (for coverage checks);
 // `label` names the file in diagnostics. Reports every problem it can find to `sink`.
 std::optional<SafetensorsFile> parse_safetensors_header(std::string_view header_json,

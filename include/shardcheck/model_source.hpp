@@ -32,6 +32,9 @@ class ModelLoad {
   static std::optional<ModelLoad> begin(const std::string& ref, bool config_only, DiagnosticSink& sink);
 
   const ModelConfig& config() const;
+  // Files whose headers are read from now on are also shown to `observer` (FileObserver), which
+  // must stay alive until finish() returns or this ModelLoad is destroyed.
+  void observe(FileObserver* observer);
   // Waits for the checkpoint; its diagnostics go to `sink`. Call once.
   ModelInputs finish(DiagnosticSink& sink);
 

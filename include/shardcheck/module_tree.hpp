@@ -98,6 +98,12 @@ class TreeExpansion {
   TreeExpansion& operator=(TreeExpansion&&) noexcept;
   ~TreeExpansion();
 
+  // What to show a checkpoint load (ModelLoad::observe) so that complete_module_tree finds the
+  // checkpoint's tensors already paired with this tree's parameters, file by file, instead of doing
+  // all of it after the load. nullptr when the model_type is unknown (the tree is then inferred
+  // from the checkpoint). Owned by this expansion, which must outlive the load that uses it.
+  FileObserver* checkpoint_observer();
+
  private:
   friend std::optional<ModuleTree> complete_module_tree(TreeExpansion, const CheckpointMeta*, DiagnosticSink&);
   std::unique_ptr<State> state_;

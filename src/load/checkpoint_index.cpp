@@ -202,7 +202,8 @@ unsigned worker_threads() {
 // jobs and joins the helpers. Diagnostics stay in per-job sinks until the caller merges them.
 class ShardReader {
  public:
-  explicit ShardReader(std::vector<ShardJob> jobs) : jobs_(std::move(jobs)) {}
+  explicit ShardReader(std::vector<ShardJob> jobs, const std::atomic<FileObserver*>* observer)
+      : jobs_(std::move(jobs)), observer_(observer) {}
   ShardReader(const ShardReader&) = delete;
   ShardReader& operator=(const ShardReader&) = delete;
   ~ShardReader() { finish(); }
@@ -236,12 +237,16 @@ class ShardReader {
       job.name_hashes.emplace(reader.take_name_hashes());  // moved, so it stays in the arena
       // The file's likely place in CheckpointMeta::files, set while the tensors are in cache;
       // collect_shards corrects it when files before it were dropped.
-      if (job.file)
+      if (job.file) {
         for (TensorInfo& t : job.file->tensors) t.file = static_cast<std::uint32_t>(i);
+        if (FileObserver* o = observer_ ? observer_->load(std::memory_order_acquire) : nullptr)
+          o->file_read(*job.file);
+      }
     }
   }
 
   std::vector<ShardJob> jobs_;
+  const std::atomic<FileObserver*>* observer_;  // may be null, or hold null
   std::atomic<std::size_t> next_{0};
   std::vector<std::jthread> helpers_;
 };
@@ -275,11 +280,11 @@ std::vector<ShardJob*> pointers_to(std::vector<ShardJob>& jobs) {
 }
 
 CheckpointMeta load_files(const fs::path& dir, const std::vector<std::string>& names, bool sharded,
-                          DiagnosticSink& sink) {
+                          DiagnosticSink& sink, const std::atomic<FileObserver*>* observer) {
   CheckpointMeta meta;
   meta.dir = dir;
   meta.sharded = sharded;
-  ShardReader reader(jobs_for(dir, names));
+  ShardReader reader(jobs_for(dir, names), observer);
   reader.start();
   collect_shards(pointers_to(reader.finish()), meta, sink);
   return meta;
@@ -694,7 +699,7 @@ bool plain_index_agrees(const IndexContents& plain, const detail::ListingFingerp
 std::vector<ShardJob*> place_shards(const fs::path& dir, const IndexContents& index,
                                     std::vector<ShardJob>& early_jobs,
                                     std::optional<ShardReader>& late_reader,
-                                    IndexReporter& report) {
+                                    const std::atomic<FileObserver*>* observer, IndexReporter& report) {
   std::unordered_map<std::string_view, ShardJob*> early_by_name;
   for (ShardJob& job : early_jobs) early_by_name.emplace(job.relative, &job);
   std::vector<ShardJob*> job_of_shard(index.shards.size(), nullptr);
@@ -722,7 +727,7 @@ std::vector<ShardJob*> place_shards(const fs::path& dir, const IndexContents& in
     late_names.push_back(shard);
     late_shards.push_back(s);
   }
-  late_reader.emplace(jobs_for(dir, late_names));
+  late_reader.emplace(jobs_for(dir, late_names), observer);
   late_reader->start();
   std::vector<ShardJob>& late_jobs = late_reader->finish();
   for (std::size_t k = 0; k < late_jobs.size(); ++k) job_of_shard[late_shards[k]] = &late_jobs[k];
@@ -739,13 +744,14 @@ struct IndexScratch {
   std::optional<IndexContents> index;
 };
 
-CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink, std::shared_ptr<void>& scratch_out) {
+CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink, std::shared_ptr<void>& scratch_out,
+                            const std::atomic<FileObserver*>* observer) {
   util::StageTimer timer("load: list directory");
   const auto on_disk = list_safetensors(dir).value_or(std::vector<std::string>{});
   // The shards are nearly always the files beside the index: their headers are read on helper
   // threads while this one parses the index (which is as large as all headers together for a
   // big MoE). Files the index does not name are dropped afterwards, diagnostics included.
-  ShardReader early(jobs_for(dir, on_disk));
+  ShardReader early(jobs_for(dir, on_disk), observer);
   early.start();
 
   IndexReporter report((dir / kIndexName).string(), sink);
@@ -781,7 +787,7 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink, std::shar
   meta.index_total_size = index->total_size;
   std::optional<ShardReader> late;
   const std::vector<int> file_of_shard =
-      collect_shards(place_shards(dir, *index, early_jobs, late, report), meta, sink);
+      collect_shards(place_shards(dir, *index, early_jobs, late, observer, report), meta, sink);
   if (!agrees) cross_check_tensors(*index, file_of_shard, meta, report);
   check_total_size(*index, file_of_shard, meta, report);
   check_unlisted_shard_files(dir, *index, on_disk, sink);
@@ -796,7 +802,8 @@ std::optional<CheckpointMeta> load_checkpoint(const std::filesystem::path& dir, 
 }
 
 std::optional<CheckpointMeta> detail::load_checkpoint(const std::filesystem::path& dir, DiagnosticSink& sink,
-                                                      std::shared_ptr<void>& scratch) {
+                                                      std::shared_ptr<void>& scratch,
+                                                      const std::atomic<FileObserver*>* observer) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     sink.report(make_diagnostic(
@@ -806,9 +813,9 @@ std::optional<CheckpointMeta> detail::load_checkpoint(const std::filesystem::pat
   }
   // The index wins when present. (huggingface_hub, hf_api.py L6836, and transformers try
   // model.safetensors first; a directory holding both is ambiguous either way.)
-  if (path_exists(dir / kIndexName)) return load_indexed(dir, sink, scratch);
+  if (path_exists(dir / kIndexName)) return load_indexed(dir, sink, scratch, observer);
   if (is_regular(dir / kSingleFileName))
-    return load_files(dir, {std::string(kSingleFileName)}, false, sink);
+    return load_files(dir, {std::string(kSingleFileName)}, false, sink, observer);
 
   auto names = list_safetensors(dir);
   if (!names) {
@@ -823,7 +830,7 @@ std::optional<CheckpointMeta> detail::load_checkpoint(const std::filesystem::pat
         fmt::format("{} .safetensors files but no {}; loaders cannot tell which tensor is where",
                     names->size(), kIndexName),
         "copy the index file from the original checkpoint"));
-  return load_files(dir, *names, false, sink);
+  return load_files(dir, *names, false, sink, observer);
 }
 
 }  // namespace shardcheck

@@ -5,6 +5,7 @@
 // thread can publish the checkpoint first and unmap afterwards, while the waiting thread goes on.
 // Releasing it had been ~1 ms on the critical path of inspect.
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -13,7 +14,10 @@
 
 namespace shardcheck::detail {
 
+// `observer`, when given, is read before each file is handed over (it may be set while the load
+// runs: files read before that are not seen); see FileObserver.
 std::optional<CheckpointMeta> load_checkpoint(const std::filesystem::path& dir, DiagnosticSink& sink,
-                                              std::shared_ptr<void>& scratch);
+                                              std::shared_ptr<void>& scratch,
+                                              const std::atomic<FileObserver*>* observer = nullptr);
 
 }  // namespace shardcheck::detail

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <exception>
 #include <latch>
 #include <system_error>
@@ -53,6 +54,7 @@ struct ModelLoad::State {
   std::optional<CheckpointMeta> checkpoint;
   std::exception_ptr failure;    // what the loader threw, rethrown by finish()
   std::latch loaded{1};          // checkpoint, checkpoint_sink and failure are final
+  std::atomic<FileObserver*> observer{nullptr};
   std::thread loader;            // reads the checkpoint; joined by the destructor
 
   // Publishes the checkpoint before releasing the load's scratch memory, so that finish() returns
@@ -60,7 +62,7 @@ struct ModelLoad::State {
   void load() {
     std::shared_ptr<void> scratch;
     try {
-      checkpoint = detail::load_checkpoint(dir, checkpoint_sink, scratch);
+      checkpoint = detail::load_checkpoint(dir, checkpoint_sink, scratch, &observer);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -76,6 +78,8 @@ ModelLoad::~ModelLoad() {
 }
 
 const ModelConfig& ModelLoad::config() const { return state_->config; }
+
+void ModelLoad::observe(FileObserver* observer) { state_->observer.store(observer, std::memory_order_release); }
 
 std::optional<ModelLoad> ModelLoad::begin(const std::string& ref, bool config_only, DiagnosticSink& sink) {
   auto state = std::make_unique<State>();

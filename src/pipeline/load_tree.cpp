@@ -10,6 +10,9 @@ LoadedTree load_module_tree(const std::string& model, bool config_only, const st
   LoadedTree out;
   util::StageTimer timer("load: config.json");
   DiagnosticSink load_sink;
+  // Declared before the load: the load's reading threads call the expansion's observer, so the
+  // load must end (finish(), or its destructor's join) before the expansion goes.
+  std::optional<TreeExpansion> expansion;
   auto load = ModelLoad::begin(model, config_only, load_sink);
   if (!load) {
     sink.append(load_sink);
@@ -20,8 +23,10 @@ LoadedTree load_module_tree(const std::string& model, bool config_only, const st
   timer.lap("resolve: registry (overlapped)");
   DiagnosticSink registry_sink, expand_sink;
   auto registry = Registry::load_for(rules_dir, load->config(), registry_sink);
-  std::optional<TreeExpansion> expansion;
   if (registry) expansion = expand_module_tree(load->config(), *registry, options, expand_sink);
+  // Headers read from now on are paired with the tree's parameters on the reading threads.
+  if (expansion)
+    if (FileObserver* observer = expansion->checkpoint_observer()) load->observe(observer);
   timer.lap("load: wait for checkpoint");
   out.inputs = load->finish(load_sink);
   out.inputs_ok = !load_sink.has_errors();

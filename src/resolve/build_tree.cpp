@@ -7,6 +7,7 @@
 
 #include "resolve/tree_internal.hpp"
 #include "shardcheck/module_tree.hpp"
+#include "resolve/checkpoint_matcher.hpp"
 #include "util/stage_timer.hpp"
 
 namespace shardcheck {
@@ -40,7 +41,16 @@ struct TreeExpansion::State {
   Frame globals;
   FusedSources fused;
   std::optional<ModuleTree> tree;       // when arch is known
+  std::unique_ptr<CheckpointMatcher> matcher;  // once asked for (checkpoint_observer)
 };
+
+FileObserver* TreeExpansion::checkpoint_observer() {
+  State& state = *state_;
+  if (!state.arch || !state.tree) return nullptr;
+  if (!state.matcher)
+    state.matcher = std::make_unique<CheckpointMatcher>(*state.tree, *state.arch, state.fused, state.globals);
+  return state.matcher.get();
+}
 
 TreeExpansion::TreeExpansion(std::unique_ptr<State> state) : state_(std::move(state)) {}
 TreeExpansion::TreeExpansion(TreeExpansion&&) noexcept = default;
@@ -129,7 +139,12 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
   }
   util::StageTimer timer("resolve: match checkpoint");
   ModuleTree& tree = *state.tree;
-  if (ckpt) match_checkpoint(tree, *state.arch, *ckpt, state.fused, state.globals, sink);
+  if (ckpt) {
+    if (state.matcher)
+      state.matcher->apply(tree, *ckpt, sink);
+    else
+      match_checkpoint(tree, *state.arch, *ckpt, state.fused, state.globals, sink);
+  }
   finalize_counts(tree);
   return std::move(tree);
 }

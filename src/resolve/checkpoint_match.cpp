@@ -8,10 +8,14 @@
 #include <optional>
 #include <span>
 #include <system_error>
+#include <mutex>
 #include <thread>
+#include <unordered_map>
 
 #include "resolve/tree_internal.hpp"
 #include "util/name_table.hpp"
+#include "util/stage_timer.hpp"
+#include "resolve/checkpoint_matcher.hpp"
 
 namespace shardcheck {
 namespace {
@@ -222,18 +226,19 @@ class FusedMatcher {
   NameMap<std::size_t> module_of_path_;       // path -> index into modules_
 };
 
-// What one checkpoint tensor is to the tree. Decided for all tensors first, on two threads (each
-// decision is a few hash lookups and glob matches: DeepSeek-V3 has 92k tensors), then applied in
-// checkpoint order on one, so diagnostics and first-seen dtypes come out as in a serial walk.
-// The deciding threads also copy each tensor's element count and dtype here while its
-// description is in their cache: the serial pass then streams this compact array instead of
-// chasing 92k descriptions and their shapes a second time (that was 2 ms of cache misses).
+// What one checkpoint tensor is to the tree. Decided per file, on the thread that read the file's
+// header while its table is in cache (CheckpointMatcher::file_read), or after the load on two
+// threads for files read before the tree was ready; then applied in checkpoint order on one
+// thread, so that diagnostics and first-seen dtypes come out as in a serial walk. Each tensor's
+// element count and dtype are copied here while its description is in cache: the serial pass
+// streams this compact array instead of chasing 92k descriptions and shapes again.
 struct Resolution {
-  enum Kind : std::uint8_t { parameter, fused, ignored, scale, unexpected } kind = unexpected;
-  DType dtype = DType::F32;
-  int module = 0, param = 0;  // parameter: the ParamInfo
-  std::size_t slot = 0;       // fused: the FusedMatcher slot
+  enum Kind : std::uint8_t { parameter, fused, ignored, scale, unexpected };
   std::int64_t numel = 0;
+  std::uint32_t module = 0;  // parameter: the ParamInfo's module; fused: unused
+  std::uint32_t index = 0;   // parameter: its index in the module; fused: the FusedMatcher slot
+  Kind kind = unexpected;
+  DType dtype = DType::F32;
 };
 
 // Whether "<prefix><name>" can be a parameter path: only when the first dotted component of `name`
@@ -268,9 +273,159 @@ class PrefixedCandidates {
 
 }  // namespace
 
-void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMeta& ckpt, const FusedSources& fused,
-                      const Frame& globals, DiagnosticSink& sink) {
+// Everything the per-tensor decision needs, built once from the expanded tree; read-only while
+// files are decided, so that the loader's threads may decide files concurrently.
+struct CheckpointMatcher::Impl {
+  Impl(const ModuleTree& tree, const ArchSpec& arch, const FusedSources& fused, const Frame& globals)
+      : arch(arch),
+        by_path(count_params(tree)),
+        fused_matcher(tree, fused),
+        head_root(tree.architecture != arch.base_model_class),
+        prefix(arch.base_model_prefix.empty() ? "" : arch.base_model_prefix + "."),
+        prefixed_candidates(tree, prefix) {
+    for (int mi = 0; mi < static_cast<int>(tree.modules.size()); ++mi) {
+      const Module& m = tree.modules[mi];
+      for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) {
+        std::string path = join(m.path, m.params[pi].name);
+        fused_matcher.mark_ambiguous(path);
+        by_path.try_emplace(std::move(path), std::pair{mi, pi});
+      }
+    }
+    try {
+      for (const auto& r : arch.renames)
+        if (!r.condition || r.condition->evaluate(globals.lookup()).truthy()) renames.emplace_back(r.from, r.to);
+      for (const auto& pattern : arch.ignore_unexpected) ignores.emplace_back(interpolate(pattern, globals));
+      if (arch.dequantize && (!arch.dequantize->condition ||
+                              arch.dequantize->condition->evaluate(globals.lookup()).truthy()))
+        dequant = &*arch.dequantize;
+    } catch (const std::exception& e) {
+      setup_error = fmt::format("{}: bad checkpoint rule: {}", arch.source, e.what());
+    }
+  }
+
+  static std::size_t count_params(const ModuleTree& tree) {
+    std::size_t n = 0;
+    for (const Module& m : tree.modules) n += m.params.size();
+    return n;
+  }
+
+  // Dequantised loading: a weight stored in a quantised dtype becomes a parameter of the dtype the
+  // registry expanded (the model's), not the stored one.
+  bool loads_as_model_dtype(DType stored) const {
+    return dequant && std::find(dequant->dtypes.begin(), dequant->dtypes.end(), stored) != dequant->dtypes.end();
+  }
+
+  // `prefixed`: the calling thread's buffer for "<prefix><name>".
+  const std::pair<int, int>* lookup(std::string_view name, std::string& prefixed) const {
+    if (const auto* hit = by_path.find(name)) return hit;
+    // A base-model checkpoint loaded into a head class gains the prefix (gpt2's "h.0..." keys);
+    // a head checkpoint loaded into the base model loses it.
+    if (!prefix.empty() && head_root && prefixed_candidates.may_match(name)) {
+      prefixed.assign(prefix).append(name);
+      if (const auto* hit = by_path.find(prefixed)) return hit;
+    }
+    if (!prefix.empty() && !head_root && name.starts_with(prefix))
+      if (const auto* hit = by_path.find(name.substr(prefix.size()))) return hit;
+    return nullptr;
+  }
+
+  // Whether lookup() tries a spelling of `name` other than itself.
+  bool alternate_spellings(std::string_view name) const {
+    return !prefix.empty() && (head_root ? prefixed_candidates.may_match(name) : name.starts_with(prefix));
+  }
+
+  // Decides what each of `tensors` is. Thread-safe: reads only shared tables.
+  void resolve(std::span<const TensorInfo> tensors, Resolution* out) const {
+    std::string prefixed, renamed;  // this call's buffers
+    std::size_t fused_cursor = static_cast<std::size_t>(-1);
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const TensorInfo& t = tensors[i];
+      std::string_view name = t.name;
+      if (!renames.empty()) {  // only when a rename applies (5.x block_sparse_moe -> mlp, ...)
+        renamed = t.name;
+        for (const auto& [from, to] : renames)
+          for (std::size_t pos = 0; (pos = renamed.find(from, pos)) != std::string::npos; pos += to.size())
+            renamed.replace(pos, from.size(), to);
+        name = renamed;
+      }
+      Resolution& r = out[i];
+      r = Resolution{};
+      r.numel = t.numel();
+      r.dtype = t.dtype;
+      // The fused module that took the previous tensor, before any lookup, when that cannot change
+      // the answer: no other spelling of the name is tried (lookup's prefix forms), and it is not
+      // a scale the dequantiser consumes first.
+      if (!alternate_spellings(name) && !(dequant && name.ends_with(dequant->scales_suffix)))
+        if (auto slot = fused_matcher.quick_slot(name, fused_cursor)) {
+          r.kind = Resolution::fused;
+          r.index = static_cast<std::uint32_t>(*slot);
+          continue;
+        }
+      // A scale is folded into its weight by the dequantising loader before 5.x fuses experts,
+      // so it never reaches a fused parameter; testing it first also spares DeepSeek-V3's 44k
+      // expert scales the fused walk.
+      if (const auto* hit = lookup(name, prefixed)) {
+        r.kind = Resolution::parameter;
+        r.module = static_cast<std::uint32_t>(hit->first);
+        r.index = static_cast<std::uint32_t>(hit->second);
+      } else if (dequant && name.ends_with(dequant->scales_suffix)) {
+        r.kind = Resolution::scale;
+      } else if (auto slot = fused_matcher.slot_of(name, fused_cursor)) {
+        r.kind = Resolution::fused;
+        r.index = static_cast<std::uint32_t>(*slot);
+      } else {
+        const bool ignored = std::any_of(ignores.begin(), ignores.end(), [&name](const std::regex& re) {
+          return std::regex_search(name.begin(), name.end(), re);
+        });
+        r.kind = ignored ? Resolution::ignored : Resolution::unexpected;
+      }
+    }
+  }
+
+  // The decisions for one file, identified by the address and count of its tensors.
+  struct Decided {
+    const TensorInfo* tensors = nullptr;
+    std::size_t count = 0;
+    std::vector<Resolution> resolutions;
+  };
+
+  const ArchSpec& arch;
+  NameMap<std::pair<int, int>> by_path;
+  FusedMatcher fused_matcher;
+  const bool head_root;
+  const std::string prefix;
+  const PrefixedCandidates prefixed_candidates;
+  std::vector<std::pair<std::string, std::string>> renames;
+  std::vector<std::regex> ignores;
+  const CheckpointDequantize* dequant = nullptr;  // the checkpoint loads dequantised
+  std::optional<std::string> setup_error;         // REG005, reported by apply()
+
+  std::mutex decided_mutex;
+  std::vector<Decided> decided;  // by file_read, in no particular order
+};
+
+CheckpointMatcher::CheckpointMatcher(const ModuleTree& tree, const ArchSpec& arch, const FusedSources& fused,
+                                     const Frame& globals)
+    : impl_(std::make_unique<Impl>(tree, arch, fused, globals)) {}
+CheckpointMatcher::~CheckpointMatcher() = default;
+
+void CheckpointMatcher::file_read(const SafetensorsFile& file) noexcept {
+  if (impl_->setup_error || file.tensors.empty()) return;
+  try {
+    Impl::Decided d{file.tensors.data(), file.tensors.size(), std::vector<Resolution>(file.tensors.size())};
+    impl_->resolve(file.tensors, d.resolutions.data());
+    const std::lock_guard lock(impl_->decided_mutex);
+    impl_->decided.push_back(std::move(d));
+  } catch (...) {
+    // Out of memory, or a regex too complex to run: apply() decides this file again on its own
+    // thread, where the failure surfaces as it did before files were decided early.
+  }
+}
+
+void CheckpointMatcher::apply(ModuleTree& tree, const CheckpointMeta& ckpt, DiagnosticSink& sink) {
+  Impl& m = *impl_;
   tree.from_checkpoint = true;
+  util::StageTimer timer("match: decide files not seen");
   const std::string ckpt_label = ckpt.dir.string();
   auto report = [&](std::string code, Severity sev, std::string msg, ExitCode ec, std::string help = {}) {
     Diagnostic d;
@@ -282,168 +437,93 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
     d.exit_code = ec;
     sink.report(std::move(d));
   };
-
-  std::size_t num_params = 0;
-  for (const Module& m : tree.modules) num_params += m.params.size();
-  NameMap<std::pair<int, int>> by_path(num_params);
-  FusedMatcher fused_matcher(tree, fused);
-  for (int mi = 0; mi < static_cast<int>(tree.modules.size()); ++mi) {
-    const Module& m = tree.modules[mi];
-    for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) {
-      std::string path = join(m.path, m.params[pi].name);
-      fused_matcher.mark_ambiguous(path);
-      by_path.try_emplace(std::move(path), std::pair{mi, pi});
-    }
-  }
-
-  std::vector<std::pair<std::string, std::string>> renames;
-  std::vector<std::regex> ignores;
-  const CheckpointDequantize* dequant = nullptr;  // the checkpoint loads dequantised
-  try {
-    for (const auto& r : arch.renames)
-      if (!r.condition || r.condition->evaluate(globals.lookup()).truthy()) renames.emplace_back(r.from, r.to);
-    for (const auto& pattern : arch.ignore_unexpected) ignores.emplace_back(interpolate(pattern, globals));
-    if (arch.dequantize && (!arch.dequantize->condition ||
-                            arch.dequantize->condition->evaluate(globals.lookup()).truthy()))
-      dequant = &*arch.dequantize;
-  } catch (const std::exception& e) {
-    report("REG005", Severity::error, fmt::format("{}: bad checkpoint rule: {}", arch.source, e.what()), ExitCode::bad_rules);
+  if (m.setup_error) {
+    report("REG005", Severity::error, *m.setup_error, ExitCode::bad_rules);
     return;
   }
 
-  // Dequantised loading: a weight stored in a quantised dtype becomes a parameter of the dtype the
-  // registry expanded (the model's), not the stored one.
-  auto loads_as_model_dtype = [dequant](DType stored) {
-    return dequant && std::find(dequant->dtypes.begin(), dequant->dtypes.end(), stored) != dequant->dtypes.end();
-  };
-
-  const bool head_root = tree.architecture != arch.base_model_class;
-  const std::string prefix = arch.base_model_prefix.empty() ? "" : arch.base_model_prefix + ".";
-  std::vector<std::string> unexpected, wrong_shape;
-
-  const PrefixedCandidates prefixed_candidates(tree, prefix);
-  // `prefixed`: the calling thread's buffer for "<prefix><name>".
-  auto lookup = [&](std::string_view name, std::string& prefixed) -> const std::pair<int, int>* {
-    if (const auto* hit = by_path.find(name)) return hit;
-    // A base-model checkpoint loaded into a head class gains the prefix (gpt2's "h.0..." keys);
-    // a head checkpoint loaded into the base model loses it.
-    if (!prefix.empty() && head_root && prefixed_candidates.may_match(name)) {
-      prefixed.assign(prefix).append(name);
-      if (const auto* hit = by_path.find(prefixed)) return hit;
+  // Each file's decisions: those file_read made, else made here.
+  std::vector<const std::vector<Resolution>*> of_file(ckpt.files.size(), nullptr);
+  {
+    const std::lock_guard lock(m.decided_mutex);
+    std::unordered_map<const TensorInfo*, const Impl::Decided*> by_address;
+    for (const Impl::Decided& d : m.decided) by_address.emplace(d.tensors, &d);
+    for (std::size_t f = 0; f < ckpt.files.size(); ++f) {
+      const auto& tensors = ckpt.files[f].tensors;
+      auto it = by_address.find(tensors.data());
+      if (it != by_address.end() && it->second->count == tensors.size()) of_file[f] = &it->second->resolutions;
     }
-    if (!prefix.empty() && !head_root && name.starts_with(prefix))
-      if (const auto* hit = by_path.find(name.substr(prefix.size()))) return hit;
-    return nullptr;
-  };
-
-  // Whether lookup() tries a spelling of `name` other than itself.
-  auto alternate_spellings = [&](std::string_view name) {
-    return !prefix.empty() && (head_root ? prefixed_candidates.may_match(name) : name.starts_with(prefix));
-  };
-
-  // Tensors in checkpoint order, as (file, tensor) pairs.
-  std::size_t count = 0;
-  for (const auto& file : ckpt.files) count += file.tensors.size();
-  std::vector<const TensorInfo*> tensors;
-  std::vector<const SafetensorsFile*> file_of;
-  tensors.reserve(count);
-  file_of.reserve(count);
-  for (const auto& file : ckpt.files)
-    for (const auto& t : file.tensors) {
-      tensors.push_back(&t);
-      file_of.push_back(&file);
+  }
+  std::vector<std::vector<Resolution>> late(ckpt.files.size());
+  std::vector<std::size_t> undecided;
+  std::size_t undecided_tensors = 0;
+  for (std::size_t f = 0; f < ckpt.files.size(); ++f)
+    if (!of_file[f] && !ckpt.files[f].tensors.empty()) {
+      undecided.push_back(f);
+      undecided_tensors += ckpt.files[f].tensors.size();
+      late[f].resize(ckpt.files[f].tensors.size());
+      of_file[f] = &late[f];
     }
-  std::vector<Resolution> resolved(tensors.size());
-  auto resolve_range = [&](std::size_t first, std::size_t last) {
-    std::string prefixed, renamed;  // this thread's buffers
-    std::size_t fused_cursor = static_cast<std::size_t>(-1);
-    for (std::size_t i = first; i < last; ++i) {
-      const TensorInfo& t = *tensors[i];
-      std::string_view name = t.name;
-      if (!renames.empty()) {  // only when a rename applies (5.x block_sparse_moe -> mlp, ...)
-        renamed = t.name;
-        for (const auto& [from, to] : renames)
-          for (std::size_t pos = 0; (pos = renamed.find(from, pos)) != std::string::npos; pos += to.size())
-            renamed.replace(pos, from.size(), to);
-        name = renamed;
-      }
-      Resolution& r = resolved[i];
-      r.numel = t.numel();
-      r.dtype = t.dtype;
-      // The fused module that took the previous tensor, before any lookup, when that cannot change
-      // the answer: no other spelling of the name is tried (lookup's prefix forms), and it is not
-      // a scale the dequantiser consumes first.
-      if (!alternate_spellings(name) && !(dequant && name.ends_with(dequant->scales_suffix)))
-        if (auto slot = fused_matcher.quick_slot(name, fused_cursor)) {
-          r.kind = Resolution::fused;
-          r.slot = *slot;
-          continue;
-        }
-      // A scale is folded into its weight by the dequantising loader before 5.x fuses experts,
-      // so it never reaches a fused parameter; testing it first also spares DeepSeek-V3's 44k
-      // expert scales the fused walk.
-      if (const auto* hit = lookup(name, prefixed)) {
-        r.kind = Resolution::parameter;
-        r.module = hit->first;
-        r.param = hit->second;
-      } else if (dequant && name.ends_with(dequant->scales_suffix)) {
-        r.kind = Resolution::scale;
-      } else if (auto slot = fused_matcher.slot_of(name, fused_cursor)) {
-        r.kind = Resolution::fused;
-        r.slot = *slot;
-      } else {
-        const bool ignored = std::any_of(ignores.begin(), ignores.end(), [&name](const std::regex& re) {
-          return std::regex_search(name.begin(), name.end(), re);
-        });
-        r.kind = ignored ? Resolution::ignored : Resolution::unexpected;
-      }
-    }
+  auto decide = [&](std::size_t first, std::size_t last) {
+    for (std::size_t k = first; k < last; ++k)
+      m.resolve(ckpt.files[undecided[k]].tensors, late[undecided[k]].data());
   };
-  const std::size_t half = tensors.size() / 2;
+  // Two threads when there is much to do (each decision is a few hash lookups and glob matches),
+  // split where half the undecided tensors lie on either side.
+  std::size_t split = 0;
+  for (std::size_t seen = 0; split < undecided.size() && 2 * seen < undecided_tensors; ++split)
+    seen += ckpt.files[undecided[split]].tensors.size();
   std::optional<std::jthread> helper;
-  if (tensors.size() >= 4096 && std::thread::hardware_concurrency() > 1) {  // small models: not worth a thread
+  if (undecided_tensors >= 4096 && undecided.size() > 1 && std::thread::hardware_concurrency() > 1) {
     try {
-      helper.emplace([&] { resolve_range(half, tensors.size()); });
+      helper.emplace([&] { decide(split, undecided.size()); });
     } catch (const std::system_error&) {
     }
   }
-  resolve_range(0, helper ? half : tensors.size());
+  decide(0, helper ? split : undecided.size());
   helper.reset();  // joins
+  timer.lap("match: apply in order");
 
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const Resolution& r = resolved[i];
-    switch (r.kind) {
-      case Resolution::parameter: {
-        const TensorInfo& t = *tensors[i];
-        ParamInfo& p = tree.modules[r.module].params[r.param];
-        if (!std::ranges::equal(p.shape, t.shape)) {
-          wrong_shape.emplace_back(t.name);
-          report("MT002", Severity::error,
-                 fmt::format("tensor '{}' in {} has shape {}, but the {} layout for this config.json expects {}",
-                             t.name, file_of[i]->path, shape_str(t.shape), arch.model_type, shape_str(p.shape)),
-                 ExitCode::model_mismatch,
-                 "the checkpoint and config.json disagree, or the registry is wrong for this model");
+  std::vector<std::string> unexpected, wrong_shape;
+  for (std::size_t f = 0; f < ckpt.files.size(); ++f) {
+    const SafetensorsFile& file = ckpt.files[f];
+    if (file.tensors.empty()) continue;
+    const std::vector<Resolution>& decided = *of_file[f];
+    for (std::size_t i = 0; i < file.tensors.size(); ++i) {
+      const Resolution& r = decided[i];
+      switch (r.kind) {
+        case Resolution::parameter: {
+          const TensorInfo& t = file.tensors[i];
+          ParamInfo& p = tree.modules[r.module].params[r.index];
+          if (!std::ranges::equal(p.shape, t.shape)) {
+            wrong_shape.emplace_back(t.name);
+            report("MT002", Severity::error,
+                   fmt::format("tensor '{}' in {} has shape {}, but the {} layout for this config.json expects {}",
+                               t.name, file.path, shape_str(t.shape), m.arch.model_type, shape_str(p.shape)),
+                   ExitCode::model_mismatch,
+                   "the checkpoint and config.json disagree, or the registry is wrong for this model");
+            break;
+          }
+          if (!m.loads_as_model_dtype(t.dtype)) p.dtype = t.dtype;  // else the template's (model) dtype
+          p.in_checkpoint = true;
           break;
         }
-        if (!loads_as_model_dtype(t.dtype)) p.dtype = t.dtype;  // else the template's (model) dtype
-        p.in_checkpoint = true;
-        break;
+        case Resolution::fused:
+          m.fused_matcher.take(r.index, r.numel, r.dtype);
+          break;
+        case Resolution::scale:  // folded into its weight while loading: not a parameter
+        case Resolution::ignored:
+          tree.checkpoint_only_numel += r.numel;
+          tree.checkpoint_only_tensors += 1;
+          break;
+        case Resolution::unexpected:
+          unexpected.emplace_back(file.tensors[i].name);
+          break;
       }
-      case Resolution::fused:
-        fused_matcher.take(r.slot, r.numel, r.dtype);
-        break;
-      case Resolution::scale:  // folded into its weight while loading: not a parameter
-      case Resolution::ignored:
-        tree.checkpoint_only_numel += r.numel;
-        tree.checkpoint_only_tensors += 1;
-        break;
-      case Resolution::unexpected:
-        unexpected.emplace_back(tensors[i]->name);
-        break;
     }
   }
 
-  fused_matcher.for_each_gathered([&](std::pair<int, int> key, const FusedAccumulator& acc) {
+  m.fused_matcher.for_each_gathered([&](std::pair<int, int> key, const FusedAccumulator& acc) {
     ParamInfo& p = tree.modules[key.first].params[key.second];
     const std::string path = join(tree.modules[key.first].path, p.name);
     if (acc.numel != p.numel) {
@@ -454,13 +534,14 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
       return;
     }
     p.in_checkpoint = true;
-    if (!loads_as_model_dtype(*acc.dtype)) p.dtype = *acc.dtype;
+    if (!m.loads_as_model_dtype(*acc.dtype)) p.dtype = *acc.dtype;
   });
 
+  timer.lap("match: missing and unexpected");
   std::vector<std::string> missing;
-  for (const auto& m : tree.modules)
-    for (const auto& p : m.params)
-      if (!p.in_checkpoint && p.tied_to.empty() && !p.buffer) missing.push_back(join(m.path, p.name));
+  for (const auto& mod : tree.modules)
+    for (const auto& p : mod.params)
+      if (!p.in_checkpoint && p.tied_to.empty() && !p.buffer) missing.push_back(join(mod.path, p.name));
   // A tied alias saved anyway (some writers keep lm_head.weight) is fine; an untied head absent
   // from the checkpoint is not.
   if (!unexpected.empty())
@@ -476,6 +557,12 @@ void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMe
                        missing.size(), tree.architecture, sample(missing)),
            ExitCode::model_mismatch,
            "the download may be incomplete, or config.json describes a different model than the weights");
+}
+
+void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMeta& ckpt, const FusedSources& fused,
+                      const Frame& globals, DiagnosticSink& sink) {
+  CheckpointMatcher matcher(tree, arch, fused, globals);
+  matcher.apply(tree, ckpt, sink);
 }
 
 }  // namespace shardcheck
