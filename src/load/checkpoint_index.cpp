@@ -416,21 +416,28 @@ class WeightMapBuilder {
   ShardNames shards_;
 };
 
-// The plain index in one pass (load/index_scan.hpp), without the name table: used only when
-// index_agrees_with_headers then finds nothing to report. nullopt when the text is not plain.
-std::optional<IndexContents> scan_index(std::string_view text, std::pmr::memory_resource* memory) {
+// The plain index in one pass (load/index_scan.hpp), reduced to what the agreement check needs:
+// the shards, total_size and the listings' fingerprint, without the listings themselves. Used only
+// when index_agrees_with_headers then finds nothing to report; otherwise the full parser reads the
+// index again and names every disagreement. nullopt when the text is not plain.
+struct PlainIndex {
+  IndexContents contents;  // shards and total_size; no listings
+  detail::ListingFingerprint fingerprint;
+};
+
+std::optional<PlainIndex> scan_index(std::string_view text, std::pmr::memory_resource* memory) {
   IndexContents out(0, memory);
-  out.listings.reserve(text.size() / 90 + 16);  // ~100 bytes of index text per listing in practice
+  detail::FingerprintBuilder fingerprint(text.size() / 90 + 16, memory);  // ~100 bytes of text per listing
   ShardNames shards;
   const bool plain = detail::scan_plain_index(text, out.total_size, [&](std::string_view tensor, std::string_view shard) {
-    out.listings.push_back({tensor, shards.id_of(shard), detail::NameTable::hash64(tensor)});
+    fingerprint.add(shards.id_of(shard), detail::NameTable::hash64(tensor));
     return true;
   });
   if (!plain) return std::nullopt;
   auto [names, rank] = shards.sorted();
   out.shards = std::move(names);
-  for (Listing& l : out.listings) l.shard = rank[l.shard];
-  return out;
+  auto listed = std::move(fingerprint).finish(rank, out.shards.size());
+  return PlainIndex{std::move(out), std::move(listed)};
 }
 
 // Parses weight_map into distinct shards and listings, reporting IX005-IX007.
@@ -739,7 +746,7 @@ std::vector<ShardJob*> place_shards(const fs::path& dir, const IndexContents& in
 struct IndexScratch {
   util::HugePageArena tables;  // the index's tables, for this load only
   std::optional<detail::PaddedFile> text;
-  std::optional<IndexContents> plain;
+  std::optional<PlainIndex> plain;
   std::optional<JsonValue> tree;
   std::optional<IndexContents> index;
 };
@@ -759,20 +766,18 @@ CheckpointMeta load_indexed(const fs::path& dir, DiagnosticSink& sink, std::shar
   scratch_out = scratch;  // released by the caller, or with this frame if the caller does not keep it
   auto& [tables, text, plain, tree, index] = *scratch;
   timer.lap("load: read index");
-  std::optional<detail::ListingFingerprint> listed;  // in `tables`
   if (read_index_text(dir / kIndexName, text, report)) {
     timer.lap("load: scan index");
+    // With the index's half of the agreement check, while the helper threads still read headers.
     plain = scan_index(text->view(), &tables);
-    // The index's half of the agreement check, while the helper threads still read headers.
-    if (plain) listed = detail::fingerprint_listings(plain->listings, plain->shards.size(), &tables);
   }
   timer.lap("load: headers (after index)");
   std::vector<ShardJob>& early_jobs = early.finish();
   timer.lap("load: index agrees?");
-  const bool agrees = plain && plain_index_agrees(*plain, *listed, early_jobs);
+  const bool agrees = plain && plain_index_agrees(plain->contents, plain->fingerprint, early_jobs);
   timer.lap("load: collect and check");
   if (agrees)
-    index = std::move(plain);
+    index = std::move(plain->contents);
   else if (text)
     index = parse_index(text->view(), tree, &tables, report);
 

@@ -34,20 +34,31 @@ bool all_distinct(std::span<const std::span<const std::uint64_t>> parts, std::si
 
 }  // namespace
 
+ListingFingerprint FingerprintBuilder::finish(std::span<const std::uint32_t> final_id, std::size_t shard_count) && {
+  ListingFingerprint out{std::pmr::vector<ListingFingerprint::Shard>(shard_count, memory_), false};
+  for (std::size_t s = 0; s < shards_.size(); ++s) {
+    if (shards_[s].count == 0) continue;
+    if (s >= final_id.size() || final_id[s] >= shard_count) return out;
+    ListingFingerprint::Shard& to = out.shards[final_id[s]];
+    to.count += shards_[s].count;
+    to.sum += shards_[s].sum;
+  }
+  const std::span<const std::uint64_t> all(hashes_);
+  out.valid = all_distinct(std::span(&all, 1), hashes_.size(), memory_);
+  return out;
+}
+
 ListingFingerprint fingerprint_listings(std::span<const ShardListing> listings, std::size_t shard_count,
                                         std::pmr::memory_resource* memory) {
-  ListingFingerprint out{std::pmr::vector<ListingFingerprint::Shard>(shard_count, memory), false};
-  std::pmr::vector<std::uint64_t> hashes(memory);
-  hashes.reserve(listings.size());
+  FingerprintBuilder builder(listings.size(), memory);
   for (const ShardListing& l : listings) {
-    if (l.shard >= shard_count) return out;
-    out.shards[l.shard].count += 1;
-    out.shards[l.shard].sum += l.hash;
-    hashes.push_back(l.hash);
+    if (l.shard >= shard_count)  // a shard not among `files`: never agrees
+      return ListingFingerprint{std::pmr::vector<ListingFingerprint::Shard>(shard_count, memory), false};
+    builder.add(l.shard, l.hash);
   }
-  const std::span<const std::uint64_t> all(hashes);
-  out.valid = all_distinct(std::span(&all, 1), hashes.size(), memory);
-  return out;
+  std::vector<std::uint32_t> identity(shard_count);
+  for (std::uint32_t s = 0; s < identity.size(); ++s) identity[s] = s;
+  return std::move(builder).finish(identity, shard_count);
 }
 
 bool index_agrees_with_headers(const ListingFingerprint& listed, std::span<const SafetensorsFile* const> files,

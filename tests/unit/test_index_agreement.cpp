@@ -95,3 +95,26 @@ TEST_CASE("index agreement: many shards over both threads") {
   std::swap(listings[0].shard, listings[60].shard);  // two tensors listed in each other's shard
   CHECK_FALSE(agrees(listings, files));
 }
+
+TEST_CASE("index agreement: the scan's fingerprint, with shards numbered as the scan meets them") {
+  // A weight_map can meet its shards out of their sorted order: here the scan numbered shard
+  // "model-00002" 0 and "model-00001" 1, and finish() maps them to the final (sorted) ids 1 and 0.
+  const SafetensorsFile first = shard({"a.weight", "c.weight"}), second = shard({"b.weight"});
+  const std::vector<const SafetensorsFile*> files = {&first, &second};
+  auto h = [](const char* name) { return util::NameTable::hash64(name); };
+  std::pmr::monotonic_buffer_resource memory;
+  auto fingerprint = [&](std::vector<std::uint32_t> final_id, std::uint64_t c_hash) {
+    detail::FingerprintBuilder builder(3, &memory);
+    builder.add(1, h("a.weight"));  // in model-00001: scan id 1
+    builder.add(0, h("b.weight"));  // in model-00002: scan id 0
+    builder.add(1, c_hash);
+    return std::move(builder).finish(final_id, files.size());
+  };
+  const std::vector<std::span<const std::uint64_t>> none;
+  CHECK(detail::index_agrees_with_headers(fingerprint({1, 0}, h("c.weight")), files, none));
+  CHECK_FALSE(detail::index_agrees_with_headers(fingerprint({0, 1}, h("c.weight")), files, none));  // unmapped
+  CHECK_FALSE(detail::index_agrees_with_headers(fingerprint({1, 0}, h("d.weight")), files, none));  // other name
+  CHECK_FALSE(detail::index_agrees_with_headers(fingerprint({1, 0}, h("a.weight")), files, none));  // a twice
+  CHECK_FALSE(detail::index_agrees_with_headers(fingerprint({1}, h("c.weight")), files, none));     // id 1 unmapped
+  CHECK_FALSE(detail::index_agrees_with_headers(fingerprint({1, 5}, h("c.weight")), files, none));  // beyond files
+}
