@@ -4,6 +4,7 @@
 // committed catalogue of broken files (fixtures/broken, scripts/gen_broken.py).
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <unistd.h>
 #include <algorithm>
@@ -560,7 +561,13 @@ TEST_CASE("safetensors: ST022 unreadable paths are io errors") {
     CHECK(d.code == "ST022");
     CHECK(d.exit_code == ExitCode::io);
   }
+  CHECK(sink.items()[0].message.find("no such file") != std::string::npos);
   CHECK(sink.items()[1].message.find("not a regular file") != std::string::npos);
+  // A FIFO named like a shard: refused at once, not a read that waits forever for a writer.
+  REQUIRE(::mkfifo((dir.path / "pipe.safetensors").c_str(), 0600) == 0);
+  CHECK_FALSE(read_safetensors_file(dir.path / "pipe.safetensors", "pipe", sink));
+  REQUIRE(sink.items().size() == 3);
+  CHECK(sink.items()[2].message.find("not a regular file") != std::string::npos);
 }
 
 // ---------------------------------------------------------------------------------------------
