@@ -7,7 +7,6 @@
 
 #include <regex>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "simulate/plan_internal.hpp"
 #include "simulate/unit_diagnostics.hpp"
@@ -18,7 +17,12 @@ namespace {
 class Fsdp1Wrapper {
  public:
   Fsdp1Wrapper(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params)
-      : tree_(tree), s_(s), params_(params), unit_of_(tree.modules.size(), -1) {
+      : tree_(tree),
+        s_(s),
+        params_(params),
+        unit_of_(tree.modules.size(), -1),
+        flattened_(params.size(), 0),
+        counted_in_(params.size(), 0) {
     const Version& tv = s.torch_version.value;
     // Mixed precision + auto wrap: BatchNorm modules become their own units (with mixed precision
     // disabled). 1.13/2.0 (fully_sharded_data_parallel.py): only when the model has a _BatchNorm,
@@ -49,7 +53,21 @@ class Fsdp1Wrapper {
   std::vector<int> unit_of_;                    // module -> unit index or -1
   std::vector<int> unit_modules_;               // creation order (post-order)
   std::vector<std::vector<int>> unit_params_;   // param-table indices per unit, flat order
-  std::unordered_set<int> flattened_storage_;   // use_orig_params=True: _fsdp_flattened marks
+  std::vector<char> flattened_;                 // storage -> use_orig_params=True: _fsdp_flattened mark
+  // Storage -> the last walk that counted it, so that one walk counts a shared storage once
+  // without a set per walk (recursive_wrap walks every subtree it asks about: DeepSeek-V3's ~1.2k
+  // modules cost a hash set and its allocations each; now a compare per parameter).
+  mutable std::vector<std::uint32_t> counted_in_;
+  mutable std::uint32_t walk_ = 0;
+
+  bool is_flattened(int storage) const { return orig_params_ && flattened_[static_cast<std::size_t>(storage)]; }
+  // True the first time a walk meets `storage`.
+  bool first_in_walk(int storage) const {
+    std::uint32_t& seen = counted_in_[static_cast<std::size_t>(storage)];
+    if (seen == walk_) return false;
+    seen = walk_;
+    return true;
+  }
 
   bool is_batchnorm(const Module& m) const { return tree_.is_instance(m, "_BatchNorm"); }
 
@@ -84,12 +102,12 @@ class Fsdp1Wrapper {
   // With use_orig_params=False a nested unit de-registers its originals, but only from its own
   // subtree: a tied alias elsewhere still yields the original Parameter (and is flattened again).
   std::int64_t available_numel(int m) const {
-    std::unordered_set<int> seen;
+    ++walk_;
     std::int64_t n = 0;
     visit_registrations(m, [&](int pidx) {
       const int storage = params_[pidx].storage;
-      if (orig_params_ && flattened_storage_.count(storage)) return;
-      if (seen.insert(storage).second) n += params_[pidx].numel;
+      if (is_flattened(storage)) return;
+      if (first_in_walk(storage)) n += params_[pidx].numel;
     });
     return n;
   }
@@ -121,14 +139,14 @@ class Fsdp1Wrapper {
 
   void make_unit(int m) {
     std::vector<int> owned;
-    std::unordered_set<int> in_unit;
+    ++walk_;
     visit_registrations(m, [&](int pidx) {
       const int storage = params_[pidx].storage;
-      if (orig_params_ && flattened_storage_.count(storage)) return;
-      if (!in_unit.insert(storage).second) return;  // shared within the unit: stored once (SharedParamInfo)
+      if (is_flattened(storage)) return;
+      if (!first_in_walk(storage)) return;  // shared within the unit: stored once (SharedParamInfo)
       owned.push_back(pidx);
     });
-    for (int pidx : owned) flattened_storage_.insert(params_[pidx].storage);
+    for (int pidx : owned) flattened_[static_cast<std::size_t>(params_[pidx].storage)] = 1;
     unit_of_[m] = static_cast<int>(unit_modules_.size());
     unit_modules_.push_back(m);
     unit_params_.push_back(std::move(owned));
