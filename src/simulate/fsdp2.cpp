@@ -23,8 +23,8 @@ struct Group {
 
 class Fsdp2Planner {
  public:
-  Fsdp2Planner(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params, DiagnosticSink& sink)
-      : tree_(tree), s_(s), params_(params), sink_(sink), has_state_(tree.modules.size(), false) {}
+  Fsdp2Planner(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params)
+      : tree_(tree), s_(s), params_(params), has_state_(tree.modules.size(), false) {}
 
   std::vector<std::pair<Group, std::vector<int>>> run() {
     switch (s_.fsdp2_caller.value) {
@@ -170,7 +170,6 @@ class Fsdp2Planner {
   const ModuleTree& tree_;
   const FsdpSettings& s_;
   const ParamTable& params_;
-  DiagnosticSink& sink_;
   std::vector<bool> has_state_;
   std::unordered_set<int> sharded_storage_;
   std::vector<std::pair<Group, std::vector<int>>> groups_;
@@ -292,7 +291,7 @@ void check_uniform_dtype(const ShardUnit& unit, const std::vector<int>& owned, c
 ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
   ShardPlan plan = plan_header(s, 2);
   const ParamTable params(tree, s);
-  Fsdp2Planner planner(tree, s, params, sink);
+  Fsdp2Planner planner(tree, s, params);
   auto groups = planner.run();
   const int w = plan.shard_group;
 
