@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardcheck/exit_codes.hpp"
@@ -21,7 +22,25 @@ struct SourceLocation {
   int column = 0;
   int end_column = 0;    // exclusive; 0 = a single caret
   std::optional<std::uint64_t> byte_offset;  // binary inputs (safetensors)
+  // The module or parameter of the model a finding is about (dotted path, "" for the root), when it
+  // is about the model's structure rather than a position in a text file. `file` then names the
+  // model's config.json, so that every renderer (SARIF, GitHub annotations) has a real file to point
+  // at; the path travels as SARIF's logicalLocation.
+  std::optional<std::string> model_path;
 };
+
+// How a module path is shown to people: the root's path is empty, so it reads "<root>".
+inline std::string module_label(const std::string& path) { return path.empty() ? "<root>" : path; }
+
+// `check` plans a broken accelerate config with shardcheck's fixes applied; settings read from that
+// text have the source "FILE (fixed):LINE", whose line numbers are those of the fixed text.
+inline constexpr std::string_view kFixedConfigSuffix = " (fixed)";
+
+// Where a setting came from, as a location: "FILE:LINE" (the accelerate config) becomes that file
+// and line; "FILE (fixed):LINE" becomes FILE without a line (the line is in the fixed text); any
+// other source ("env NAME", "--flag", "default") is not a place in a file, so the location is
+// `fallback_file`. `*note` (when given) receives " (from SOURCE)" whenever the location has no line.
+SourceLocation setting_location(const std::string& source, const std::string& fallback_file, std::string* note);
 
 // A replacement of [offset, offset+length) in `file` by `text` (clang-tidy style).
 struct TextEdit {

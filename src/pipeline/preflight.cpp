@@ -39,7 +39,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
         DiagnosticSink ignore;
         std::string text = fix_to_fixpoint(r.config_doc->text, r.config_doc->path, *schema, lo);
         // Sources then read "<file> (fixed):LINE": line numbers of the fixed text, not the original.
-        fixed = parse_config_doc(std::move(text), r.config_doc->path + " (fixed)", ignore);
+        fixed = parse_config_doc(std::move(text), r.config_doc->path + std::string(kFixedConfigSuffix), ignore);
         if (fixed) {
           effective = &*fixed;
           r.planned_config_note = fmt::format("{} has errors; the plan below uses it with shardcheck's fixes applied "
@@ -60,9 +60,14 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     } catch (const std::regex_error& e) {
       Diagnostic d;
       d.code = "PLAN016";
-      d.location.file = rx->source;
-      d.message = fmt::format("expected a regular expression, found '{}' ({})", rx->value, e.what());
-      d.exit_code = rx->source.starts_with("--") ? ExitCode::usage : ExitCode::findings;
+      const bool flag = rx->source.starts_with("--");
+      std::string from;
+      // A flag's error is a usage error about the command line, shown like a compiler's
+      // "cc1: error:" under the flag's name; a file's or the environment's points at the config.
+      if (flag) d.location.file = rx->source;
+      else d.location = setting_location(rx->source, req.accelerate_config.value_or(req.model), &from);
+      d.message = fmt::format("expected a regular expression, found '{}' ({}){}", rx->value, e.what(), from);
+      d.exit_code = flag ? ExitCode::usage : ExitCode::findings;
       r.sink.report(std::move(d));
       return r;
     }
@@ -85,10 +90,11 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     Diagnostic d;
     d.code = "PLAN015";
     d.severity = Severity::warning;
-    d.location.file = r.settings.tp_size.source;
-    d.message = fmt::format("tensor parallelism (tp_size {}) is not simulated: the shards below are over {} ranks of "
+    std::string from;
+    d.location = setting_location(r.settings.tp_size.source, r.tree->config_path, &from);
+    d.message = fmt::format("tensor parallelism (tp_size {}{}) is not simulated: the shards below are over {} ranks of "
                             "whole parameters; with TP each rank holds about 1/{} of those elements",
-                            r.settings.tp_size.value, r.plan->shard_group, r.settings.tp_size.value);
+                            r.settings.tp_size.value, from, r.plan->shard_group, r.settings.tp_size.value);
     r.sink.report(std::move(d));
   }
   timer.lap("plan: memory and communication");
@@ -98,7 +104,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     Diagnostic d;
     d.code = "FIT001";
     d.severity = Severity::error;
-    d.location.file = req.model;
+    d.location.file = r.tree->config_path;  // a file for SARIF and annotations; req.model may be a directory
     d.message = fmt::format("the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
                             "optimizer states sharded; the largest unsharded units resident; {})",
                             human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_rank,

@@ -40,7 +40,7 @@ std::string render_diagnostics_github(const std::vector<Diagnostic>& diagnostics
       if (d.location.end_column > d.location.column) props += fmt::format(",endColumn={}", d.location.end_column);
     }
     props += ",title=" + escape_property(d.code);
-    std::string message = d.message;
+    std::string message = d.location.model_path ? module_label(*d.location.model_path) + ": " + d.message : d.message;
     if (!d.help.empty()) message += "\nhelp: " + d.help;
     out += fmt::format("::{} {}::{}\n", level, props, escape_data(message));
   }

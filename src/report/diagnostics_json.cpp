@@ -15,6 +15,7 @@ std::string diagnostic_json(const Diagnostic& d) {
   w.key("line").value(d.location.line);
   w.key("column").value(d.location.column);
   w.key("end_column").value(d.location.end_column > 0 ? d.location.end_column : d.location.column);
+  if (d.location.model_path) w.key("module").value(*d.location.model_path);
   if (d.location.byte_offset) w.key("byte_offset").value(*d.location.byte_offset);
   w.key("message").value(d.message);
   w.key("help").value(d.help);

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <string_view>
 
 #include "report/json_writer.hpp"
 #include "shardcheck/lint.hpp"
@@ -14,6 +15,23 @@ namespace {
 
 const char* sarif_level(Severity s) {
   return s == Severity::error ? "error" : s == Severity::warning ? "warning" : "note";
+}
+
+// artifactLocation.uri is a URI reference (SARIF §3.4.3, RFC 3986): a path keeps its unreserved
+// characters, sub-delimiters, '@' and '/'; anything else (a space, '%', ':', non-ASCII bytes of
+// UTF-8) is percent-encoded, so "my config.yaml" becomes "my%20config.yaml". ':' is encoded too,
+// so a first segment cannot read as a scheme.
+std::string percent_encode_path(const std::string& path) {
+  static constexpr std::string_view keep = "-._~!$&'()*+,;=@/";
+  std::string out;
+  out.reserve(path.size());
+  for (const char ch : path) {
+    const auto c = static_cast<unsigned char>(ch);
+    const bool alnum = (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');  // ASCII, any locale
+    if (alnum || keep.find(ch) != std::string_view::npos) out += ch;
+    else out += fmt::format("%{:02X}", c);
+  }
+  return out;
 }
 
 std::string relative_uri(const std::string& file, const std::string& base) {
@@ -27,7 +45,7 @@ std::string relative_uri(const std::string& file, const std::string& base) {
     if (!rel.empty() && rel.native().rfind("..", 0) != 0) out = rel.generic_string();
   }
   while (out.rfind("./", 0) == 0) out = out.substr(2);
-  return out;
+  return percent_encode_path(out);
 }
 
 // FNV-1a: stable across runs and platforms, independent of line numbers.
@@ -96,6 +114,13 @@ std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics,
     w.key("endColumn").value(std::max(std::max(1, d.location.column) + 1, d.location.end_column));
     w.end_object();
     w.end_object();  // physicalLocation
+    if (d.location.model_path) {
+      // SARIF §3.33: a logical location for what is not a place in a file (a module of the model).
+      w.key("logicalLocations").begin_array().begin_object();
+      w.key("fullyQualifiedName").value(module_label(*d.location.model_path));
+      w.key("kind").value("module");
+      w.end_object().end_array();
+    }
     w.end_object().end_array();
     w.key("partialFingerprints").begin_object().key("primaryLocationLineHash").value(fingerprint(d, uri) + ":1").end_object();
     w.end_object();

@@ -44,11 +44,12 @@ std::string render(const std::vector<Diagnostic>& diagnostics, const SourceLooku
     if (d.location.line > 0) where += fmt::format(":{}:{}", d.location.line, d.location.column);
     else if (d.location.byte_offset) where += fmt::format(":@{}", *d.location.byte_offset);
     const char* sev = severity_name(d.severity);
+    const std::string in_model = d.location.model_path ? module_label(*d.location.model_path) + ": " : "";
     if (style.color) {
       const char* col = d.severity == Severity::error ? "\x1b[1;31m" : d.severity == Severity::warning ? "\x1b[1;33m" : "\x1b[1;36m";
-      out += fmt::format("\x1b[1m{}:\x1b[0m {}{}:\x1b[0m {} [{}]\n", where, col, sev, d.message, d.code);
+      out += fmt::format("\x1b[1m{}:\x1b[0m {}{}:\x1b[0m {}{} [{}]\n", where, col, sev, in_model, d.message, d.code);
     } else {
-      out += fmt::format("{}: {}: {} [{}]\n", where, sev, d.message, d.code);
+      out += fmt::format("{}: {}: {}{} [{}]\n", where, sev, in_model, d.message, d.code);
     }
     if (sources && *sources)
       if (const std::string* text = (*sources)(d.location.file)) out += snippet(d, *text, style);

@@ -103,7 +103,7 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     std::size_t run = 1;
     while (i + run < plan.units.size() && same_shape(plan.units[i + run], u)) ++run;
     const std::string label = run > 1 ? range_label(u.path, plan.units[i + run - 1].path)
-                                      : (u.path.empty() ? "<root>" : u.path);
+                                      : module_label(u.path);
     std::string cls = run > 1 ? fmt::format("{} x {}", run, u.cls) : u.cls;
     if (u.modules.size() > 1) {
       cls.clear();

@@ -51,16 +51,9 @@ Diagnostic diag(std::string code, Severity sev, const std::string& source, const
   Diagnostic d;
   d.code = std::move(code);
   d.severity = sev;
-  const auto colon = source.rfind(':');
-  if (colon != std::string::npos && colon + 1 < source.size() &&
-      std::all_of(source.begin() + static_cast<std::ptrdiff_t>(colon) + 1, source.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-    d.location.file = source.substr(0, colon);
-    d.location.line = std::stoi(source.substr(colon + 1));
-    d.location.column = 1;
-  } else {
-    d.location.file = tree.config_path;
-    message += fmt::format(" (from {})", source);
-  }
+  std::string note;
+  d.location = setting_location(source, tree.config_path, &note);
+  message += note;
   d.message = std::move(message);
   d.help = std::move(help);
   d.exit_code = ExitCode::findings;

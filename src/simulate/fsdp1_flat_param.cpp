@@ -9,11 +9,11 @@
 namespace shardcheck {
 namespace {
 
-Diagnostic unit_error(const ShardUnit& unit, std::string code, std::string message, std::string help) {
+Diagnostic unit_error(const ModuleTree& tree, const ShardUnit& unit, std::string code, std::string message, std::string help) {
   Diagnostic d;
   d.code = std::move(code);
   d.severity = Severity::error;
-  d.location.file = unit.path.empty() ? "<root>" : unit.path;
+  d.location = model_location(tree, unit.path);
   d.message = std::move(message);
   d.help = std::move(help);
   d.exit_code = ExitCode::findings;
@@ -22,14 +22,14 @@ Diagnostic unit_error(const ShardUnit& unit, std::string code, std::string messa
 
 // FlatParamHandle._validate_tensors_to_flatten (2.x) / FlatParameter checks (1.13): the error
 // FSDP raises while wrapping, reported before launch.
-void validate_flattenable(const ShardUnit& unit, const FsdpSettings& s, const ParamTable& params,
+void validate_flattenable(const ModuleTree& tree, const ShardUnit& unit, const FsdpSettings& s, const ParamTable& params,
                           const std::vector<int>& owned, DiagnosticSink& sink) {
   if (owned.empty()) return;
   const bool v113 = s.torch_version.value < Version{2, 0, 0};
   const bool orig = s.use_orig_params.value && !v113;
   const ParamEntry& first = params[owned.front()];
   if (!dtype_is_floating(first.dtype)) {
-    sink.report(unit_error(unit, "PLAN001",
+    sink.report(unit_error(tree, unit, "PLAN001",
                            fmt::format("ValueError: {} (first parameter {} is {})",
                                        v113 ? "Integer parameters are unsupported" : "Cannot flatten integer dtype tensors",
                                        first.fqn, torch_dtype_name(first.dtype)),
@@ -40,7 +40,7 @@ void validate_flattenable(const ShardUnit& unit, const FsdpSettings& s, const Pa
     const ParamEntry& p = params[pidx];
     if (p.dtype != first.dtype) {
       sink.report(unit_error(
-          unit, "PLAN002",
+          tree, unit, "PLAN002",
           v113 ? fmt::format("ValueError: `FlatParameter` requires uniform dtype but got {} and {} ({} vs {})",
                              torch_dtype_name(first.dtype), torch_dtype_name(p.dtype), first.fqn, p.fqn)
                : fmt::format("ValueError: Must flatten tensors with uniform dtype but got {} and {} ({} vs {})",
@@ -50,7 +50,7 @@ void validate_flattenable(const ShardUnit& unit, const FsdpSettings& s, const Pa
     }
     if (!orig && p.requires_grad != first.requires_grad) {
       sink.report(unit_error(
-          unit, "PLAN003",
+          tree, unit, "PLAN003",
           v113 ? fmt::format("ValueError: `FlatParameter` requires uniform `requires_grad` ({} is {}, {} is {})",
                              first.fqn, first.requires_grad, p.fqn, p.requires_grad)
                : fmt::format("ValueError: Must flatten tensors with uniform `requires_grad` when "
@@ -70,7 +70,7 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
   unit.module = module;
   unit.path = tree.modules[module].path;
   unit.cls = tree.modules[module].cls;
-  validate_flattenable(unit, s, params, owned, sink);
+  validate_flattenable(tree, unit, s, params, owned, sink);
 
   const Version& tv = s.torch_version.value;
   const bool orig = s.use_orig_params.value && tv >= Version{2, 0, 0};
@@ -114,13 +114,13 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
   return unit;
 }
 
-void report_duplicated_tie(const ShardUnit& unit, const FsdpSettings& s, DiagnosticSink& sink) {
+void report_duplicated_tie(const ModuleTree& tree, const ShardUnit& unit, const FsdpSettings& s, DiagnosticSink& sink) {
   std::string names;
   for (const auto& n : unit.duplicated) names += (names.empty() ? "" : ", ") + n;
   Diagnostic d;
   d.code = "PLAN004";
   d.severity = Severity::warning;
-  d.location.file = unit.path.empty() ? "<root>" : unit.path;
+  d.location = model_location(tree, unit.path);
   d.message = fmt::format(
       "tied parameter(s) {} are flattened again by unit '{}' although another unit already holds them: memory "
       "and communication are counted twice and the tie is broken during training (use_orig_params={})",

@@ -177,7 +177,7 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
     ShardUnit unit = flat_unit(tree, s, plan, params, modules[u], owned[u], scratch);
     for (int pidx : owned[u])
       if (holder.at(params[pidx].storage) != u) unit.duplicated.push_back(params[pidx].fqn);
-    if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, scratch);
+    if (!unit.duplicated.empty()) report_duplicated_tie(tree, unit, s, scratch);
     unit_diagnostics.add_all(unit.path, scratch);
     plan.units.push_back(std::move(unit));
   }

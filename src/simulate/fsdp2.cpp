@@ -261,7 +261,7 @@ std::optional<bool> effective_reshard(const Group& g, const Version& torch) {
 // lazy init, i.e. the first forward: a group holds one original dtype. Up to 2.7 every parameter
 // counts; from 2.8 only those that require grad (pytorch PR #154103, May 2025), so frozen weights
 // may differ. (FSDP2 in 2.4/2.5 first raised "Mixed dtype not supported yet" from the all-gather.)
-void check_uniform_dtype(const ShardUnit& unit, const std::vector<int>& owned, const ParamTable& params,
+void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const std::vector<int>& owned, const ParamTable& params,
                          const FsdpSettings& s, DiagnosticSink& sink) {
   const bool trainable_only = s.torch_version.value >= Version{2, 8, 0};
   std::set<std::string> names;
@@ -277,7 +277,7 @@ void check_uniform_dtype(const ShardUnit& unit, const std::vector<int>& owned, c
   for (const auto& n : names) set += (set.empty() ? "" : ", ") + n;
   Diagnostic d;
   d.code = "PLAN006";
-  d.location.file = unit.path.empty() ? "<root>" : unit.path;
+  d.location = model_location(tree, unit.path);
   d.message = fmt::format("AssertionError: FSDP expects uniform original parameter dtype but got {{{}}} (raised at the "
                           "first forward by this fully_shard group{})",
                           set, trainable_only ? ", over its parameters that require grad" : "");
@@ -325,7 +325,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       if (p.shape.empty()) {
         Diagnostic d;
         d.code = "PLAN005";
-        d.location.file = p.fqn;
+        d.location = model_location(tree, p.fqn);
         d.message = fmt::format("ValueError: fully_shard doesn't support scalar parameters. Change {} to a 1D tensor "
                                 "with numel equal to 1.",
                                 p.fqn);
@@ -356,8 +356,8 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       unit.shards.push_back(std::move(ps));
     }
     unit.padded_numel = unit.shard_numel * w;
-    check_uniform_dtype(unit, owned, params, s, scratch);
-    if (!unit.duplicated.empty()) report_duplicated_tie(unit, s, scratch);
+    check_uniform_dtype(tree, unit, owned, params, s, scratch);
+    if (!unit.duplicated.empty()) report_duplicated_tie(tree, unit, s, scratch);
     unit_diagnostics.add_all(unit.path, scratch);
     plan.units.push_back(std::move(unit));
   }

@@ -102,7 +102,7 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
     flowing.push_back(g);
     grads.push_back(grad_temps(plan, u, s));
     unsharded_grad.push_back(u.requires_grad && !u.params.empty() ? bytes(u.numel, dtypes_of(u, s).c) : 0);
-    names.push_back(u.path.empty() ? "<root>" : u.path);
+    names.push_back(module_label(u.path));
   }
   // Forward: the rate limiter (_limiter_utils.py, 2 in flight) and FSDP2's one-ahead prefetch keep
   // at most the current and the next unit unsharded.

@@ -65,6 +65,13 @@ std::vector<IgnoredParam> ignored_params(const ParamTable& params) {
   return out;
 }
 
+SourceLocation model_location(const ModuleTree& tree, const std::string& path) {
+  SourceLocation loc;
+  loc.file = tree.config_path;
+  loc.model_path = path;
+  return loc;
+}
+
 std::string torch_dtype_name(DType d) {
   switch (d) {
     case DType::F32: return "torch.float32";

@@ -54,6 +54,9 @@ std::string mixed_dtype_help(const std::vector<DType>& dtypes);
 ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, const ParamTable& params,
                     int module, const std::vector<int>& owned, DiagnosticSink& sink);
 
-void report_duplicated_tie(const ShardUnit& unit, const FsdpSettings& s, DiagnosticSink& sink);
+void report_duplicated_tie(const ModuleTree& tree, const ShardUnit& unit, const FsdpSettings& s, DiagnosticSink& sink);
+
+// Where a finding about a unit or a parameter is: the model's config.json, with its dotted path.
+SourceLocation model_location(const ModuleTree& tree, const std::string& path);
 
 }  // namespace shardcheck

@@ -16,8 +16,6 @@ std::string unit_free_key(const std::string& unit_path, const Diagnostic& d) {
   return text;
 }
 
-std::string unit_label(const std::string& path) { return path.empty() ? "<root>" : path; }
-
 }  // namespace
 
 void UnitDiagnostics::add(const std::string& unit_path, Diagnostic d) {
@@ -41,8 +39,8 @@ void UnitDiagnostics::flush(DiagnosticSink& sink) {
       const std::size_t more = g.units.size() - 1;
       std::string names;
       for (std::size_t i = 1; i < g.units.size() && i <= 3; ++i)
-        names += fmt::format("{}{}", i == 1 ? "" : ", ", unit_label(g.units[i]));
-      if (more > 3) names += fmt::format(", ... {}", unit_label(g.units.back()));
+        names += fmt::format("{}{}", i == 1 ? "" : ", ", module_label(g.units[i]));
+      if (more > 3) names += fmt::format(", ... {}", module_label(g.units.back()));
       g.first.message += fmt::format(" (the same in {} more unit{}: {})", more, more == 1 ? "" : "s", names);
     }
     sink.report(std::move(g.first));

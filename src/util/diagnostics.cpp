@@ -1,5 +1,8 @@
 #include "shardcheck/diagnostics.hpp"
 
+#include <algorithm>
+#include <cctype>
+
 namespace shardcheck {
 
 const char* severity_name(Severity s) {
@@ -9,6 +12,28 @@ const char* severity_name(Severity s) {
     case Severity::error: return "error";
   }
   return "error";
+}
+
+SourceLocation setting_location(const std::string& source, const std::string& fallback_file, std::string* note) {
+  SourceLocation loc;
+  // Sources from the accelerate config are "FILE:LINE" (effective_settings.cpp); a file name may
+  // itself hold colons, so only the digits after the last one are the line.
+  const auto colon = source.rfind(':');
+  const bool file_line = colon != std::string::npos && colon + 1 < source.size() && colon + 11 > source.size() &&
+                         std::all_of(source.begin() + static_cast<std::ptrdiff_t>(colon) + 1, source.end(),
+                                     [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+  if (file_line && std::string_view(source).substr(0, colon).ends_with(kFixedConfigSuffix)) {
+    loc.file = source.substr(0, colon - kFixedConfigSuffix.size());
+    if (note) *note = " (from " + source + ")";
+  } else if (file_line) {
+    loc.file = source.substr(0, colon);
+    loc.line = std::stoi(source.substr(colon + 1));
+    loc.column = 1;
+  } else {
+    loc.file = fallback_file;
+    if (note) *note = " (from " + source + ")";
+  }
+  return loc;
 }
 
 void DiagnosticSink::report(Diagnostic d) { items_.push_back(std::move(d)); }

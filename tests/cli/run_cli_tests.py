@@ -2,7 +2,7 @@
 """Runs the shardcheck binary on fixtures and checks exit codes and output.
 
 Every tests/cli/*_cases.py module exposes CASES: a list of dicts with
-  name, args (list; "{src}" and "{work}" and "{gen}" are substituted), exit (expected code),
+  name, args (list; "{src}" and "{work}" and "{gen}" are substituted), exit (expected code, or a tuple),
   stdout / stderr (substrings that must appear), not_stdout / not_stderr (must not appear),
   json (callable taking the parsed stdout JSON, returning None or an error string),
   env (extra environment variables), stdin (text).
@@ -37,8 +37,9 @@ def run_case(binary, subst, case):
     proc = subprocess.run([binary] + args, capture_output=True, text=True, env=env,
                           input=case.get("stdin"), timeout=case.get("timeout", 120))
     problems = []
-    if proc.returncode != case.get("exit", 0):
-        problems.append(f"exit code {proc.returncode}, expected {case.get('exit', 0)}")
+    expected = case.get("exit", 0)  # a code, or a tuple of the codes that are all right
+    if proc.returncode not in (expected if isinstance(expected, tuple) else (expected,)):
+        problems.append(f"exit code {proc.returncode}, expected {expected}")
     for stream, text in (("stdout", proc.stdout), ("stderr", proc.stderr)):
         for needle in case.get(stream, []):
             if needle.format(**subst) not in text:

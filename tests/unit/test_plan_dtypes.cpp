@@ -68,7 +68,9 @@ TEST_CASE("plan dtypes: FP8 kept quantised fails in every layer, reported once")
     (void)plan_fsdp1(tree, settings(2, 1), sink);
     REQUIRE(test::count_code(sink, "PLAN002") == 1);
     const Diagnostic& d = *test::first_code(sink, "PLAN002");
-    CHECK(d.location.file == "model.layers.0");
+    CHECK(d.location.model_path == std::optional<std::string>("model.layers.0"));
+    CHECK(d.location.file == tree.config_path);  // a real file for SARIF and annotations
+    CHECK(tree.config_path.ends_with("deepseek_v3/config.json"));
     // q_a_proj registers weight (F8), then weight_scale_inv (F32): the first pair that differs.
     CHECK(d.message ==
           "ValueError: Must flatten tensors with uniform dtype but got torch.float8_e4m3fn and torch.float32 "
@@ -82,7 +84,9 @@ TEST_CASE("plan dtypes: FP8 kept quantised fails in every layer, reported once")
     (void)plan_fsdp2(tree, settings(2, 2), sink);
     REQUIRE(test::count_code(sink, "PLAN006") == 1);
     const Diagnostic& d = *test::first_code(sink, "PLAN006");
-    CHECK(d.location.file == "model.layers.0");
+    CHECK(d.location.model_path == std::optional<std::string>("model.layers.0"));
+    CHECK(d.location.file == tree.config_path);  // a real file for SARIF and annotations
+    CHECK(tree.config_path.ends_with("deepseek_v3/config.json"));
     // The layer's norms are bf16, its projections F8 with F32 scales (Python prints a set; sorted here).
     CHECK(d.message.starts_with("AssertionError: FSDP expects uniform original parameter dtype but got "
                                 "{torch.bfloat16, torch.float32, torch.float8_e4m3fn}"));
