@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cli/plan_flags.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
 #include "util/huge_pages.hpp"
@@ -22,8 +23,8 @@ struct CheckFlags : PlanFlags {
   std::string uri_base = ".";
 };
 
-// SARIF rule metadata for every code that occurs: lint rules carry their own documentation; the
-// plan and load codes are described by their first message.
+// SARIF rule metadata for every code that occurs: lint rules carry their own documentation, load
+// and plan codes theirs in the finding-code catalogue.
 std::vector<SarifRule> sarif_rules_for(const std::vector<Diagnostic>& items) {
   std::vector<SarifRule> out;
   std::set<std::string> seen;
@@ -37,7 +38,11 @@ std::vector<SarifRule> sarif_rules_for(const std::vector<Diagnostic>& items) {
       s.short_description = r->summary;
       s.full_description = r->explanation;
       s.level = r->severity;
-    } else {
+    } else if (const FindingCode* c = find_finding_code(d.code)) {
+      s.short_description = c->summary;
+      s.full_description = c->explanation;
+      s.level = c->severity;
+    } else {  // not catalogued (a test keeps this from happening): its first message
       s.short_description = d.message.substr(0, 120);
       s.full_description = d.message;
     }

@@ -1,11 +1,14 @@
-// `shardcheck rules` lists every lint rule; `shardcheck explain RULE` prints one rule's explanation.
+// `shardcheck rules` lists every lint rule and finding code; `shardcheck explain ID` prints one's
+// explanation.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cstdio>
 #include <memory>
 
 #include "cli/commands.hpp"
 #include "report/json_writer.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "shardcheck/lint.hpp"
 
 namespace shardcheck::cli {
@@ -30,6 +33,21 @@ std::string wrap(std::string_view text, std::size_t width) {
   return out;
 }
 
+// Finding codes as "ST001-ST022, IX001-IX016, ...": consecutive codes of one prefix as a range.
+std::string code_ranges() {
+  std::string out;
+  const auto codes = finding_codes();
+  for (std::size_t i = 0; i < codes.size();) {
+    std::size_t j = i;
+    const std::string_view first = codes[i].id;
+    const std::string_view prefix = first.substr(0, first.find_first_of("0123456789"));
+    while (j + 1 < codes.size() && std::string_view(codes[j + 1].id).starts_with(prefix)) ++j;
+    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", codes[i].id, j > i ? fmt::format("-{}", codes[j].id) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
 int run_rules(const std::string& format) {
   if (format == "json") {
     std::string out;
@@ -38,46 +56,70 @@ int run_rules(const std::string& format) {
     for (const Rule* r : all_rules()) {
       w.begin_object();
       w.key("id").value(r->id);
+      w.key("kind").value("lint");
       w.key("severity").value(severity_name(r->severity));
       w.key("summary").value(r->summary);
+      w.key("explanation").value(r->explanation);
       w.key("fixable").value(*r->fix != '\0');
+      w.key("fix").value(r->fix);
+      w.end_object();
+    }
+    for (const FindingCode& c : finding_codes()) {
+      w.begin_object();
+      w.key("id").value(c.id);
+      w.key("kind").value("finding");
+      w.key("severity").value(severity_name(c.severity));
+      w.key("summary").value(c.summary);
+      w.key("explanation").value(c.explanation);
+      w.key("exit_code").value(to_int(c.exit_code));
       w.end_object();
     }
     w.end_array();
     std::puts(out.c_str());
     return 0;
   }
+  std::puts("Lint rules (lint and check; --fix where marked):");
   for (const Rule* r : all_rules())
-    std::printf("%-36s %-8s %s%s\n", r->id, severity_name(r->severity), r->summary, *r->fix ? " [fix]" : "");
+    std::printf("  %-36s %-8s %s%s\n", r->id, severity_name(r->severity), r->summary, *r->fix ? " [fix]" : "");
+  std::puts("\nFinding codes (inspect, plan and check; the exit code when it is an error):");
+  for (const FindingCode& c : finding_codes())
+    std::printf("  %-8s %-8s %3d  %s\n", c.id, severity_name(c.severity), to_int(c.exit_code), c.summary);
   return 0;
 }
 
 int run_explain(const std::string& id) {
-  const Rule* r = find_rule(id);
-  if (!r) {
-    std::string known;
-    for (const Rule* x : all_rules()) known += fmt::format("  {}\n", x->id);
-    std::fprintf(stderr, "shardcheck explain: unknown rule '%s'; the rules are:\n%s", id.c_str(), known.c_str());
-    return to_int(ExitCode::usage);
+  if (const Rule* r = find_rule(id)) {
+    std::printf("%s (%s)\n%s\n\n%s", r->id, severity_name(r->severity), r->summary, wrap(r->explanation, 100).c_str());
+    if (*r->fix) std::printf("\nFix (--fix): %s\n", r->fix);
+    return 0;
   }
-  std::printf("%s (%s)\n%s\n\n%s", r->id, severity_name(r->severity), r->summary, wrap(r->explanation, 100).c_str());
-  if (*r->fix) std::printf("\nFix (--fix): %s\n", r->fix);
-  return 0;
+  std::string upper(id);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (const FindingCode* c = find_finding_code(upper)) {
+    std::printf("%s (%s, exit code %d)\n%s\n\n%s", c->id, severity_name(c->severity), to_int(c->exit_code), c->summary,
+                wrap(c->explanation, 100).c_str());
+    return 0;
+  }
+  std::string known;
+  for (const Rule* x : all_rules()) known += fmt::format("  {}\n", x->id);
+  std::fprintf(stderr, "shardcheck explain: unknown rule or code '%s'; the lint rules are:\n%sand the finding codes %s\n",
+               id.c_str(), known.c_str(), code_ranges().c_str());
+  return to_int(ExitCode::usage);
 }
 
 }  // namespace
 
 void register_rules(CLI::App& app, CliContext& ctx) {
   auto format = std::make_shared<std::string>("text");
-  CLI::App* cmd = app.add_subcommand("rules", "List every lint rule with its id and default severity");
+  CLI::App* cmd = app.add_subcommand("rules", "List every lint rule and finding code with its severity");
   cmd->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->callback([format, &ctx] { ctx.exit_code = run_rules(*format); });
 }
 
 void register_explain(CLI::App& app, CliContext& ctx) {
   auto id = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("explain", "Explain a lint rule: what accelerate does, and the fix");
-  cmd->add_option("rule", *id, "Rule id, e.g. flattened-fsdp-config")->required();
+  CLI::App* cmd = app.add_subcommand("explain", "Explain a lint rule or a finding code (ST003, PLAN012, ...): what is checked and why");
+  cmd->add_option("rule", *id, "Rule id or code, e.g. flattened-fsdp-config or ST020")->required();
   cmd->callback([id, &ctx] { ctx.exit_code = run_explain(*id); });
 }
 

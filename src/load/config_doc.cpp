@@ -57,7 +57,7 @@ SourceLocation ConfigDoc::value_location(const YamlEntry& e) const {
 std::optional<ConfigDoc> load_config_doc(const std::string& path, DiagnosticSink& sink, const YamlLimits& limits) {
   auto io_error = [&](std::string message, ExitCode code = ExitCode::io) {
     Diagnostic d;
-    d.code = "io";
+    d.code = "IO003";
     d.severity = Severity::error;
     d.location.file = path;
     d.message = std::move(message);

@@ -182,7 +182,7 @@ std::optional<AccelerateSchema> AccelerateSchema::parse(const std::string& text,
                                                         DiagnosticSink& sink) {
   auto fail = [&](const std::string& message) {
     Diagnostic d;
-    d.code = "bad-rules";
+    d.code = "REG006";
     d.severity = Severity::error;
     d.location.file = label;
     d.message = message;
@@ -234,7 +234,7 @@ std::optional<AccelerateSchema> AccelerateSchema::load(const std::string& rules_
   std::ifstream in(path);
   if (!in) {
     Diagnostic d;
-    d.code = "bad-rules";
+    d.code = "REG006";
     d.severity = Severity::error;
     d.location.file = path;
     d.message = "cannot read the accelerate schema";

@@ -141,7 +141,13 @@ CASES = [
     {"name": "explain prints the upstream explanation", "args": ["explain", "flattened-fsdp-config"],
      "stdout": ["flattened-fsdp-config (error)", "config_args.py", "Fix (--fix):"]},
     {"name": "explain an unknown rule is a usage error", "args": ["explain", "no-such-rule"], "exit": 2,
-     "stderr": ["unknown rule 'no-such-rule'"]},
+     "stderr": ["unknown rule or code 'no-such-rule'", "  flattened-fsdp-config\n", "ST001-ST022, IX001-IX016"]},
+    {"name": "explain a finding code: severity, exit code and the upstream behaviour",
+     "args": ["explain", "st020"], "exit": 0,
+     "stdout": ["ST020 (error, exit code 6)", "MetadataIncompleteBuffer"]},
+    {"name": "rules lists the lint rules and the finding codes",
+     "args": ["rules"], "exit": 0,
+     "stdout": ["  flattened-fsdp-config", "Finding codes", "  PLAN012  error      1  "]},
 ]
 
 CASES += [

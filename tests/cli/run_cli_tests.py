@@ -47,6 +47,8 @@ def run_case(binary, subst, case):
         for needle in case.get("not_" + stream, []):
             if needle.format(**subst) in text:
                 problems.append(f"{stream} has unexpected {needle!r}")
+    if CATALOGUE and proc.stdout.startswith("{"):
+        problems += catalogue_mismatches(proc.stdout)
     if "json" in case and not problems:
         try:
             doc = json.loads(proc.stdout)
@@ -57,6 +59,29 @@ def run_case(binary, subst, case):
             if err:
                 problems.append(err)
     return problems, proc
+
+
+CATALOGUE = {}  # id -> `shardcheck rules --format json` entry, loaded in main()
+SEVERITY_RANK = {"note": 0, "warning": 1, "error": 2}
+
+
+def catalogue_mismatches(stdout):
+    """Every diagnostic in a JSON output against its catalogue entry: the code is documented, no
+    harsher than documented, and an error exits with the documented code."""
+    try:
+        doc = json.loads(stdout)
+    except json.JSONDecodeError:
+        return []
+    problems = []
+    for d in doc.get("diagnostics", []) if isinstance(doc, dict) else []:
+        entry = CATALOGUE.get(d["rule"])
+        if entry is None:
+            problems.append(f"{d['rule']}: not in `shardcheck rules` (src/codes/ or src/rules/)")
+        elif SEVERITY_RANK[d["severity"]] > SEVERITY_RANK[entry["severity"]]:
+            problems.append(f"{d['rule']}: reported as {d['severity']}, documented as {entry['severity']}")
+        elif entry["kind"] == "finding" and d["severity"] == "error" and d["exit_code"] != entry["exit_code"]:
+            problems.append(f"{d['rule']}: exit code {d['exit_code']}, documented as {entry['exit_code']}")
+    return problems
 
 
 def print_failure(title, problems, proc):
@@ -79,6 +104,9 @@ def main():
     work = pathlib.Path(opts.work)
     work.mkdir(parents=True, exist_ok=True)
     subst = {"src": str(source), "work": str(work), "gen": str(work.parent / "generated")}
+    for entry in json.loads(subprocess.run([opts.binary, "rules", "--format", "json"], capture_output=True,
+                                           text=True, check=True).stdout):
+        CATALOGUE[entry["id"]] = entry
     passed = failed = 0
     for module, case in load_cases(source / "tests" / "cli"):
         if opts.only and opts.only not in case["name"]:

@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "shardcheck/checkpoint.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "diag_query.hpp"
 
 using namespace shardcheck;
@@ -670,8 +671,14 @@ TEST_CASE("safetensors: broken catalogue yields the expected code and message fo
           return d.code == want.code && d.message.find(want.substring) != std::string::npos;
         });
     CHECK(matched);
-    for (const auto& d : sink.items())  // one problem per fixture: nothing else is reported
+    for (const auto& d : sink.items()) {  // one problem per fixture: nothing else is reported
       CHECK(d.code == want.code);
+      // ... and `shardcheck explain` / SARIF describe it with the severity and exit code it has.
+      const FindingCode* doc = find_finding_code(d.code);
+      REQUIRE_MESSAGE(doc != nullptr, d.code);
+      CHECK(doc->severity == d.severity);
+      CHECK(doc->exit_code == d.exit_code);
+    }
     codes_covered.insert(want.code);
   }
   // Every failure kind a file can exhibit has a fixture (ST022 and IX001/IX002 are unit-tested).

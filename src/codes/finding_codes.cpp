@@ -1,0 +1,13 @@
+#include <algorithm>
+
+#include "shardcheck/finding_codes.hpp"
+
+namespace shardcheck {
+
+const FindingCode* find_finding_code(std::string_view id) {
+  const auto codes = finding_codes();
+  const auto it = std::find_if(codes.begin(), codes.end(), [id](const FindingCode& c) { return id == c.id; });
+  return it == codes.end() ? nullptr : &*it;
+}
+
+}  // namespace shardcheck

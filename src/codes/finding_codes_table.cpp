@@ -1,0 +1,495 @@
+// The finding-code catalogue (finding_codes.hpp): every code the load, resolve and plan stages
+// report, grouped by stage, in code order within a group. Severity is the harshest the code is
+// reported with; exit_code is the ExitCode its diagnostic carries (for a code reported with several,
+// the one of its harshest case). Codes are stable: never renumber, only append.
+#include "shardcheck/finding_codes.hpp"
+
+namespace shardcheck {
+namespace {
+
+constexpr FindingCode kCodes[] = {
+    // ---- safetensors headers (src/load/safetensors.cpp) ----
+    {"ST001", Severity::error, ExitCode::truncated_file, "File is shorter than the 8-byte header length prefix",
+     "A safetensors file begins with an 8-byte little-endian length N of its JSON header; this file is "
+     "shorter than those 8 bytes, so it is empty or was cut short. The reference reader "
+     "(safetensors/src/tensor.rs @24b0b28, read_metadata) rejects it with HeaderTooSmall, which the Python "
+     "binding raises as SafetensorError when the job loads its weights. Download the file again."},
+    {"ST002", Severity::error, ExitCode::bad_safetensors, "Header length is above the format's 100,000,000-byte limit",
+     "The length prefix announces a header longer than 100,000,000 bytes, the cap the format sets against "
+     "denial-of-service headers; safetensors/src/tensor.rs @24b0b28 refuses it with HeaderTooLarge "
+     "(huggingface_hub's header parser is stricter still, at 25,000,000 bytes). No loader will open the "
+     "file. The prefix is implausible: the file is not safetensors or its first bytes are corrupted, so "
+     "download or re-export it."},
+    {"ST003", Severity::error, ExitCode::truncated_file, "Header runs past the end of the file",
+     "The length prefix announces N header bytes but fewer than N follow it, so the download stopped inside "
+     "the header (or a caller supplied fewer header bytes than N). safetensors/src/tensor.rs @24b0b28 "
+     "reports InvalidHeaderLength when 8 + N exceeds the file, and no tensor of the shard can be read. "
+     "Download the file again."},
+    {"ST004", Severity::error, ExitCode::bad_safetensors, "Header bytes are not valid UTF-8",
+     "The JSON header must be UTF-8; shardcheck points at the first invalid byte. The reference reader "
+     "(safetensors/src/tensor.rs @24b0b28) fails with InvalidHeader (a UTF-8 error) before it looks at any "
+     "tensor, so loading the shard fails on every rank. The file is corrupted or not safetensors; download "
+     "or re-save it."},
+    {"ST005", Severity::error, ExitCode::bad_safetensors, "Header is not valid JSON",
+     "After the length prefix come N bytes of JSON describing the tensors, and these do not parse. "
+     "safetensors/src/tensor.rs @24b0b28 raises InvalidHeaderDeserialization (\"invalid JSON in header\"), "
+     "which surfaces as SafetensorError when the checkpoint is loaded. Leading and trailing JSON whitespace "
+     "is accepted, as the crate accepts it although the README says the header must begin with a brace; "
+     "re-download or re-save the file."},
+    {"ST006", Severity::error, ExitCode::bad_safetensors, "Header JSON is not an object",
+     "The header must be a JSON object mapping tensor names to entries, plus an optional __metadata__; this "
+     "one is an array, string, number or literal. The reference reader cannot deserialize it and fails with "
+     "InvalidHeaderDeserialization (safetensors/src/tensor.rs @24b0b28). The file was not written by a "
+     "safetensors writer; re-save it."},
+    {"ST007", Severity::error, ExitCode::bad_safetensors, "__metadata__ is not a map of strings to strings",
+     "The optional __metadata__ entry must map strings to strings (\"Arbitrary JSON is not allowed\", "
+     "safetensors README @24b0b28); a non-object, a non-string value or a repeated __metadata__ key is "
+     "reported, while null is accepted because serde reads it as no metadata. safetensors/src/tensor.rs "
+     "@24b0b28 rejects the rest with InvalidHeaderDeserialization, so the file will not load. Rewrite the "
+     "metadata values as strings."},
+    {"ST008", Severity::error, ExitCode::bad_safetensors,
+     "Tensor entry is not an object with exactly dtype, shape and data_offsets",
+     "Each tensor's entry must be an object with exactly the keys dtype, shape and data_offsets, each once; "
+     "shardcheck reports a non-object entry and every missing, unexpected or repeated key. serde in "
+     "safetensors/src/tensor.rs @24b0b28 refuses all of these (a repeated key is a \"duplicate field\") with "
+     "InvalidHeaderDeserialization, so the whole file fails to load. The writer is broken; re-save the "
+     "checkpoint with a safetensors library."},
+    {"ST009", Severity::error, ExitCode::bad_safetensors, "Tensor dtype is not one of the 22 known dtype names",
+     "dtype must be one of the 22 names the reference reader knows (BOOL, U8, F16, BF16, F32, F8_E4M3, F4 "
+     "and so on), spelled exactly, as names are case-sensitive. An unknown name fails deserialization in "
+     "safetensors/src/tensor.rs @24b0b28 (InvalidHeaderDeserialization), and shardcheck cannot size the "
+     "tensor. Fix the name; if the dtype is newer than this reader, a newer safetensors may know it."},
+    {"ST010", Severity::error, ExitCode::bad_safetensors, "Tensor shape is not an array of non-negative integers",
+     "shape must be a JSON array of non-negative integers below 2^64; zero-element and zero-rank (scalar) "
+     "shapes are allowed. Anything else fails deserialization in safetensors/src/tensor.rs @24b0b28 "
+     "(InvalidHeaderDeserialization), and without a shape shardcheck cannot place the parameter in an FSDP "
+     "unit or count its bytes. Re-save the file."},
+    {"ST011", Severity::error, ExitCode::bad_safetensors, "data_offsets is not a pair of non-negative integers",
+     "data_offsets must be [begin, end], two non-negative integers giving the tensor's byte range relative "
+     "to the start of the data region, end being one past the last byte. Any other value fails "
+     "deserialization in safetensors/src/tensor.rs @24b0b28 (InvalidHeaderDeserialization), and the "
+     "tensor's data cannot be located. Re-save the file."},
+    {"ST012", Severity::error, ExitCode::bad_safetensors, "data_offsets ends before it begins",
+     "A tensor's byte range [begin, end] must have end >= begin. The reference reader's Metadata::validate "
+     "(safetensors/src/tensor.rs @24b0b28) rejects a reversed range with InvalidOffset, so the file cannot "
+     "be loaded. The header was corrupted or edited by hand; re-save the file."},
+    {"ST013", Severity::error, ExitCode::bad_safetensors, "Tensor element count or bit size overflows 64 bits",
+     "The product of the shape's dimensions, or that product times the dtype's bit width, does not fit in "
+     "64 bits; shardcheck also rejects a dimension above 2^63-1 in a zero-element shape, which the crate "
+     "accepts but no framework can hold. safetensors/src/tensor.rs @24b0b28 fails with ValidationOverflow. "
+     "Such a shape is corruption rather than a real tensor; re-save the file."},
+    {"ST014", Severity::error, ExitCode::bad_safetensors, "Tensor size is not a whole number of bytes",
+     "Elements times the dtype's bit width must be a multiple of 8: sub-byte dtypes (F4, F6_E2M3, F6_E3M2) "
+     "must pack into whole bytes. safetensors/src/tensor.rs @24b0b28 raises MisalignedSlice otherwise, so "
+     "the file cannot be loaded. Re-export the tensor with a shape whose element count fills whole bytes."},
+    {"ST015", Severity::error, ExitCode::bad_safetensors,
+     "data_offsets span differs from the size the shape and dtype imply",
+     "end - begin must equal elements x bits / 8 for the tensor's dtype and shape; shardcheck shows both "
+     "numbers. safetensors/src/tensor.rs @24b0b28 raises TensorInvalidInfo (\"invalid shape, data type, or "
+     "offset for tensor\"), so loading fails. The header and the data disagree, and byte counts derived from "
+     "either would be wrong; re-save the file."},
+    {"ST016", Severity::error, ExitCode::bad_safetensors, "The same tensor name appears twice in the header",
+     "Tensor names must be unique: the safetensors README @24b0b28 says duplicate keys are disallowed, and "
+     "warns that not all parsers respect this. JSON readers disagree on which entry wins, so two tools can "
+     "load different data under one name; shardcheck keeps the first entry and reports the rest. Rewrite "
+     "the file."},
+    {"ST017", Severity::error, ExitCode::bad_safetensors, "The first tensor does not start at data offset 0",
+     "The data region must be entirely indexed, without holes, which prevents polyglot files (safetensors "
+     "README @24b0b28). Sorted by data_offsets, the first tensor must therefore begin at 0; "
+     "safetensors/src/tensor.rs @24b0b28 (Metadata::validate) raises InvalidOffset otherwise. Leading data "
+     "bytes owned by no tensor mean a corrupted or tampered file; re-save it."},
+    {"ST018", Severity::error, ExitCode::bad_safetensors, "A hole of unowned bytes between two tensors' data",
+     "Sorted by data_offsets, each tensor must begin exactly where the previous one ended; bytes owned by "
+     "no tensor are forbidden by the format (safetensors README @24b0b28: no holes, no polyglot files). "
+     "safetensors/src/tensor.rs @24b0b28 (Metadata::validate) raises InvalidOffset at the first gap, while "
+     "shardcheck reports every one, and only when every entry has usable offsets, since a malformed entry "
+     "might fill the gap. Re-save the file."},
+    {"ST019", Severity::error, ExitCode::bad_safetensors, "Two tensors' data overlap",
+     "Two tensors claim some of the same data bytes. The reference reader rejects this with InvalidOffset "
+     "(safetensors/src/tensor.rs @24b0b28, Metadata::validate, which also catches several tensors placed at "
+     "one offset), so the file cannot be loaded, and a lenient reader would make the tensors alias each "
+     "other's weights. The file is corrupted or crafted; re-save it."},
+    {"ST020", Severity::error, ExitCode::truncated_file, "File is shorter than its header says: a download cut short",
+     "A safetensors file must be exactly 8 + N + (end of the data region) bytes long; this one is shorter, "
+     "and shardcheck says how many bytes are missing (or that the header describes more data than any file "
+     "can hold). safetensors/src/tensor.rs @24b0b28 raises MetadataIncompleteBuffer, so loading the weights "
+     "would fail after the job has started. This is the usual sign of an interrupted download: download the "
+     "file again."},
+    {"ST021", Severity::error, ExitCode::truncated_file, "Bytes after the end of the data region",
+     "The file is longer than 8 + N + (end of the data region): it carries trailing bytes no tensor owns, "
+     "which the format forbids to prevent polyglot files. safetensors/src/tensor.rs @24b0b28 raises "
+     "MetadataIncompleteBuffer for it, as for a short file. The file was corrupted or appended to; download "
+     "or re-save it."},
+    {"ST022", Severity::error, ExitCode::io, "The safetensors file cannot be opened or read",
+     "shardcheck opens each safetensors file and reads its 8-byte length prefix and its header; that failed "
+     "here (no such file, permission denied, not a regular file, or a short read because the file shrank "
+     "while being read). The reference reader reports IoError in the same situation. Check the path and "
+     "permissions, and that no download is still writing the file."},
+
+    // ---- checkpoint index and shards (src/load/checkpoint_index.cpp) ----
+    {"IX001", Severity::error, ExitCode::io, "The model directory is missing, not a directory, or cannot be listed",
+     "shardcheck reads the checkpoint from a model directory: the index and its shards, a single "
+     "model.safetensors, or loose *.safetensors files. The path does not exist, is not a directory, or its "
+     "entries cannot be listed, so nothing about the checkpoint can be checked, and a job pointed at the "
+     "same path would fail to load. Check the path and its permissions."},
+    {"IX002", Severity::error, ExitCode::io, "model.safetensors.index.json exists but cannot be read",
+     "The index file is present but could not be read (permissions, or not a regular file). shardcheck "
+     "still reads every *.safetensors file in the directory, so the shards' own problems are reported in "
+     "the same run, but it cannot check them against the index. Fix the file's permissions or download it "
+     "again."},
+    {"IX003", Severity::error, ExitCode::bad_index, "The index is not valid JSON",
+     "model.safetensors.index.json must be UTF-8 JSON; this one is not. Loaders such as huggingface_hub "
+     "(hf_api.py @ee0a451, get_safetensors_metadata) parse it to learn which shard holds each tensor, so "
+     "loading the checkpoint would fail. shardcheck still checks the shards beside it on their own; "
+     "download the index again or copy it from the original checkpoint."},
+    {"IX004", Severity::error, ExitCode::bad_index, "The index JSON is not an object",
+     "The index must be a JSON object of the form {\"metadata\": {...}, \"weight_map\": {...}}; this one is an "
+     "array, string, number or literal, so no loader can find a weight map in it. shardcheck still checks "
+     "the shards on their own. Copy the index from the original checkpoint, or regenerate it by re-saving "
+     "the model."},
+    {"IX005", Severity::error, ExitCode::bad_index, "weight_map is missing or not an object",
+     "weight_map maps each tensor name to the shard file that holds it, and it is what huggingface_hub "
+     "(hf_api.py @ee0a451, get_safetensors_metadata) reads to find the shards (metadata.total_size is only "
+     "informational). Without it the shards cannot be matched to tensors; shardcheck checks the shards on "
+     "their own. Regenerate the index."},
+    {"IX006", Severity::error, ExitCode::bad_index, "A weight_map value is not a shard file name",
+     "Every weight_map value must be a non-empty string naming a .safetensors file of the model directory. "
+     "A number, null or empty string names no file, so the tensor it lists cannot be loaded from anywhere. "
+     "Fix the entry or regenerate the index by re-saving the model."},
+    {"IX007", Severity::error, ExitCode::bad_index, "A tensor is listed twice in weight_map",
+     "A tensor name appears twice in weight_map, in the same shard or in two different ones. Which listing "
+     "a JSON reader keeps is not defined (shardcheck uses the first), so when the shards differ a loader "
+     "may look for the tensor in the wrong file. Regenerate the index from the shards."},
+    {"IX008", Severity::error, ExitCode::bad_index, "A shard path in the index leads outside the model directory",
+     "Shard paths in weight_map must be relative and free of `..`; an absolute path or one that climbs out "
+     "of the model directory is never opened by shardcheck, nor requested from the Hub. Such an index "
+     "points loaders at files outside the checkpoint. Only the path text is judged: symlinks are followed, "
+     "because the Hugging Face cache is built of them. Fix the index."},
+    {"IX009", Severity::error, ExitCode::bad_index, "A shard named by the index does not exist",
+     "weight_map names a shard file that is not in the model directory, so the download is incomplete. "
+     "Loading the checkpoint would fail on that file after the job has started on every rank, and "
+     "shardcheck cannot check the tensors the index assigns to it. Fetch the missing shard."},
+    {"IX010", Severity::error, ExitCode::bad_index, "A listed tensor is not in the shard the index names",
+     "The index says a tensor is in one shard, but that shard's header does not hold it; shardcheck says "
+     "which shard does, if any. The Hub client trusts the index (huggingface_hub (hf_api.py @ee0a451, "
+     "get_safetensors_metadata) does not check it against the shards), so index-driven loaders would look "
+     "for the tensor in the wrong file. Regenerate the index from the shards, e.g. by re-saving the model."},
+    {"IX011", Severity::error, ExitCode::bad_index, "A listed tensor is also stored in another shard",
+     "The tensor is in the shard the index names and also in another shard, but a tensor must be stored in "
+     "exactly one shard. Which copy a loader uses is unspecified, and the two copies need not be equal. "
+     "Remove the stray copy or re-save the checkpoint."},
+    {"IX012", Severity::error, ExitCode::bad_index, "A shard holds a tensor the index does not list",
+     "A shard's header holds a tensor that weight_map does not list. Loaders driven by the index will never "
+     "load it, so the parameter it was meant to fill may end up missing and randomly initialised. "
+     "Regenerate the index from the shards."},
+    {"IX013", Severity::error, ExitCode::bad_index,
+     "Index metadata is not an object, or total_size is not a byte count",
+     "metadata is free-form for the Hub client (huggingface_hub (hf_api.py @ee0a451, "
+     "get_safetensors_metadata) returns it as it is), but when present it must be an object, and "
+     "metadata.total_size must be a non-negative integer byte count; an integral float such as 1.6e10, "
+     "which some writers emit, is accepted. shardcheck reads only total_size from it. Fix or remove the "
+     "field."},
+    {"IX014", Severity::error, ExitCode::bad_index, "metadata.total_size differs from the shards' data bytes",
+     "When every shard could be read, shardcheck sums the data bytes their headers describe and compares "
+     "the sum with metadata.total_size. A difference usually means a shard was replaced or the index is "
+     "stale, although some writers count total_size differently (for example before deduplicating shared "
+     "tensors). If the shards are right, regenerate the index."},
+    {"IX015", Severity::warning, ExitCode::bad_index, "A shard-named file on disk is not referenced by the index",
+     "A file named like the index's shards (prefix-NNNNN-of-MMMMM.safetensors) sits in the model directory, "
+     "but weight_map never names it. It is probably left over from an earlier save, or the index is stale; "
+     "nothing loads it, so it harms nothing but disk space, hence a warning. Delete it or regenerate the "
+     "index."},
+    {"IX016", Severity::error, ExitCode::bad_index, "Several safetensors files but no index to say how they relate",
+     "The directory holds several *.safetensors files but neither model.safetensors.index.json nor "
+     "model.safetensors, so loaders cannot tell which tensor is where; huggingface_hub (hf_api.py @ee0a451, "
+     "get_safetensors_metadata) looks only for those two files and otherwise reports the repository as not "
+     "a safetensors repo. shardcheck still reads every file. Copy the index file from the original "
+     "checkpoint."},
+
+    // ---- model config.json (src/load/model_config.cpp, src/resolve/module_tree.cpp) ----
+    {"CFG001", Severity::error, ExitCode::bad_model_config, "config.json is not valid JSON",
+     "shardcheck parses config.json to learn the model type and the fields every parameter shape is "
+     "computed from; this file does not parse (the location gives line and column), or holds a value the "
+     "parser refuses, such as a number beyond double range. Without it the model cannot be laid out or "
+     "planned. Fix the JSON or download config.json again."},
+    {"CFG002", Severity::error, ExitCode::bad_model_config, "config.json is not a JSON object",
+     "The top level of config.json must be an object of configuration fields; this one is an array, string, "
+     "number or literal. No model configuration can be read from it, so the model cannot be planned. Check "
+     "that the path points at a model's config.json."},
+    {"CFG003", Severity::error, ExitCode::bad_model_config, "config.json has no string model_type",
+     "Every transformers config.json names its model_type, which selects the architecture and, in "
+     "shardcheck, the registry entry under rules/models/. It is missing, empty or not a string here, so the "
+     "model cannot be identified. Check that this is a model directory and its config.json is complete."},
+    {"CFG004", Severity::error, ExitCode::bad_model_config, "architectures is not a list of class names",
+     "When present and not null, architectures must be a list of strings naming model classes such as "
+     "LlamaForCausalLM; shardcheck uses the first to choose which head class of the registry entry to "
+     "expand. Any other value leaves the class to build unknown. Fix the field or remove it."},
+    {"CFG005", Severity::error, ExitCode::bad_model_config, "torch_dtype or dtype is not a torch dtype name",
+     "The checkpoint dtype field (torch_dtype, written by transformers 4.x; dtype, written by transformers "
+     "5) must name a torch dtype such as \"bfloat16\". shardcheck uses it as the model's parameter dtype, "
+     "which every byte count and FSDP's uniform-dtype checks depend on, so a value it cannot read stops "
+     "planning. Fix the field, or remove it to plan in float32."},
+    {"CFG006", Severity::error, ExitCode::bad_model_config,
+     "config.json lacks a field the model's layout needs, or a size does not evaluate",
+     "shardcheck computes every parameter shape from config.json with the registry's formulas for the "
+     "model_type. A derived field could not be computed (almost always a shape field missing from "
+     "config.json), or a formula gave a negative, overflowing or non-integer size, so the module tree, and "
+     "with it every FSDP unit and byte count, cannot be built. Make config.json give every field the "
+     "model's layout uses."},
+    {"CFG007", Severity::note, ExitCode::ok, "--dequantize was given but config.json has no quantization_config",
+     "--dequantize reproduces from_pretrained with the checkpoint's quantization_config set to dequantize "
+     "(e.g. FineGrainedFP8Config(dequantize=True)); transformers 5.x also dequantises by itself when no GPU "
+     "can run the quantised kernels (quantizers/quantizer_finegrained_fp8.py, validate_environment). This "
+     "config.json has no quantization_config, so the checkpoint is not quantised and the flag changes "
+     "nothing; drop it."},
+
+    // ---- input files (src/load/model_config.cpp, src/load/model_source.cpp) ----
+    {"IO001", Severity::error, ExitCode::io, "config.json cannot be opened",
+     "shardcheck could not open the model's config.json for reading: it is missing, unreadable, or not a "
+     "file. Without it neither the architecture nor any parameter shape is known, so nothing can be "
+     "planned. Check the path and permissions, or download config.json."},
+    {"IO002", Severity::error, ExitCode::io, "The model argument is neither a local path nor a valid Hub model id",
+     "The model argument may be a model directory, a config.json, or a Hub model id (org/name[@revision]). "
+     "Nothing exists at the given path and the text is not a valid model id, so there is nothing to read. "
+     "Give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
+     "such as meta-llama/Meta-Llama-3-8B."},
+    {"IO003", Severity::error, ExitCode::io, "The accelerate config file cannot be read",
+     "lint and check read the accelerate YAML named on the command line (or found where accelerate looks "
+     "for it: $HF_HOME/accelerate, ${XDG_CACHE_HOME:-~/.cache}/huggingface/accelerate). The path does not "
+     "exist, is a directory, or cannot be opened, so nothing was checked; `accelerate launch` would fail "
+     "the same way. Check the path, or run `accelerate config` to write one."},
+
+    // ---- architecture registry (src/resolve/registry.cpp, module_tree.cpp, checkpoint_match.cpp) ----
+    {"REG001", Severity::error, ExitCode::bad_rules, "A file of the architecture registry (rules/models) is malformed",
+     "The architecture registry, rules/models/*.yaml (format in rules/models/README.md), describes the "
+     "module tree transformers builds for each model_type. A file in it does not match that format, or its "
+     "`extends` names an unknown file or forms a cycle; the location gives file, line and column. This is a "
+     "problem of shardcheck's rules, not of the model: fix the file or reinstall the rules."},
+    {"REG002", Severity::error, ExitCode::bad_rules, "The architecture registry directory was not found",
+     "shardcheck expects its architecture registry in the models/ directory of its rules directory; there "
+     "is none, so no model can be laid out. This is an installation problem, not a problem of the model. "
+     "Pass --rules DIR or set SHARDCHECK_RULES to shardcheck's rules/ directory."},
+    {"REG003", Severity::error, ExitCode::bad_rules, "A registry expression failed on this config.json",
+     "Registry entries compute config defaults, derived fields, the no-split module list and activation "
+     "sizes with expressions over config.json's fields; one of them raised an error for this config. That "
+     "is a gap in the registry entry for this model_type rather than a fault of the checkpoint, and the "
+     "model cannot be planned until the entry in rules/models is fixed."},
+    {"REG004", Severity::error, ExitCode::bad_rules, "The registry uses an undeclared class or has a base-class cycle",
+     "While expanding the module tree, the registry named a class that neither the model's rules/models "
+     "file nor the builtins declare, or a class whose base classes form a cycle. That is a bug in the "
+     "registry, not in config.json, and the model cannot be laid out. Fix the rules/models file."},
+    {"REG005", Severity::error, ExitCode::bad_rules, "A checkpoint rule of the registry is invalid",
+     "A model's checkpoint rules (tensor renames, ignore patterns for unexpected tensors, the dequantize "
+     "condition) could not be evaluated for this config, e.g. an unterminated ${ in a pattern or a bad "
+     "regular expression. These rules reproduce how from_pretrained pairs state-dict keys with parameters "
+     "(transformers modeling_utils.py), so without them the checkpoint cannot be matched. Fix the "
+     "rules/models file."},
+    {"REG006", Severity::error, ExitCode::bad_rules,
+     "The accelerate config schema (rules/accelerate/schema.yaml) is malformed",
+     "The linter's knowledge of accelerate's config keys (types, choices, renames, the versions in which "
+     "each key exists) is data in rules/accelerate/schema.yaml. That file is missing, unreadable or does "
+     "not match its format, so no accelerate config can be checked. This is a problem of shardcheck's "
+     "rules, not of the user's config: restore the file or point --rules at a complete rules directory."},
+
+    // ---- architecture selection (src/resolve/build_tree.cpp) ----
+    {"ARCH001", Severity::error, ExitCode::unknown_model, "model_type is not in the architecture registry",
+     "shardcheck lays a model out from its registry entry, rules/models/MODEL_TYPE.yaml. With a checkpoint "
+     "but no entry it warns and guesses module classes from tensor names, with registration order taken "
+     "from the checkpoint, so wrap classes and unit order may differ from what transformers builds. Without "
+     "a checkpoint there is nothing to infer from and it is an error (exit code 11); add a rules/models "
+     "file for the model type."},
+    {"ARCH002", Severity::note, ExitCode::ok, "model_type is not in the registry; its text_config is used instead",
+     "Multimodal wrappers keep the language model in text_config (e.g. gemma3 around gemma3_text). When the "
+     "top-level model_type has no registry entry but text_config's model_type has one, shardcheck plans "
+     "from text_config alone. Parts of the model outside the language model are then not laid out, so check "
+     "that the plan covers what you train."},
+    {"ARCH003", Severity::error, ExitCode::usage, "The requested architecture class is not described by the registry",
+     "A registry entry lists the head classes it can build for its model_type. When config.json's "
+     "architectures names another, shardcheck warns and uses the entry's first class, so the head and its "
+     "parameters may differ from the real model. When --architecture names a class the entry does not list, "
+     "it is a usage error (exit code 2); choose one of the listed classes."},
+
+    // ---- checkpoint matching (src/resolve/checkpoint_match.cpp) ----
+    {"MT001", Severity::warning, ExitCode::model_mismatch, "Checkpoint tensors have no place in the module tree",
+     "shardcheck pairs checkpoint tensors with parameters the way from_pretrained does (transformers "
+     "modeling_utils.py: base_model_prefix added or stripped, _keys_to_ignore_on_load_unexpected, 5.x "
+     "weight conversions). The tensors left over would be dropped on load, and transformers warns \"Some "
+     "weights of the model checkpoint were not used\". It can mean a wrong --transformers-version or "
+     "model_type, in which case the plan describes a different model than the weights; check both."},
+    {"MT002", Severity::error, ExitCode::model_mismatch,
+     "A checkpoint tensor's shape differs from the shape config.json implies",
+     "The tensor's shape in the safetensors header differs from the parameter shape the registry computes "
+     "from config.json for this model_type. The checkpoint and config.json disagree, or the registry is "
+     "wrong for this model; either way the weights cannot be loaded into the model as configured, and FSDP "
+     "unit sizes would be wrong. Check that config.json belongs to these weights."},
+    {"MT003", Severity::error, ExitCode::model_mismatch, "Model parameters are missing from the checkpoint",
+     "Parameters of the module tree (other than tied aliases and buffers) that no checkpoint tensor fills "
+     "would be randomly initialised by from_pretrained, so training would start from partly random weights "
+     "without an error. The download may be incomplete, or config.json describes a different model than the "
+     "weights."},
+    {"MT004", Severity::error, ExitCode::model_mismatch,
+     "Fused checkpoint tensors do not add up to the fused parameter",
+     "In transformers 5.x some parameters gather several checkpoint tensors (an MoE's gate_up_proj [E, 2I, "
+     "H] gathers every experts.<j>.gate_proj.weight and experts.<j>.up_proj.weight). The tensors gathered "
+     "for this parameter hold a different number of elements than its shape, so the weight conversion "
+     "cannot build it. Check --transformers-version and that config.json matches the checkpoint."},
+
+    // ---- shard plan (src/simulate/*.cpp, src/resolve/wrap_classes.cpp, src/pipeline/preflight.cpp) ----
+    {"PLAN001", Severity::error, ExitCode::findings, "An FSDP1 unit's first parameter is an integer tensor",
+     "FSDP1 flattens each unit's parameters into one FlatParameter and refuses integer tensors, checking "
+     "only the first: torch 2.x raises \"ValueError: Cannot flatten integer dtype tensors\" (_flat_param.py, "
+     "FlatParamHandle._validate_tensors_to_flatten), torch 1.13 \"ValueError: Integer parameters are "
+     "unsupported\". The job would fail while wrapping the model, on every rank. Mark such parameters as "
+     "ignored or keep them out of FSDP."},
+    {"PLAN002", Severity::error, ExitCode::findings, "An FSDP1 unit mixes parameter dtypes",
+     "A FlatParameter has one dtype, so every parameter a unit owns must share it: torch 2.x raises "
+     "\"ValueError: Must flatten tensors with uniform dtype\" (_flat_param.py), torch 1.13 \"ValueError: "
+     "`FlatParameter` requires uniform dtype\", while wrapping. FP8 checkpoints hit it because their "
+     "quantised layers hold F8 weights beside F32 block scales. Load the model in one dtype (dequantised "
+     "for FP8, see --dequantize), or wrap the differing parameters in their own unit."},
+    {"PLAN003", Severity::error, ExitCode::findings,
+     "An FSDP1 unit mixes frozen and trainable parameters with use_orig_params=False",
+     "With use_orig_params=False a FlatParameter has a single requires_grad, so FSDP1 refuses a unit that "
+     "mixes frozen and trainable parameters: torch 2.x raises \"ValueError: Must flatten tensors with "
+     "uniform `requires_grad` when `use_orig_params=False`\" (_flat_param.py), torch 1.13 \"ValueError: "
+     "`FlatParameter` requires uniform `requires_grad`\". Set fsdp_use_orig_params: true (torch >= 2.0), or "
+     "wrap frozen and trainable parameters in separate units."},
+    {"PLAN004", Severity::warning, ExitCode::findings,
+     "A tied parameter is flattened or sharded again by a second unit",
+     "When modules sharing a weight (a tied embedding and LM head) fall into different units, FSDP raises "
+     "nothing: FSDP1 with use_orig_params=False flattens the shared parameter again in the outer unit, and "
+     "FSDP2 shards it a second time in the later fully_shard group. Memory and communication are counted "
+     "twice and the tie is silently broken during training. Keep every module that uses a tied weight in "
+     "the same unit, e.g. do not wrap the embedding alone."},
+    {"PLAN005", Severity::error, ExitCode::findings, "FSDP2 would be given a scalar (0-dimensional) parameter",
+     "fully_shard shards every parameter on dim 0, so it refuses 0-d parameters with \"ValueError: "
+     "fully_shard doesn't support scalar parameters\" (torch/distributed/fsdp/_fully_shard/_fsdp_param.py; "
+     "spelled \"salar\" up to about torch 2.6). The job would fail in fully_shard, before training starts. "
+     "Change the parameter to a 1-D tensor with one element, or keep its module out of FSDP."},
+    {"PLAN006", Severity::error, ExitCode::findings, "An FSDP2 group mixes original parameter dtypes",
+     "FSDPParamGroup._init_mp_dtypes (torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py) requires "
+     "one original dtype per fully_shard group and raises \"AssertionError: FSDP expects uniform original "
+     "parameter dtype\" at the first forward, after the model has loaded. Up to torch 2.7 every parameter "
+     "counts; from 2.8 only those that require grad (pytorch PR #154103), so frozen weights may differ. "
+     "Load the model in one dtype (FP8 checkpoints dequantised), or put the differing parameters in their "
+     "own group."},
+    {"PLAN010", Severity::error, ExitCode::findings,
+     "TRANSFORMER_BASED_WRAP has no class to wrap (accelerate before 1.0)",
+     "With TRANSFORMER_BASED_WRAP and no fsdp_transformer_layer_cls_to_wrap, accelerate falls back to the "
+     "model's _no_split_modules, and this model declares none. accelerate before 1.0 then fails while "
+     "wrapping the model: up to 0.33 the fallback is the class list [''] and the error \"Exception: Could "
+     "not find the transformer layer class to wrap in the model.\" (accelerate PR #2530; "
+     "utils/dataclasses.py set_auto_wrap_policy). Set fsdp_transformer_layer_cls_to_wrap to the model's "
+     "block class."},
+    {"PLAN011", Severity::warning, ExitCode::findings, "TRANSFORMER_BASED_WRAP with an empty class list wraps nothing",
+     "From accelerate 1.0, an empty class list (no fsdp_transformer_layer_cls_to_wrap and no "
+     "_no_split_modules on the model) becomes transformer_auto_wrap_policy with an empty set: no error, but "
+     "only the root is wrapped. Every parameter then stays in the root unit and is all-gathered whole on "
+     "every rank for the whole step. Set fsdp_transformer_layer_cls_to_wrap to the model's block class."},
+    {"PLAN012", Severity::error, ExitCode::findings, "A transformer layer class to wrap is not in the model",
+     "accelerate finds each name in fsdp_transformer_layer_cls_to_wrap (or the model's _no_split_modules) "
+     "by exact, case-sensitive class name, without stripping spaces, and raises \"ValueError: Could not find "
+     "the transformer layer class NAME in the model.\" at the first it cannot find (utils/dataclasses.py "
+     "set_auto_wrap_policy for FSDP1, utils/fsdp_utils.py fsdp2_prepare_auto_wrap_policy for FSDP2). "
+     "Typical causes are a space after a comma, a typo, a class of another transformers version, and "
+     "accelerate 0.34.0 iterating _no_split_modules per character (fixed in 0.34.1, #3075); use the block "
+     "class names shardcheck lists."},
+    {"PLAN013", Severity::warning, ExitCode::findings, "A wrap class exists but none of its modules has parameters",
+     "The class named for TRANSFORMER_BASED_WRAP is in the model, but none of its modules holds parameters, "
+     "so each becomes an empty FSDP unit and the parameters stay in the enclosing unit. The job runs, but "
+     "sharding and memory are not what the wrap list suggests. Wrap the model's repeated blocks instead."},
+    {"PLAN014", Severity::warning, ExitCode::findings, "The root unit keeps more than half of the parameters",
+     "More than half of the model's parameters are left in the root FSDP unit (no wrap policy, or one that "
+     "misses the blocks), and those are all-gathered whole on every rank for the whole step, so peak memory "
+     "approaches that of an unsharded model. It is not reported when the shard group is a single rank. Wrap "
+     "the repeated blocks (TRANSFORMER_BASED_WRAP with the model's layer class)."},
+    {"PLAN015", Severity::warning, ExitCode::findings, "Tensor parallelism is not simulated",
+     "With FSDP2 and tp_size above 1, accelerate applies tensor parallelism before fully_shard, so each "
+     "parameter FSDP shards is already a TP slice. shardcheck does not model TP plans and says so rather "
+     "than guess: the shards shown are over the FSDP ranks of whole parameters, and with TP each rank holds "
+     "about 1/tp_size of those elements. Read the per-rank figures with that in mind."},
+    {"PLAN016", Severity::error, ExitCode::findings, "A regular-expression setting does not compile",
+     "The frozen-parameter pattern (--frozen) and fsdp_ignored_modules (or FSDP_IGNORED_MODULES) are "
+     "regular expressions; accelerate matches the latter against module names with re.fullmatch (since "
+     "v1.10.0), so an invalid one is Python's re.error at launch. shardcheck stops before planning. A bad "
+     "value from the config file or the environment exits with code 1; a bad --frozen flag is a usage error "
+     "(exit code 2)."},
+
+    // ---- memory fit (src/pipeline/preflight.cpp) ----
+    {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",
+     "shardcheck adds up, per rank, the sharded parameters, gradients and optimizer states FSDP keeps plus "
+     "the largest unsharded units resident at once (replaying FSDP1's or FSDP2's unshard and reshard "
+     "order), and activations when it can estimate them, and compares the peak with --gpu-memory (default "
+     "80GiB). The transient part is a lower bound that ignores allocator fragmentation, so a plan over the "
+     "limit is expected to run out of GPU memory. Use more GPUs, fsdp_offload_params: true, mixed "
+     "precision, or a larger --gpu-memory if the GPU has it."},
+
+    // ---- Hugging Face Hub model ids (src/load/hub/, see hub_diagnostics.cpp) ----
+    {"HUB001", Severity::error, ExitCode::hub_offline,
+     "The model is not local or cached, and HF_HUB_OFFLINE forbids the network",
+     "A Hub model id is looked up in the Hugging Face cache (HF_HUB_CACHE), then in shardcheck's header "
+     "cache (SHARDCHECK_CACHE), then on the Hub. It is in neither cache and HF_HUB_OFFLINE (or the legacy "
+     "TRANSFORMERS_OFFLINE) is set, so it cannot be read. Run once with network access (headers are then "
+     "cached), or download the model's config.json and *.safetensors.index.json with `hf download`."},
+    {"HUB002", Severity::error, ExitCode::hub_unreachable, "Cannot connect to the Hub (DNS, refused connection, TLS)",
+     "shardcheck reads config.json, the index and each shard's header over HTTP from HF_ENDPOINT, and the "
+     "connection failed before any reply. Machines that cannot reach the Hub also cannot download the model "
+     "at launch. Check the network and HF_ENDPOINT, or set HF_HUB_OFFLINE=1 to use only cached models."},
+    {"HUB003", Severity::error, ExitCode::hub_timeout, "The Hub stopped sending for HF_HUB_DOWNLOAD_TIMEOUT seconds",
+     "A transfer received no data for HF_HUB_DOWNLOAD_TIMEOUT seconds. Unlike 429 and 5xx replies, timeouts "
+     "are not retried: a server that stalls once usually stalls again, and the timeout is the limit the "
+     "user asked for. Raise HF_HUB_DOWNLOAD_TIMEOUT (seconds) for a slow link."},
+    {"HUB004", Severity::error, ExitCode::hub_unauthorized,
+     "HTTP 401: gated, private or unknown repository and no accepted token",
+     "The Hub answered 401. huggingface_hub (utils/_http.py, hf_raise_for_status) reads the X-Error-Code "
+     "header: GatedRepo means a gated model, and without it a 401 also means \"repository not found\", since "
+     "the Hub will not say whether a private repository exists. Check the model id; for a private or gated "
+     "model set HF_TOKEN (or `hf auth login`) and accept the model's conditions."},
+    {"HUB005", Severity::error, ExitCode::hub_forbidden, "HTTP 403: the token has no access to the repository",
+     "The Hub answered 403: a token was sent but may not read this repository, typically because the gated "
+     "model's conditions were not accepted for its account, or a fine-grained token lacks read access to "
+     "the repository. A job using the same token would be refused the weights too. Accept the conditions on "
+     "the model page, or give the token read access."},
+    {"HUB006", Severity::error, ExitCode::hub_not_found, "HTTP 404: the repository, revision or file does not exist",
+     "The Hub answered 404; when present, the X-Error-Code header tells RepoNotFound, RevisionNotFound and "
+     "EntryNotFound apart (huggingface_hub utils/_http.py, hf_raise_for_status). A model id that is neither "
+     "on the Hub nor a local directory also ends here. Check the model id and revision; a local directory "
+     "must exist to be used as one."},
+    {"HUB007", Severity::error, ExitCode::hub_server_error,
+     "HTTP 429 or 5xx on every attempt, or another unexpected status",
+     "Replies of 429 and 5xx are retried as huggingface_hub's http_backoff does (utils/_http.py): up to 5 "
+     "retries, waiting 1, 2, 4, 8 and 8 seconds, or what Retry-After says (capped at 60 s). This code is "
+     "reported when every attempt failed, or for any other status than 200, 206, 401, 403, 404 and "
+     "redirects. The Hub is overloaded or down; retry later."},
+    {"HUB008", Severity::error, ExitCode::hub_bad_response, "A reply that breaks HTTP or the Hub's protocol",
+     "shardcheck fetches only byte ranges of each shard (the length prefix and the header) and checks every "
+     "reply: a 206 without a valid Content-Range, fewer bytes than announced, or a file whose length "
+     "changes between two replies is refused, since it would yield a wrong header and wrong shapes. A proxy "
+     "or mirror (HF_ENDPOINT) may be mangling replies."},
+    {"HUB009", Severity::error, ExitCode::hub_redirects, "A redirect loop or too many redirects",
+     "The Hub redirects file downloads, for instance to a CDN, and shardcheck follows at most 10 redirects "
+     "and stops at a loop. Either means the server or a proxy is misconfigured, and the file cannot be "
+     "read. Check HF_ENDPOINT and any proxy in between."},
+    {"HUB010", Severity::error, ExitCode::hub_cache, "The header cache cannot be written",
+     "Headers read from the Hub are stored as a sparse mirror of the snapshot (config.json, the index, and "
+     "each shard with its real header and length, the data a hole) in shardcheck's header cache, which the "
+     "ordinary directory loader then validates exactly as it validates a download. The cache could not be "
+     "written here, so the model cannot be checked. Set SHARDCHECK_CACHE to a writable directory."},
+    {"HUB011", Severity::warning, ExitCode::hub_cache, "A Hugging Face cache snapshot is a partial download",
+     "The model's snapshot in the Hugging Face cache has config.json but lacks shards its index names, or "
+     "holds no safetensors file at all. shardcheck then reads the headers from the Hub at the same commit "
+     "or, with HF_HUB_OFFLINE set, plans from config.json alone; a job loading from this cache would fail "
+     "on the missing shards. Finish the download (`hf download ORG/NAME`) to check the real checkpoint "
+     "offline."},
+    {"HUB012", Severity::warning, ExitCode::ok, "The Hub repository has no safetensors checkpoint",
+     "The repository has neither model.safetensors.index.json nor model.safetensors at the resolved commit, "
+     "which huggingface_hub (hf_api.py @ee0a451, get_safetensors_metadata) reports as not a safetensors "
+     "repo. Shapes then come from config.json alone, as for a local config-only directory, so the plan is "
+     "not checked against real tensors; a repository with only *.bin weights is planned this way."},
+};
+
+}  // namespace
+
+std::span<const FindingCode> finding_codes() { return kCodes; }
+
+}  // namespace shardcheck
