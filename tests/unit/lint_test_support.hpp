@@ -8,6 +8,7 @@
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/config_doc.hpp"
 #include "shardcheck/lint.hpp"
+#include "test_files.hpp"
 
 namespace lint_test {
 
@@ -34,12 +35,7 @@ inline std::vector<shardcheck::Diagnostic> lint_text(const std::string& text, co
   return sink.items();
 }
 
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using shardcheck::test::read_file;
 
 inline bool has_rule(const std::vector<shardcheck::Diagnostic>& ds, const std::string& rule) {
   for (const auto& d : ds)

@@ -4,25 +4,17 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <regex>
 #include <set>
-#include <sstream>
 #include <string>
 
 #include "shardcheck/finding_codes.hpp"
+#include "test_files.hpp"
 
 namespace fs = std::filesystem;
 using namespace shardcheck;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Codes the sources can report: "PLAN012"-style literals anywhere in src/ (the catalogue itself
 // excluded), and the `//   ST001  ...` rows of the enum-numbered code tables.
@@ -32,7 +24,7 @@ std::set<std::string> codes_in_sources() {
   std::set<std::string> found;
   for (const auto& e : fs::recursive_directory_iterator(fs::path(SHARDCHECK_SOURCE_DIR) / "src")) {
     if (!e.is_regular_file() || e.path().parent_path().filename() == "codes") continue;
-    const std::string text = slurp(e.path());
+    const std::string text = shardcheck::test::read_file(e.path());
     for (std::sregex_iterator it(text.begin(), text.end(), literal), end; it != end; ++it) found.insert((*it)[1]);
     const std::string name = e.path().filename().string();
     if (name == "safetensors.cpp" || name == "checkpoint_index.cpp")

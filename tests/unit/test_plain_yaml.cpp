@@ -16,6 +16,7 @@
 
 #include "load/plain_yaml.hpp"
 #include "yaml_event_log.hpp"
+#include "test_files.hpp"
 
 namespace fs = std::filesystem;
 using shardcheck::detail::plain_yaml_events;
@@ -23,13 +24,6 @@ using shardcheck::test::YamlEventLog;
 using shardcheck::test::yaml_cpp_events;
 
 namespace {
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The fast path's events, or nullopt when it refused.
 std::optional<std::vector<std::string>> plain_events(const std::string& text) {
@@ -82,7 +76,7 @@ TEST_CASE("plain yaml: reads the rules files and the fixtures' configs as yaml-c
       if (e.path().extension() == ".yaml") files.push_back(e.path());
   std::size_t accepted = 0;
   for (const fs::path& f : files) {
-    const std::string text = slurp(f);
+    const std::string text = shardcheck::test::read_file(f);
     INFO(f.string());
     if (const auto fast = plain_events(text)) {
       ++accepted;
@@ -94,11 +88,11 @@ TEST_CASE("plain yaml: reads the rules files and the fixtures' configs as yaml-c
   // The schema, which every lint reads, must take the fast path; so must every registry file, one of
   // which every inspect and plan reads (yaml-cpp took ~1 ms of DeepSeek-V3's load for its anchors
   // and a folded scalar): write the plain form there.
-  CHECK(plain_events(slurp(std::string(SHARDCHECK_SOURCE_DIR) + "/rules/accelerate/schema.yaml")));
+  CHECK(plain_events(shardcheck::test::read_file(std::string(SHARDCHECK_SOURCE_DIR) + "/rules/accelerate/schema.yaml")));
   for (const auto& e : fs::directory_iterator(std::string(SHARDCHECK_SOURCE_DIR) + "/rules/models"))
     if (e.path().extension() == ".yaml") {
       INFO(e.path().string());
-      CHECK(plain_events(slurp(e.path())));
+      CHECK(plain_events(shardcheck::test::read_file(e.path())));
     }
   CHECK(accepted * 10 >= files.size() * 8);
   MESSAGE(accepted << " of " << files.size() << " YAML files read by the fast path");
