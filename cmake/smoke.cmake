@@ -1,7 +1,4 @@
 # `shardcheck smoke` (issue #5). Included at the end of the top-level CMakeLists.txt.
-if(SHARDCHECK_BUILD_FUZZ)
-  return()  # no harness needs the runner; libFuzzer builds stay as small as they were
-endif()
 #
 # shardcheck_smoke: the torch-free part (layouts, patterns, verification, bandwidth math, reports,
 # launcher, --plan reader, --weights reader); always built and unit-tested, so the static tool and
@@ -12,6 +9,11 @@ target_include_directories(shardcheck_smoke PUBLIC src)
 target_link_libraries(shardcheck_smoke PUBLIC shardcheck_core)
 if(TARGET shardcheck_tests)
   target_link_libraries(shardcheck_tests PRIVATE shardcheck_smoke)
+endif()
+if(SHARDCHECK_BUILD_FUZZ)
+  # fuzz_small_inputs reads --plan files; no harness needs the LibTorch runner.
+  target_link_libraries(fuzz_small_inputs PRIVATE shardcheck_smoke)
+  return()
 endif()
 
 # shardcheck-smoke: the runner, only when LibTorch is found (Debian's libtorch-dev: CPU + gloo; or a

@@ -18,6 +18,7 @@ seed_dir() {  # harness name -> directory of seed inputs
     fuzz_plain_yaml) echo fixtures/configs rules ;;
     fuzz_expr) echo fuzz/corpus/expr ;;
     fuzz_hub_text) echo fuzz/corpus/hub_text ;;
+    fuzz_small_inputs) echo fuzz/corpus/small_inputs ;;
     *) echo fuzz/corpus ;;
   esac
 }

@@ -170,11 +170,19 @@ std::vector<EnvVar> parse_env_file(std::string_view text) {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
     while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
     if (line.empty() || line[0] == '#') continue;
-    if (line.rfind("export ", 0) == 0) line.remove_prefix(7);
+    if (line.size() > 6 && line.substr(0, 6) == "export" && (line[6] == ' ' || line[6] == '\t')) {
+      line.remove_prefix(6);
+      while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+    }
     const std::size_t eq = line.find('=');
-    if (eq == std::string_view::npos || eq == 0) continue;
+    // Only NAME=value with a shell identifier as NAME is an assignment (POSIX: letters, digits and
+    // '_', not starting with a digit); anything else would not set a variable, so it is skipped.
+    const std::string_view name = line.substr(0, eq == std::string_view::npos ? 0 : eq);
+    const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+    const auto ident = [&](char c) { return c == '_' || digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z'); };
+    if (name.empty() || digit(name[0]) || !std::all_of(name.begin(), name.end(), ident)) continue;
     EnvVar v;
-    v.name = std::string(line.substr(0, eq));
+    v.name = std::string(name);
     std::string_view value = line.substr(eq + 1);
     if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
       value = value.substr(1, value.size() - 2);

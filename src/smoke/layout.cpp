@@ -67,7 +67,10 @@ bool fsdp1_segments(const ShardUnit& u, UnitLayout& out, std::string& error) {
 // [r*pad0, min(d0, (r+1)*pad0)) and zero rows up to pad0 (_fsdp_param.py `_chunk_with_empty`).
 bool fsdp2_segments(const ShardUnit& u, UnitLayout& out, std::string& error) {
   std::int64_t per_rank = 0;
-  for (const auto& ps : u.shards) per_rank += ps.rows_per_rank * ps.row_numel;
+  for (const auto& ps : u.shards) {
+    per_rank += ps.rows_per_rank * ps.row_numel;  // each term < 2^42 (plan_reader.cpp's bounds)
+    if (per_rank > out.shard_numel) break;        // so the sum cannot overflow either
+  }
   if (per_rank != out.shard_numel) {
     error = fmt::format("unit '{}': parameter chunks add up to {} elements per rank, shard_numel is {}", u.path,
                         per_rank, out.shard_numel);

@@ -25,6 +25,41 @@ T field(const json& obj, const std::string& where, const char* key) {
   }
 }
 
+// Bounds on the numbers of a plan, so that no arithmetic on them can overflow 64 bits: a unit of
+// 2^42 elements (4.4 trillion) is larger than any model's whole parameter count (DeepSeek-V3:
+// 6.7e11), and 2^20 ranks exceed any FSDP job; r * shard (< 2^62) and the per-rank sums stay exact.
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 42;
+constexpr std::int64_t kMaxRanks = std::int64_t{1} << 20;
+
+// `v` (at JSON path `path`) as an integer in [lo, hi]: a float (1e20), a string or a value out of
+// range is refused with its path, before any arithmetic sees it.
+std::int64_t checked_integer(const json& v, const std::string& path, std::int64_t lo, std::int64_t hi) {
+  std::int64_t x = 0;
+  bool ok = false;
+  if (v.is_number_unsigned()) {
+    const std::uint64_t u = v.get<std::uint64_t>();
+    ok = u <= static_cast<std::uint64_t>(hi);
+    x = ok ? static_cast<std::int64_t>(u) : 0;
+  } else if (v.is_number_integer()) {
+    x = v.get<std::int64_t>();
+    ok = x <= hi;
+  }
+  if (!ok || x < lo)
+    throw std::runtime_error(fmt::format("{}: expected an integer from {} to {}, found {}", path, lo, hi,
+                                         v.dump().substr(0, 40)));
+  return x;
+}
+
+std::int64_t integer(const json& obj, const std::string& where, const char* key, std::int64_t lo, std::int64_t hi) {
+  auto it = obj.find(key);
+  if (it == obj.end()) throw std::runtime_error(fmt::format("{}: missing \"{}\"", where, key));
+  return checked_integer(*it, fmt::format("{}.{}", where, key), lo, hi);
+}
+
+std::int64_t count(const json& obj, const std::string& where, const char* key) {
+  return integer(obj, where, key, 0, kMaxElements);
+}
+
 }  // namespace
 
 std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::string& label, std::string& error) {
@@ -40,22 +75,20 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
     if (!doc.is_object()) throw std::runtime_error("the top level is not an object");
     ReadPlan out;
     ShardPlan& p = out.plan;
-    p.world_size = field<int>(doc, "$", "world_size");
-    p.shard_group = doc.contains("shard_group_size") ? field<int>(doc, "$", "shard_group_size") : p.world_size;
-    p.fsdp_version = field<int>(doc, "$", "fsdp_version");
+    p.world_size = static_cast<int>(integer(doc, "$", "world_size", 1, kMaxRanks));
+    p.shard_group = doc.contains("shard_group_size") ? static_cast<int>(integer(doc, "$", "shard_group_size", 1, kMaxRanks))
+                                                     : p.world_size;
+    p.fsdp_version = static_cast<int>(integer(doc, "$", "fsdp_version", 1, 2));
     out.strategy = field<std::string>(doc, "$", "sharding_strategy");
-    if (p.world_size < 1 || (p.fsdp_version != 1 && p.fsdp_version != 2))
-      throw std::runtime_error(fmt::format("$: expected world_size >= 1 and fsdp_version 1 or 2, found {} and {}",
-                                           p.world_size, p.fsdp_version));
     const auto& units = doc.at("units");
     for (std::size_t i = 0; i < units.size(); ++i) {
       const json& u = units[i];
       const std::string where = fmt::format("$.units[{}]", i);
       ShardUnit su;
       su.path = field<std::string>(u, where, "path");
-      su.numel = field<std::int64_t>(u, where, "numel");
-      su.padded_numel = field<std::int64_t>(u, where, "padded_numel");
-      su.shard_numel = field<std::int64_t>(u, where, "shard_numel");
+      su.numel = count(u, where, "numel");
+      su.padded_numel = count(u, where, "padded_numel");
+      su.shard_numel = count(u, where, "shard_numel");
       const auto dtype = parse_dtype(field<std::string>(u, where, "dtype"));
       if (!dtype) throw std::runtime_error(fmt::format("{}.dtype: not a safetensors dtype name", where));
       su.dtype = *dtype;
@@ -69,7 +102,10 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
       }
       su.requires_grad = u.value("requires_grad", true);
       su.params = field<std::vector<std::string>>(u, where, "params");
-      su.param_numels = field<std::vector<std::int64_t>>(u, where, "param_numels");
+      const json& numels = u.contains("param_numels") ? u["param_numels"] : json();
+      if (!numels.is_array()) throw std::runtime_error(fmt::format("{}.param_numels: expected a list of counts", where));
+      for (std::size_t k = 0; k < numels.size(); ++k)
+        su.param_numels.push_back(checked_integer(numels[k], fmt::format("{}.param_numels[{}]", where, k), 0, kMaxElements));
       if (u.contains("layout"))
         for (std::size_t k = 0; k < u["layout"].size(); ++k) {
           const json& s = u["layout"][k];
@@ -77,8 +113,8 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
           FlatSlot slot;
           slot.fqn = field<std::string>(s, w2, "param");
           slot.padding = slot.fqn.empty();
-          slot.offset = field<std::int64_t>(s, w2, "offset");
-          slot.numel = field<std::int64_t>(s, w2, "numel");
+          slot.offset = count(s, w2, "offset");
+          slot.numel = count(s, w2, "numel");
           su.layout.push_back(slot);
         }
       if (u.contains("param_shards"))
@@ -87,8 +123,10 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
           const std::string w2 = fmt::format("{}.param_shards[{}]", where, k);
           ParamShard ps;
           ps.fqn = field<std::string>(s, w2, "param");
-          ps.rows_per_rank = field<std::int64_t>(s, w2, "rows_per_rank");
-          ps.row_numel = field<std::int64_t>(s, w2, "row_numel");
+          ps.rows_per_rank = count(s, w2, "rows_per_rank");
+          ps.row_numel = count(s, w2, "row_numel");
+          if (ps.rows_per_rank > 0 && ps.row_numel > kMaxElements / ps.rows_per_rank)
+            throw std::runtime_error(fmt::format("{}: rows_per_rank x row_numel is above {} elements", w2, kMaxElements));
           su.shards.push_back(ps);
         }
       p.units.push_back(std::move(su));

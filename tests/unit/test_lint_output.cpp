@@ -1,6 +1,7 @@
 // Output formats: text snippets, the JSON contract, SARIF 2.1.0 shape, GitHub annotations.
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -106,4 +107,24 @@ TEST_CASE("rule_doc_uri: a published docs URL only for the linter's own rules") 
     CHECK(rule_doc_uri("flattened-fsdp-config").ends_with("flattened-fsdp-config.md"));
   }
   CHECK(rule_doc_uri("PLAN001").empty());  // no docs/rules page for plan codes
+}
+
+TEST_CASE("env file: NAME=value lines as a shell would assign them, with their line numbers") {
+  const std::string text =
+      "# stale settings\n"
+      "export FSDP_SHARDING_STRATEGY=FULL_SHARD\n"
+      "  export\tACCELERATE_USE_FSDP='true'\r\n"
+      "FSDP_OFFLOAD_PARAMS=\"false\"\n"
+      "\n"
+      "FSDP VERSION=2\n"        // not an identifier: a shell would not assign it
+      "1FSDP=x\n"               // nor this
+      "=no-name\n"
+      "exported_FOO=1\n"        // `export` only as a word of its own
+      "no equals sign\n"
+      "FSDP_EMPTY=";
+  const std::vector<EnvVar> vars = parse_env_file(text);
+  std::vector<std::string> got;
+  for (const EnvVar& v : vars) got.push_back(fmt::format("{}:{}={}", v.line, v.name, v.value));
+  CHECK(got == std::vector<std::string>{"2:FSDP_SHARDING_STRATEGY=FULL_SHARD", "3:ACCELERATE_USE_FSDP=true",
+                                        "4:FSDP_OFFLOAD_PARAMS=false", "9:exported_FOO=1", "11:FSDP_EMPTY="});
 }

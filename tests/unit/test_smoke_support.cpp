@@ -104,7 +104,24 @@ TEST_CASE("smoke plan reader: the plan JSON contract, and errors naming the fiel
   CHECK(p->plan.units[0].layout[0].numel == 5);
   CHECK_FALSE(parse_plan_json(R"({"world_size": 2, "fsdp_version": 1, "sharding_strategy": "X",
       "units": [{"path": "", "numel": "five"}]})", "p.json", error));
-  CHECK(error == "p.json: $.units[0].numel: expected a number or list, found \"five\"");
+  CHECK(error == "p.json: $.units[0].numel: expected an integer from 0 to 4398046511104, found \"five\"");
+  // Numbers that arithmetic on them could overflow, or that are not whole, are refused by path.
+  const auto unit = [](const std::string& numel) {
+    return R"({"world_size": 2, "fsdp_version": 1, "sharding_strategy": "X", "units": [{"path": "", "numel": )" +
+           numel + "}]}";
+  };
+  CHECK_FALSE(parse_plan_json(unit("1e20"), "p.json", error));
+  CHECK(error == "p.json: $.units[0].numel: expected an integer from 0 to 4398046511104, found 1e+20");
+  CHECK_FALSE(parse_plan_json(unit("-1"), "p.json", error));
+  CHECK(error.find("found -1") != std::string::npos);
+  CHECK_FALSE(parse_plan_json(unit("4398046511105"), "p.json", error));  // 2^42 + 1
+  CHECK_FALSE(parse_plan_json(unit("18446744073709551615"), "p.json", error));
+  CHECK_FALSE(parse_plan_json(R"({"world_size": 2000000, "fsdp_version": 1, "sharding_strategy": "X", "units": []})",
+                              "p.json", error));
+  CHECK(error == "p.json: $.world_size: expected an integer from 1 to 1048576, found 2000000");
+  CHECK_FALSE(parse_plan_json(R"({"world_size": 2, "fsdp_version": 1.5, "sharding_strategy": "X", "units": []})",
+                              "p.json", error));
+  CHECK(error == "p.json: $.fsdp_version: expected an integer from 1 to 2, found 1.5");
   CHECK_FALSE(parse_plan_json("{\"world_size\": ", "p.json", error));
   CHECK(error.rfind("p.json: not JSON at byte", 0) == 0);
 }
