@@ -17,9 +17,9 @@ const char* severity_name(Severity s) {
 SourceLocation setting_location(const std::string& source, const std::string& fallback_file, std::string* note) {
   SourceLocation loc;
   // Sources from the accelerate config are "FILE:LINE" (effective_settings.cpp); a file name may
-  // itself hold colons, so only the digits after the last one are the line.
+  // itself hold colons, so only the digits after the last one are the line (at most 9: an int).
   const auto colon = source.rfind(':');
-  const bool file_line = colon != std::string::npos && colon + 1 < source.size() && colon + 11 > source.size() &&
+  const bool file_line = colon != std::string::npos && colon + 1 < source.size() && colon + 10 >= source.size() &&
                          std::all_of(source.begin() + static_cast<std::ptrdiff_t>(colon) + 1, source.end(),
                                      [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
   if (file_line && std::string_view(source).substr(0, colon).ends_with(kFixedConfigSuffix)) {

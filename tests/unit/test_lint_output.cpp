@@ -128,3 +128,21 @@ TEST_CASE("env file: NAME=value lines as a shell would assign them, with their l
   CHECK(got == std::vector<std::string>{"2:FSDP_SHARDING_STRATEGY=FULL_SHARD", "3:ACCELERATE_USE_FSDP=true",
                                         "4:FSDP_OFFLOAD_PARAMS=false", "9:exported_FOO=1", "11:FSDP_EMPTY="});
 }
+
+TEST_CASE("setting_location: a setting's source as the place a finding points at") {
+  std::string note;
+  SourceLocation l = setting_location("cfg.yaml:12", "model/config.json", &note);
+  CHECK((l.file == "cfg.yaml" && l.line == 12 && l.column == 1 && note.empty()));
+  // A file name with a colon: only the digits after the last colon are the line.
+  l = setting_location("c:fg.yaml:7", "model/config.json", &note);
+  CHECK((l.file == "c:fg.yaml" && l.line == 7 && note.empty()));
+  // Lines of shardcheck's fixed text are not lines of the user's file.
+  l = setting_location("cfg.yaml (fixed):3", "model/config.json", &note);
+  CHECK((l.file == "cfg.yaml" && l.line == 0 && note == " (from cfg.yaml (fixed):3)"));
+  // Not a place in a file: the fallback, and the message says where the value came from.
+  for (const std::string source : {"--frozen", "env FSDP_IGNORED_MODULES", "default", "cfg.yaml:", "cfg.yaml:1234567890"}) {
+    note.clear();
+    l = setting_location(source, "model/config.json", &note);
+    CHECK_MESSAGE((l.file == "model/config.json" && l.line == 0 && note == " (from " + source + ")"), source);
+  }
+}
