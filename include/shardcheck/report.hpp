@@ -2,7 +2,9 @@
 // Stage "report": renderers turn results into bytes. They format; they never compute a number
 // (every count they print is a field of the value they are given).
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardcheck/diagnostics.hpp"
@@ -71,6 +73,9 @@ struct SarifRule {
   std::string id, name, short_description, full_description, help_uri;
   Severity level = Severity::error;
 };
+// A lint rule's or a finding code's documentation as SARIF rule metadata (name in PascalCase,
+// "flattened-fsdp-config" -> "FlattenedFsdpConfig"); nullopt for an id neither catalogue has.
+std::optional<SarifRule> catalogued_sarif_rule(std::string_view id);
 std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics, const std::vector<SarifRule>& rules,
                                      const std::string& tool_version, const std::string& uri_base);
 // GitHub Actions workflow commands: `::error file=F,line=L,col=C,title=RULE::message`

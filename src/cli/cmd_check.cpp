@@ -9,7 +9,6 @@
 #include <set>
 
 #include "cli/plan_flags.hpp"
-#include "shardcheck/finding_codes.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
 #include "util/huge_pages.hpp"
@@ -30,23 +29,15 @@ std::vector<SarifRule> sarif_rules_for(const std::vector<Diagnostic>& items) {
   std::set<std::string> seen;
   for (const auto& d : items) {
     if (!seen.insert(d.code).second) continue;
-    SarifRule s;
-    s.id = d.code;
-    s.name = d.code;
-    s.level = d.severity;
-    if (const Rule* r = find_rule(d.code)) {
-      s.short_description = r->summary;
-      s.full_description = r->explanation;
-      s.level = r->severity;
-    } else if (const FindingCode* c = find_finding_code(d.code)) {
-      s.short_description = c->summary;
-      s.full_description = c->explanation;
-      s.level = c->severity;
-    } else {  // not catalogued (a test keeps this from happening): its first message
-      s.short_description = d.message.substr(0, 120);
-      s.full_description = d.message;
+    if (auto s = catalogued_sarif_rule(d.code)) {
+      out.push_back(std::move(*s));
+      continue;
     }
-    s.help_uri = rule_doc_uri(d.code);
+    SarifRule s;  // not catalogued (a test keeps this from happening): its first message
+    s.id = s.name = d.code;
+    s.level = d.severity;
+    s.short_description = d.message.substr(0, 120);
+    s.full_description = d.message;
     out.push_back(std::move(s));
   }
   return out;

@@ -55,21 +55,7 @@ std::optional<std::string> read_text(const std::string& path) {
 
 std::vector<SarifRule> sarif_rules() {
   std::vector<SarifRule> out;
-  for (const Rule* r : all_rules()) {
-    SarifRule s;
-    s.id = r->id;
-    bool upper = true;
-    for (char c : s.id) {
-      if (c == '-') { upper = true; continue; }
-      s.name += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
-      upper = false;
-    }
-    s.short_description = r->summary;
-    s.full_description = r->explanation;
-    s.help_uri = rule_doc_uri(r->id);
-    s.level = r->severity;
-    out.push_back(std::move(s));
-  }
+  for (const Rule* r : all_rules()) out.push_back(*catalogued_sarif_rule(r->id));
   return out;
 }
 

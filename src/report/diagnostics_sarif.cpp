@@ -3,10 +3,12 @@
 // a physicalLocation with a repo-relative uri and region, and partialFingerprints.
 #include <fmt/format.h>
 
+#include <cctype>
 #include <filesystem>
 #include <string_view>
 
 #include "report/json_writer.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
 
@@ -60,6 +62,33 @@ std::string fingerprint(const Diagnostic& d, const std::string& uri) {
 }
 
 }  // namespace
+
+std::optional<SarifRule> catalogued_sarif_rule(std::string_view id) {
+  SarifRule s;
+  s.id = std::string(id);
+  bool upper = true;
+  for (char c : s.id) {
+    if (c == '-') {
+      upper = true;
+      continue;
+    }
+    s.name += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  if (const Rule* r = find_rule(id)) {
+    s.short_description = r->summary;
+    s.full_description = r->explanation;
+    s.level = r->severity;
+  } else if (const FindingCode* c = find_finding_code(id)) {
+    s.short_description = c->summary;
+    s.full_description = c->explanation;
+    s.level = c->severity;
+  } else {
+    return std::nullopt;
+  }
+  s.help_uri = rule_doc_uri(id);
+  return s;
+}
 
 std::string rule_doc_uri(std::string_view rule_id) {
   const std::string_view base = SHARDCHECK_DOCS_URL;
