@@ -85,6 +85,10 @@ struct ArchSpec {
   std::string base_model_prefix;
   std::string base_model_class;      // class of the `base_model_prefix` child (for checkpoints without head)
   std::optional<Expr> no_split_modules;   // evaluates to a list of class names
+  // The config class's attribute_map (alias -> stored name, e.g. qwen3_moe num_experts ->
+  // num_local_experts): config.json may hold either name depending on the transformers release that
+  // wrote it, and transformers reads both as one attribute.
+  std::vector<std::pair<std::string, std::string>> attribute_map;
   std::vector<NamedExpr> defaults;   // config class defaults for absent keys
   std::vector<NamedExpr> derived;    // computed fields, in order (may use earlier ones)
   std::vector<TiedWeight> tied_weights;   // applied when tie_word_embeddings is true

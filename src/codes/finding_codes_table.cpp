@@ -415,6 +415,43 @@ constexpr FindingCode kCodes[] = {
      "v1.10.0), so an invalid one is Python's re.error at launch. shardcheck stops before planning. A bad "
      "value from the config file or the environment exits with code 1; a bad --frozen flag is a usage error "
      "(exit code 2)."},
+    {"PLAN017", Severity::error, ExitCode::findings, "fully_shard would be called on a ModuleList or ModuleDict",
+     "fully_shard refuses nn.ModuleList and nn.ModuleDict containers that keep nn.Module.forward: "
+     "\"ValueError: fully_shard does not support containers that do not implement forward\" "
+     "(torch/distributed/fsdp/_fully_shard/_fsdp_init.py _validate_module, torch 2.14.1). Under FSDP2, "
+     "accelerate's SIZE_BASED_WRAP calls fully_shard on every module whose whole subtree has more than "
+     "min_num_params parameters (accelerate 1.14 fsdp_utils.py fsdp2_prepare_auto_wrap_policy), and the "
+     "ModuleList holding the decoder layers always has more than any one layer, so the job stops in "
+     "accelerator.prepare. Use TRANSFORMER_BASED_WRAP with FSDP2. Checked against real torch 2.14.1 and "
+     "accelerate 1.14.0 (fixtures/oracle2)."},
+    {"PLAN018", Severity::error, ExitCode::findings, "fully_shard would be called on a module another group already sharded",
+     "fully_shard(m) skips only submodules that are themselves FSDPModules; a module that an earlier call "
+     "manages without having been passed to it holds DTensor parameters, and sharding those again over the "
+     "data-parallel mesh raises \"RuntimeError: Cannot concatenate overlapping meshes\" "
+     "(torch/distributed/device_mesh.py, torch 2.14.1). accelerate 1.14's fsdp2_prepare_model checks only "
+     "isinstance(module, FSDPModule) before it shards the input embeddings and the [final norm, head] "
+     "tail, so a size policy that wraps a module above them (the base model) ends here. Checked against "
+     "real torch 2.14.1 and accelerate 1.14.0 (fixtures/oracle2)."},
+    {"PLAN019", Severity::error, ExitCode::findings, "A tied parameter is held by two fully_shard groups (torch 2.12+)",
+     "From torch 2.12 FSDP2 checks at the root's lazy init, i.e. the first forward, that no original "
+     "parameter belongs to two fully_shard groups: \"ValueError: Parameter '...' is shared with a parameter "
+     "already managed by another FSDP group\" (torch/distributed/fsdp/_fully_shard/_fsdp_state.py "
+     "_validate_no_duplicate_params). accelerate 1.14's fsdp2_prepare_model groups a tied embedding with the "
+     "final norm and leaves the LM head, which holds the same Parameter, to the root group, so every model "
+     "with tie_word_embeddings (Llama 3.2 1B/3B, Qwen2.5 0.5B-3B, Gemma, GPT-2) fails there. FSDP1 with "
+     "TRANSFORMER_BASED_WRAP leaves both in the root unit and works; so does untying the head before "
+     "accelerator.prepare. Before torch 2.12 the parameter was silently sharded twice (PLAN004). Checked "
+     "against real torch 2.14.1 and accelerate 1.14.0 (fixtures/oracle2)."},
+    {"PLAN020", Severity::error, ExitCode::findings,
+     "FSDP1 use_orig_params=True: a tied weight is used by a module outside the unit that holds it",
+     "With use_orig_params=True every original parameter stays registered as a view into its unit's flat "
+     "parameter (torch/distributed/fsdp/_flat_param.py), including a tied alias on a module of another unit. "
+     "When the owning unit is not the root and frees its unsharded parameter after its forward (FULL_SHARD, "
+     "HYBRID_SHARD), the other module later runs on the rank's 1-D shard: real torch 2.14.1 raises "
+     "\"RuntimeError: size mismatch, got input (5), mat (5x20), vec (148)\" in the tied LM head at the first "
+     "forward (fixtures/oracle2). This happens when a size policy gives the embedding (or the head) a unit of "
+     "its own. Keep the tied modules in one unit (TRANSFORMER_BASED_WRAP leaves both in the root) or use "
+     "use_orig_params=False, where the head's unit flattens its own copy instead (PLAN004)."},
 
     // ---- memory fit (src/pipeline/preflight.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",

@@ -274,6 +274,12 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       sink.report(std::move(d));
     }
   }
+  // PretrainedConfig.__getattribute__/__setattr__ (transformers configuration_utils.py): an
+  // attribute_map alias and its stored name are one attribute, whichever one config.json spells.
+  for (const auto& [alias, stored] : arch.attribute_map) {
+    if (globals.has_own(stored) && !globals.has_own(alias)) globals.set(alias, *globals.find(stored));
+    else if (globals.has_own(alias) && !globals.has_own(stored)) globals.set(stored, *globals.find(alias));
+  }
   try {
     for (const auto& d : arch.defaults)
       // Only an absent key takes the config class default: an explicit null in config.json is

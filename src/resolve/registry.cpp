@@ -406,6 +406,8 @@ class Reader {
     }
     if (const Node* config = optional_map(root.get("config"), "config")) {
       a.defaults = literals(config->get("defaults"), "config.defaults");
+      if (const Node* am = optional_map(config->get("attribute_map"), "config.attribute_map"))
+        for (const auto& [k, v] : am->entries) a.attribute_map.emplace_back(key(*k), str(v, "config.attribute_map"));
       a.derived = named_exprs(config->get("derived"), "config.derived");
     }
     if (const Node* act = root.get("activations")) {

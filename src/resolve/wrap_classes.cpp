@@ -112,11 +112,28 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
     if (s.wrap_classes.source.find("per character") != std::string::npos)
       help = "accelerate 0.34.0 iterates the characters of _no_split_modules (fixed in 0.34.1): set "
              "fsdp_transformer_layer_cls_to_wrap explicitly or upgrade. " + help;
-    const std::string message = acc < Version{0, 34, 0}
-                                    ? "Exception: Could not find the transformer layer class to wrap in the model."
-                                    : fmt::format("ValueError: Could not find the transformer layer class {} in the "
-                                                  "model.",
-                                                  name);
+    std::string message = acc < Version{0, 34, 0}
+                              ? "Exception: Could not find the transformer layer class to wrap in the model."
+                              : fmt::format("ValueError: Could not find the transformer layer class {} in the "
+                                            "model.",
+                                            name);
+    // transformers 5.x keeps _no_split_modules as a set (modeling_utils.py PreTrainedModel.post_init), and
+    // accelerate iterates list(set): with several missing classes, which one is named depends on Python's
+    // string hashing (PYTHONHASHSEED), on each rank.
+    std::vector<std::string> missing;
+    for (const auto& other : s.wrap_classes.value)
+      if (!present.count(other)) missing.push_back(other);
+    if (missing.size() > 1 && s.wrap_classes.source == "model _no_split_modules" &&
+        tree.transformers >= Version{5, 0, 0})
+      message += fmt::format(" (_no_split_modules is a set in transformers 5.x, so the class named may be any of: {})",
+                             join(missing));
+    if (s.wrap_classes.source == "model _no_split_modules") {
+      std::string blocks;  // accelerate splits the setting on ',' without stripping spaces
+      for (const auto& b : block_classes(tree)) blocks += (blocks.empty() ? "" : ",") + b;
+      help = fmt::format("this model's _no_split_modules names classes it does not contain; set "
+                         "fsdp_transformer_layer_cls_to_wrap: {}. ",
+                         blocks) + help;
+    }
     sink.report(diag("PLAN012", Severity::error, s.wrap_classes.source, tree, message, help));
     break;  // accelerate raises on the first class it cannot find
   }

@@ -153,6 +153,58 @@ class Fsdp1Wrapper {
   }
 };
 
+// use_orig_params=True keeps every original parameter registered as a view into its unit's flat
+// parameter (torch/distributed/fsdp/_flat_param.py _use_sharded_views / _use_unsharded_views). A tied
+// parameter flattened by one unit but also registered on a module of another unit is replaced there
+// by the same view; when the owning unit frees its unsharded flat parameter after its forward
+// (FULL_SHARD, HYBRID_SHARD; never the root, _runtime_utils.py _should_free_in_backward /
+// _reshard), that other module later runs on the rank's 1-D shard. Real torch 2.14.1 raises
+// "RuntimeError: size mismatch, got input (5), mat (5x20), vec (148)" in the tied LM head's F.linear
+// at the first forward (fixtures/oracle2/*-size300-orig-*). With use_orig_params=False the outer unit
+// flattens the parameter again instead (PLAN004).
+void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, const ParamTable& params,
+                      const std::vector<int>& unit_modules, const std::unordered_map<int, int>& holder,
+                      DiagnosticSink& sink) {
+  if (!s.use_orig_params.value || plan.shard_group < 2) return;
+  if (plan.strategy != ShardingStrategy::full_shard && plan.strategy != ShardingStrategy::hybrid_shard) return;
+  std::vector<int> unit_at(tree.modules.size(), -1);
+  for (std::size_t u = 0; u < unit_modules.size(); ++u) unit_at[static_cast<std::size_t>(unit_modules[u])] = static_cast<int>(u);
+  auto managing_unit = [&](int m) {
+    while (m >= 0 && unit_at[static_cast<std::size_t>(m)] < 0) m = tree.modules[static_cast<std::size_t>(m)].parent;
+    return m < 0 ? -1 : unit_at[static_cast<std::size_t>(m)];
+  };
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const ParamEntry& p = params[static_cast<int>(i)];
+    if (p.ignored || p.storage == static_cast<int>(i)) continue;  // only a tied alias can sit elsewhere
+    const auto owner = holder.find(p.storage);
+    if (owner == holder.end()) continue;
+    const int owner_module = unit_modules[static_cast<std::size_t>(owner->second)];
+    const int user = managing_unit(p.module);
+    if (owner_module == 0 || user == owner->second) continue;  // the root never frees after forward
+    const ParamEntry& target = params[p.storage];
+    std::int64_t shard = 0;
+    for (const auto& u : plan.units)
+      if (u.module == owner_module) shard = u.shard_numel;
+    const Module& mod = tree.modules[static_cast<std::size_t>(p.module)];
+    const std::string& owner_path = tree.modules[static_cast<std::size_t>(owner_module)].path;
+    Diagnostic d;
+    d.code = "PLAN020";
+    d.location = model_location(tree, mod.path);
+    d.message = fmt::format(
+        "RuntimeError: size mismatch, got input (tokens), mat (tokens x {}), vec ({}) at the first forward: '{}' uses "
+        "'{}', the tied parameter '{}' that unit '{}' flattened; with use_orig_params=True that unit frees its "
+        "unsharded parameter after its forward, so '{}' runs on the rank's shard view",
+        target.shape.size() > 1 ? target.shape.back() : target.numel, shard, mod.path, p.fqn, target.fqn, owner_path,
+        mod.path);
+    d.help = fmt::format("keep '{}' and '{}' in one unit: TRANSFORMER_BASED_WRAP leaves a tied embedding and head in the "
+                         "root unit; or use_orig_params: false (the head then gets its own flattened copy, PLAN004)",
+                         owner_path, mod.path);
+    d.exit_code = ExitCode::findings;
+    sink.report(std::move(d));
+    return;  // torch stops at the first one
+  }
+}
+
 }  // namespace
 
 ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
@@ -182,6 +234,7 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
     plan.units.push_back(std::move(unit));
   }
   unit_diagnostics.flush(sink);
+  check_tied_views(tree, s, plan, params, modules, holder, sink);
   plan.ignored = ignored_params(params);
   return plan;
 }

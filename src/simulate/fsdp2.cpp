@@ -24,7 +24,12 @@ struct Group {
 class Fsdp2Planner {
  public:
   Fsdp2Planner(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params)
-      : tree_(tree), s_(s), params_(params), has_state_(tree.modules.size(), false) {}
+      : tree_(tree), s_(s), params_(params), has_state_(tree.modules.size(), false),
+        managing_group_(tree.modules.size(), -1) {}
+
+  // The first error torch raises inside a fully_shard call; the caller stops there, so no later
+  // call is simulated.
+  const std::optional<Diagnostic>& wrap_error() const { return wrap_error_; }
 
   std::vector<std::pair<Group, std::vector<int>>> run() {
     switch (s_.fsdp2_caller.value) {
@@ -170,9 +175,14 @@ class Fsdp2Planner {
   const ModuleTree& tree_;
   const FsdpSettings& s_;
   const ParamTable& params_;
+  // has_state_: the module was passed to fully_shard, so it is an FSDPModule with an FSDP state
+  // (what accelerate's isinstance(m, FSDPModule) and torch's _get_module_fsdp_state see).
+  // managing_group_: the group whose fully_shard call manages the module (its parameters are
+  // DTensors from then on), -1 for none. Only the first marks a subtree off for later calls.
   std::vector<bool> has_state_;
-  std::unordered_set<int> sharded_storage_;
+  std::vector<int> managing_group_;
   std::vector<std::pair<Group, std::vector<int>>> groups_;
+  std::optional<Diagnostic> wrap_error_;
 
   int find(const std::string& path) const {
     if (path.empty()) return -1;
@@ -222,18 +232,30 @@ class Fsdp2Planner {
     return s_.policy.value == WrapPolicyKind::size && subtree_numel(m) > s_.min_num_params.value;
   }
 
-  // fully_shard(roots): managed modules = post-order DFS from each root, skipping subtrees that
-  // already have an FSDP state; parameters per module in registration order, deduplicated.
+  // fully_shard(roots) (torch/distributed/fsdp/_fully_shard/_fully_shard.py, _fsdp_init.py
+  // _get_managed_modules / _get_managed_states, torch 2.14.1): managed modules = post-order DFS from
+  // each root that does not enter a module already holding an FSDP state; parameters per module in
+  // registration order, deduplicated. After the first error torch raises, nothing more happens.
   void shard(const std::vector<int>& roots, std::optional<bool> raf, bool is_root) {
+    if (wrap_error_) return;
+    for (int r : roots)
+      if (is_container(r)) return container_error(r);
     std::vector<int> managed;
     for (int r : roots) collect(r, managed, true);
+    // A module some earlier call manages (without being passed to it) holds DTensor parameters
+    // already; fully_shard on it again tries to shard a DTensor over a second mesh.
+    for (int m : managed)
+      if (managing_group_[m] >= 0 && !params_.by_module(m).empty()) return overlap_error(roots.front(), m);
     std::vector<int> owned;
     std::unordered_set<int> seen;
     for (int m : managed)
       for (int pidx : params_.by_module(m))
         // accelerate passes the ignored modules' parameters as fully_shard(ignored_params=...).
         if (!params_[pidx].ignored && seen.insert(params_[pidx].storage).second) owned.push_back(pidx);
-    for (int m : managed) has_state_[m] = true;
+    const int gi = static_cast<int>(groups_.size());
+    for (int m : managed)
+      if (managing_group_[m] < 0) managing_group_[m] = gi;
+    for (int r : roots) has_state_[r] = true;
     Group g;
     g.roots = roots;
     g.reshard_after_forward = raf;
@@ -245,6 +267,60 @@ class Fsdp2Planner {
     if (!top && has_state_[m]) return;
     for (int c : tree_.modules[m].children) collect(c, out, false);
     out.push_back(m);
+  }
+
+  // _fsdp_init.py _validate_module: nn.ModuleList / nn.ModuleDict whose class keeps
+  // nn.Module.forward (the registry's containers never define one).
+  bool is_container(int m) const {
+    return tree_.is_instance(tree_.modules[m], "ModuleList") || tree_.is_instance(tree_.modules[m], "ModuleDict");
+  }
+
+  std::string who_calls(int m) const {
+    if (s_.fsdp2_caller.value != Fsdp2Caller::accelerate) return "fully_shard";
+    if (m == find(tree_.input_embeddings) || m == find(tree_.output_embeddings) || m == final_norm())
+      return "accelerate's fsdp2_prepare_model (v1.14+ carves the embeddings and the final norm into their own "
+             "groups)";
+    if (s_.policy.value == WrapPolicyKind::size)
+      return fmt::format("accelerate's SIZE_BASED_WRAP (fully_shard on every module with more than {} parameters, "
+                         "containers included)",
+                         s_.min_num_params.value);
+    return "accelerate's auto-wrap policy";
+  }
+
+  void container_error(int m) {
+    const Module& mod = tree_.modules[m];
+    Diagnostic d;
+    d.code = "PLAN017";
+    d.location = model_location(tree_, mod.path);
+    d.message = fmt::format("ValueError: fully_shard does not support containers that do not implement forward: {}(...) "
+                            "at '{}', which {} passes to fully_shard",
+                            mod.cls, mod.path, who_calls(m));
+    d.help = s_.policy.value == WrapPolicyKind::size
+                 ? "under FSDP2 accelerate's size policy also selects the ModuleList holding the layers; use "
+                   "fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP (the decoder layer classes) instead"
+                 : "wrap the modules inside the container, not the container itself";
+    d.exit_code = ExitCode::findings;
+    wrap_error_ = std::move(d);
+  }
+
+  void overlap_error(int root, int managed) {
+    const Module& mod = tree_.modules[root];
+    const int owner = managing_group_[managed];
+    const std::string& owner_path = tree_.modules[groups_[static_cast<std::size_t>(owner)].first.roots.front()].path;
+    Diagnostic d;
+    d.code = "PLAN018";
+    d.location = model_location(tree_, mod.path);
+    d.message = fmt::format("RuntimeError: Cannot concatenate overlapping meshes: {} calls fully_shard on '{}', "
+                            "whose parameters the earlier fully_shard group of '{}' already sharded (it is managed "
+                            "by that group without being an FSDPModule itself)",
+                            who_calls(root), mod.path, owner_path.empty() ? "<root>" : owner_path);
+    d.help = s_.policy.value == WrapPolicyKind::size
+                 ? "accelerate checks only isinstance(module, FSDPModule) before sharding the embeddings and the "
+                   "final norm; use fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP so that the size policy does "
+                   "not wrap a module above them"
+                 : "do not wrap a module that contains the input embeddings or the final norm";
+    d.exit_code = ExitCode::findings;
+    wrap_error_ = std::move(d);
   }
 };
 
@@ -286,6 +362,49 @@ void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const st
   sink.report(std::move(d));
 }
 
+// FSDPState._validate_no_duplicate_params (torch/distributed/fsdp/_fully_shard/_fsdp_state.py, read in
+// 2.14.1; users report it from 2.12): at the root's lazy init, i.e. the first forward, the states are
+// visited in root.named_modules() order (the root first, a group at the first of its modules) and each
+// group's parameters in order; an original parameter met a second time raises.
+bool validates_duplicates(const FsdpSettings& s) { return s.torch_version.value >= Version{2, 12, 0}; }
+
+void check_no_duplicate_params(const ModuleTree& tree, const std::vector<std::pair<Group, std::vector<int>>>& groups,
+                               const ParamTable& params, DiagnosticSink& sink) {
+  std::vector<std::size_t> order(groups.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto first_module = [&](std::size_t g) {
+    return *std::min_element(groups[g].first.roots.begin(), groups[g].first.roots.end());
+  };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return first_module(a) < first_module(b); });
+  std::unordered_map<int, std::size_t> first_group;
+  for (std::size_t gi : order)
+    for (int pidx : groups[gi].second) {
+      const ParamEntry& p = params[pidx];
+      auto [it, fresh] = first_group.emplace(p.storage, gi);
+      if (fresh) continue;
+      auto paths = [&](std::size_t g) {
+        std::string out;
+        for (int r : groups[g].first.roots) out += (out.empty() ? "" : ", ") + tree.modules[r].path;
+        return out.empty() ? std::string("<root>") : out;
+      };
+      Diagnostic d;
+      d.code = "PLAN019";
+      d.location = model_location(tree, p.fqn);
+      d.message = fmt::format("ValueError: Parameter '{}' is shared with a parameter already managed by another FSDP "
+                              "group. For shared/tied parameters, use fully_shard([module_a, module_b]) to place them "
+                              "in the same FSDP group. (raised at the first forward: the group of [{}] and the group of "
+                              "[{}] both hold it)",
+                              p.fqn, paths(it->second), paths(gi));
+      d.help = "a tied embedding and LM head must share one fully_shard group, which accelerate 1.14's "
+               "fsdp2_prepare_model does not do (it groups [final norm, embedding] and leaves the head to the root): "
+               "train with fsdp_version: 1 (TRANSFORMER_BASED_WRAP leaves both in the root unit), or untie the head "
+               "before accelerator.prepare (model.lm_head.weight = nn.Parameter(model.lm_head.weight.clone()))";
+      d.exit_code = ExitCode::findings;
+      sink.report(std::move(d));
+      return;
+    }
+}
+
 }  // namespace
 
 ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
@@ -293,6 +412,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
   const ParamTable params(tree, s);
   Fsdp2Planner planner(tree, s, params);
   auto groups = planner.run();
+  if (planner.wrap_error()) sink.report(*planner.wrap_error());
   const int w = plan.shard_group;
 
   // A parameter owned by two groups (a tie split across groups) is sharded twice.
@@ -357,11 +477,13 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
     }
     unit.padded_numel = unit.shard_numel * w;
     check_uniform_dtype(tree, unit, owned, params, s, scratch);
-    if (!unit.duplicated.empty()) report_duplicated_tie(tree, unit, s, scratch);
+    // From torch 2.12 a tie split across groups is an error at lazy init (below), not a silent copy.
+    if (!unit.duplicated.empty() && !validates_duplicates(s)) report_duplicated_tie(tree, unit, s, scratch);
     unit_diagnostics.add_all(unit.path, scratch);
     plan.units.push_back(std::move(unit));
   }
   unit_diagnostics.flush(sink);
+  if (!planner.wrap_error() && validates_duplicates(s)) check_no_duplicate_params(tree, groups, params, sink);
   plan.ignored = ignored_params(params);
   return plan;
 }

@@ -207,7 +207,10 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
       grads += bytes(u.shard_numel, p);
       std::int64_t opt_numel = u.shard_numel;
       if (plan.fsdp_version == 2) opt_numel = real_rows_numel(u, r);
-      else if (orig && plan.strategy != ShardingStrategy::no_shard) opt_numel = real_in_rank(u, r);
+      // use_orig_params=True: the optimizer gets the original parameters, so its states cover their
+      // elements on this rank and none of the alignment or world-size padding; NO_SHARD (also a shard
+      // group of one) keeps every original whole (torch 2.14.1 oracle, *-noshard-orig-*).
+      else if (orig) opt_numel = plan.strategy == ShardingStrategy::no_shard ? u.numel : real_in_rank(u, r);
       optim += static_cast<std::uint64_t>(opts.optimizer_states) * bytes(opt_numel, p);
     }
     if (offload) {

@@ -1,0 +1,585 @@
+#!/usr/bin/python3
+"""torch 2.x oracle: what REAL torch 2.x FSDP1 and FSDP2 (through real accelerate) build, step and raise.
+
+Dev-time tool; CI never needs torch. It runs inside the Debian unstable chroot made by
+scripts/oracle2_setup.sh (Debian's python3-torch 2.x, python3-transformers 5.x, python3-accelerate
+1.x) and writes what shardcheck's simulator must reproduce to fixtures/oracle2/:
+
+  scripts/oracle2_setup.sh                                   # once per machine (about 10 min)
+  scripts/oracle2_run.sh python3 scripts/torch2_oracle.py    # models + every case
+  scripts/oracle2_run.sh python3 scripts/torch2_oracle.py --only 'llama*' --list
+
+What it does
+  * Models (fixtures/oracle2/models/<name>/): each architecture built by transformers itself from a
+    tiny config with odd sizes (`AutoModelForCausalLM.from_config`), every parameter filled with
+    distinct values, saved with `save_pretrained` (config.json + model.safetensors, float32).
+  * Cases: each loads its model with `from_pretrained(dir, dtype=float32)` in W fresh processes
+    (forked from this one after the imports; gloo over a FileStore, CPU) and prepares it as the
+    job would:
+      - FSDP1: accelerate's FullyShardedDataParallelPlugin(fsdp_version=1).set_auto_wrap_policy
+        and the FSDP(...) keyword arguments of Accelerator.prepare_model (accelerate 1.14
+        accelerator.py), with device_id=cpu;
+      - FSDP2: accelerate's own accelerate.utils.fsdp_utils.fsdp2_prepare_model with a stand-in
+        for the Accelerator carrying a real plugin and a real
+        ParallelismConfig(...).build_device_mesh("cpu") (the Accelerator never picks FSDP on CPU).
+    then lazy init, and for float32 cases one forward (input_ids 1 x 5, labels = input_ids),
+    backward and torch.optim.AdamW step. Recorded per rank and merged: the units (FSDP1) or
+    fully_shard groups (FSDP2) with their parameters, numels, padding and per-rank shards; the
+    bytes of the parameters', gradients' and optimizer states' storages after the step; or the
+    exception (type, message, stage: load, wrap, lazy_init, step).
+  * Every case runs in fresh processes, so one case's failure (or a hang: killed after --timeout
+    seconds and recorded as such) cannot disturb another.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import multiprocessing as mp
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+import types
+import warnings
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(REPO, "fixtures", "oracle2")
+
+warnings.filterwarnings("ignore")
+os.environ.setdefault("USE_LIBUV", "0")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import transformers  # noqa: E402
+import accelerate  # noqa: E402
+from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+
+# --------------------------------------------------------------------------------------------
+# Models: tiny, odd sizes (so that padding shows), built and saved by transformers itself.
+# --------------------------------------------------------------------------------------------
+
+# Shared tiny dimensions: vocab 37 and hidden 20 give rows that divide by none of W = 3..8.
+# Two heads of 10 (rotary embeddings need an even head_dim), one key/value head.
+BASE = dict(vocab_size=37, hidden_size=20, intermediate_size=52, num_hidden_layers=2,
+            num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64)
+
+MODELS = {
+    # name: (model_type, config kwargs)
+    "llama": ("llama", dict(BASE, tie_word_embeddings=False)),
+    "llama_tied": ("llama", dict(BASE, tie_word_embeddings=True)),
+    "mistral": ("mistral", dict(BASE, tie_word_embeddings=False)),
+    "qwen2": ("qwen2", dict(BASE, tie_word_embeddings=False)),
+    "qwen2_tied": ("qwen2", dict(BASE, tie_word_embeddings=True)),
+    "qwen3": ("qwen3", dict(BASE, head_dim=6, tie_word_embeddings=False)),
+    "olmo2": ("olmo2", dict(BASE, tie_word_embeddings=False)),
+    "granite": ("granite", dict(BASE, tie_word_embeddings=False)),
+    "gemma": ("gemma", dict(BASE, head_dim=6)),
+    "gemma2": ("gemma2", dict(BASE, head_dim=6)),
+    "gemma3_text": ("gemma3_text", dict(BASE, head_dim=6, sliding_window=8)),
+    "phi3": ("phi3", dict(BASE, pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=False)),
+    "phi": ("phi", dict(BASE, partial_rotary_factor=0.4, tie_word_embeddings=False)),
+    "starcoder2": ("starcoder2", dict(BASE, tie_word_embeddings=False)),
+    "gpt_neox": ("gpt_neox", dict(BASE, tie_word_embeddings=False)),
+    "falcon": ("falcon", dict(vocab_size=37, hidden_size=20, num_hidden_layers=2, num_attention_heads=2,
+                              num_kv_heads=1, new_decoder_architecture=True, tie_word_embeddings=False)),
+    "gpt2": ("gpt2", dict(vocab_size=37, n_embd=20, n_layer=2, n_head=4, n_positions=64)),
+    "mixtral": ("mixtral", dict(BASE, intermediate_size=14, num_local_experts=3, num_experts_per_tok=2,
+                                tie_word_embeddings=False)),
+    "qwen2_moe": ("qwen2_moe", dict(BASE, moe_intermediate_size=14, shared_expert_intermediate_size=18,
+                                    num_experts=3, num_experts_per_tok=2, tie_word_embeddings=False)),
+    "qwen3_moe": ("qwen3_moe", dict(BASE, head_dim=6, moe_intermediate_size=14, num_experts=3,
+                                    num_experts_per_tok=2, tie_word_embeddings=False)),
+    "deepseek_v3": ("deepseek_v3", dict(BASE, moe_intermediate_size=14, n_routed_experts=3, n_shared_experts=1,
+                                        num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1,
+                                        q_lora_rank=12, kv_lora_rank=10, qk_rope_head_dim=4, qk_nope_head_dim=6,
+                                        v_head_dim=6, tie_word_embeddings=False)),
+    "gpt_oss": ("gpt_oss", dict(BASE, head_dim=6, num_local_experts=3, num_experts_per_tok=2,
+                                layer_types=["sliding_attention", "full_attention"], sliding_window=8,
+                                tie_word_embeddings=False)),
+}
+
+
+def fill_distinct(model: torch.nn.Module) -> None:
+    """Every element of every parameter and persistent buffer distinct (a tied pair is one tensor)."""
+    seen, start = set(), 0
+    with torch.no_grad():
+        for _, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if id(t) in seen or not t.is_floating_point() or t.numel() == 0:
+                continue
+            seen.add(id(t))
+            n = t.numel()
+            t.copy_((torch.arange(start, start + n, dtype=torch.float64) * 1e-4 - 0.5).reshape(t.shape).to(t.dtype))
+            start += n
+
+
+def build_model(name: str, out_dir: str) -> dict:
+    model_type, kwargs = MODELS[name]
+    cfg = AutoConfig.for_model(model_type, **kwargs)
+    if hasattr(cfg, "experts_implementation"):
+        cfg.experts_implementation = "eager"
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    fill_distinct(model)
+    d = os.path.join(out_dir, "models", name)
+    shutil.rmtree(d, ignore_errors=True)
+    model.save_pretrained(d, safe_serialization=True)
+    for extra in os.listdir(d):
+        if extra not in ("config.json", "model.safetensors"):
+            os.remove(os.path.join(d, extra))
+    return {"name": name, "model_type": model_type, "class": type(model).__name__,
+            "no_split_modules": list(model._no_split_modules or []),
+            "num_params": sum(p.numel() for p in model.parameters())}
+
+
+def load_model(name: str, dtype=torch.float32):
+    d = os.path.join(OUT, "models", name)
+    kwargs = {"dtype": dtype}
+    cfg = AutoConfig.from_pretrained(d)
+    if hasattr(cfg, "experts_implementation") or cfg.model_type in ("mixtral", "qwen2_moe", "qwen3_moe",
+                                                                     "deepseek_v3", "gpt_oss"):
+        kwargs["experts_implementation"] = "eager"
+    try:
+        return AutoModelForCausalLM.from_pretrained(d, **kwargs)
+    except TypeError:
+        kwargs.pop("experts_implementation", None)
+        return AutoModelForCausalLM.from_pretrained(d, **kwargs)
+
+
+# --------------------------------------------------------------------------------------------
+# Preparing a model as accelerate does
+# --------------------------------------------------------------------------------------------
+
+POLICY = {"transformer": "TRANSFORMER_BASED_WRAP", "size": "SIZE_BASED_WRAP", "none": "NO_WRAP"}
+
+
+def make_plugin(c: dict):
+    from accelerate.utils import FullyShardedDataParallelPlugin
+    kw = dict(fsdp_version=c["fsdp_version"], auto_wrap_policy=POLICY[c["policy"]["kind"]],
+              cpu_ram_efficient_loading=False)
+    if c["fsdp_version"] == 1:
+        kw.update(use_orig_params=c.get("use_orig_params", False), sync_module_states=False)
+    if c["policy"].get("classes"):
+        kw["transformer_cls_names_to_wrap"] = list(c["policy"]["classes"])
+    if c["policy"]["kind"] == "size":
+        kw["min_num_params"] = int(c["policy"]["min_num_params"])
+    if c["fsdp_version"] == 1:
+        kw["sharding_strategy"] = c.get("sharding_strategy", "FULL_SHARD")
+    else:
+        kw["reshard_after_forward"] = c.get("reshard_after_forward", True)
+    if c.get("ignored_modules"):
+        kw["ignored_modules"] = c["ignored_modules"]
+    plugin = FullyShardedDataParallelPlugin(**kw)
+    if c.get("mixed_precision", "no") != "no":
+        plugin.set_mixed_precision(c["mixed_precision"])
+    return plugin
+
+
+def wrap_fsdp1(model, c: dict):
+    """accelerate 1.14 Accelerator.prepare_model, FSDP1 branch (accelerator.py), on CPU."""
+    import re
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    plugin = make_plugin(c)
+    plugin.set_auto_wrap_policy(model)
+    kwargs = {
+        "sharding_strategy": plugin.sharding_strategy or plugin.reshard_after_forward,
+        "cpu_offload": plugin.cpu_offload,
+        "auto_wrap_policy": plugin.auto_wrap_policy,
+        "mixed_precision": plugin.mixed_precision_policy,
+        "sync_module_states": plugin.sync_module_states,
+        "backward_prefetch": plugin.backward_prefetch,
+        "forward_prefetch": plugin.forward_prefetch,
+        "use_orig_params": plugin.use_orig_params,
+        "param_init_fn": None,
+        "ignored_modules": plugin.ignored_modules,
+        "limit_all_gathers": plugin.limit_all_gathers,
+        "device_id": torch.device("cpu"),
+    }
+    if isinstance(kwargs["ignored_modules"], str):
+        reg = re.compile(kwargs["ignored_modules"])
+        kwargs["ignored_modules"] = [m for n, m in model.named_modules() if reg.fullmatch(n)]
+    return FSDP(model, **kwargs)
+
+
+def wrap_fsdp2(model, c: dict, W: int):
+    """accelerate 1.14 fsdp2_prepare_model with a stand-in Accelerator (fsdp_utils.py)."""
+    from accelerate.parallelism_config import ParallelismConfig
+    from accelerate.utils.fsdp_utils import fsdp2_prepare_model
+    R = c.get("dp_replicate", 1)
+    pc = ParallelismConfig(dp_replicate_size=R, dp_shard_size=W // R)
+    mesh = pc.build_device_mesh("cpu")
+    standin = types.SimpleNamespace(
+        state=types.SimpleNamespace(fsdp_plugin=make_plugin(c)), torch_device_mesh=mesh, parallelism_config=pc,
+        mixed_precision=c.get("mixed_precision", "no"), device=torch.device("cpu"),
+        is_main_process=dist.get_rank() == 0)
+    return fsdp2_prepare_model(standin, model)
+
+
+def lazy_init(model, c: dict) -> None:
+    if c["fsdp_version"] == 1:
+        from torch.distributed.fsdp._runtime_utils import _lazy_init
+        _lazy_init(model, model)
+    else:
+        model._get_fsdp_state()._lazy_init()
+
+
+def storage_bytes(tensors) -> int:
+    """Bytes of the distinct storages behind these (local) tensors: what is really allocated."""
+    seen, total = set(), 0
+    for t in tensors:
+        if t is None:
+            continue
+        if hasattr(t, "_local_tensor"):
+            t = t._local_tensor
+        s = t.untyped_storage()
+        if s.data_ptr() in seen or s.nbytes() == 0:
+            continue
+        seen.add(s.data_ptr())
+        total += s.nbytes()
+    return total
+
+
+def step(model, c: dict) -> dict:
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    ids = torch.tensor([[1, 5, 2, 7, 3]])
+    out = model(input_ids=ids, labels=ids)
+    out.loss.backward()
+    opt.step()
+    params = list(model.parameters())
+    states = [v for s in opt.state.values() for k, v in s.items() if torch.is_tensor(v) and k != "step"]
+    return {"params": storage_bytes(params), "grads": storage_bytes(p.grad for p in params),
+            "optimizer": storage_bytes(states), "loss_finite": bool(torch.isfinite(out.loss).item())}
+
+
+# --------------------------------------------------------------------------------------------
+# What was built
+# --------------------------------------------------------------------------------------------
+
+def clean(name: str) -> str:
+    return name.replace("_fsdp_wrapped_module.", "").replace("._fsdp_wrapped_module", "").replace(
+        "_fsdp_wrapped_module", "")
+
+
+def units_fsdp1(model) -> list:
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    units = []
+    for name, m in model.named_modules():
+        if not isinstance(m, FSDP):
+            continue
+        path = clean(name)
+        pre = path + "." if path else ""
+        u = {"path": path, "class": type(m.module).__name__, "strategy": m.sharding_strategy.name}
+        h = m._handle
+        if h is None:
+            u.update(params=[], param_numels=[], numel=0, padded_numel=0, shard_numel=0, rank_pad=0, layout=[])
+            units.append(u)
+            continue
+        fp = h.flat_param
+        u["params"] = [pre + clean(f) for f in fp._fqns]
+        u["param_numels"] = [int(n) for n in fp._numels]
+        u["shared"] = [pre + clean(s.param_name if hasattr(s, "param_name") else "") for s in fp._shared_param_infos]
+        layout, k = [], 0
+        for n, is_pad in zip(fp._numels_with_padding, fp._is_padding_mask):
+            if is_pad:
+                layout.append(["", int(n)])
+            else:
+                layout.append([u["params"][k], int(n)])
+                k += 1
+        u["layout"] = layout
+        u["numel"] = int(sum(fp._numels))
+        u["unsharded_numel"] = int(fp._unpadded_unsharded_size.numel())
+        # NO_SHARD never pads: _padded_unsharded_size is set only by sharded strategies' lazy init.
+        u["padded_numel"] = int(getattr(fp, "_padded_unsharded_size", fp._unpadded_unsharded_size).numel())
+        u["shard_numel"] = int(fp.numel())
+        u["rank_pad"] = int(getattr(fp, "_shard_numel_padded", 0))
+        u["dtype"] = str(fp.dtype).replace("torch.", "")
+        u["requires_grad"] = bool(fp.requires_grad)
+        units.append(u)
+    return units
+
+
+def groups_fsdp2(model) -> list:
+    from torch.distributed.fsdp import FSDPModule
+    names = {id(m): n for n, m in model.named_modules()}
+    groups, seen = [], set()
+    for name, m in model.named_modules():
+        if not isinstance(m, FSDPModule):
+            continue
+        st = m._get_fsdp_state()
+        if id(st) in seen:
+            continue
+        seen.add(id(st))
+        g = {"modules": [names[id(x)] for x in st._modules], "params": [], "shapes": [], "sharded_shapes": [],
+             "padded_rows": []}
+        pg = st._fsdp_param_group
+        if pg is not None:
+            g["reshard_after_forward"] = pg.post_forward_mesh_info is not None
+            for fp in pg.fsdp_params:
+                mi = fp._module_info
+                prefix = names[id(mi.module)]
+                g["params"].append((prefix + "." if prefix else "") + mi.param_name)
+                g["shapes"].append(list(fp._orig_size))
+                g["sharded_shapes"].append(list(fp.sharded_size))
+                g["padded_rows"].append(int(fp.padded_sharded_param_size[0]) if len(fp._orig_size) else 0)
+            g["orig_dtype"] = str(pg.fsdp_params[0].orig_dtype).replace("torch.", "") if pg.fsdp_params else None
+        groups.append(g)
+    return groups
+
+
+# --------------------------------------------------------------------------------------------
+# Running a case
+# --------------------------------------------------------------------------------------------
+
+def rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
+    if not os.environ.get("ORACLE_TRACE"):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+    os.environ["LOCAL_RANK"] = str(rank)
+    os.environ["RANK"] = str(rank)
+    os.environ["WORLD_SIZE"] = str(W)
+    torch.manual_seed(0)
+    rec, stage = {}, "init"
+    try:
+        dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)
+        stage = "load"
+        model = load_model(c["model"])
+        stage = "wrap"
+        model = wrap_fsdp1(model, c) if c["fsdp_version"] == 1 else wrap_fsdp2(model, c, W)
+        stage = "lazy_init"
+        lazy_init(model, c)
+        rec["units" if c["fsdp_version"] == 1 else "groups"] = (units_fsdp1(model) if c["fsdp_version"] == 1
+                                                               else groups_fsdp2(model))
+        if c.get("step", True):
+            stage = "step"
+            rec["memory"] = step(model, c)
+    except BaseException as e:  # noqa: BLE001 - every failure is a result here
+        msg = str(e)
+        if isinstance(e, KeyError):
+            msg = repr(e)
+        rec["error"] = {"type": type(e).__name__, "message": msg, "stage": stage}
+        if os.environ.get("ORACLE_TRACE"):
+            traceback.print_exc()
+    with open(result, "w") as f:
+        json.dump(rec, f)
+    os._exit(0)
+
+
+def merge(c: dict, per_rank: list) -> dict:
+    out = dict(c)
+    out["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__,
+                       "accelerate": accelerate.__version__}
+    errors = [r.get("error") for r in per_rank]
+    if any(errors):
+        e = next(x for x in errors if x)
+        out["error"] = e
+        out["error_ranks"] = [i for i, x in enumerate(errors) if x]
+        if "units" in per_rank[0] or "groups" in per_rank[0]:
+            pass
+        else:
+            return out
+    if "units" in per_rank[0]:
+        units = per_rank[0]["units"]
+        for i, u in enumerate(units):
+            u["rank_pad"] = [r["units"][i]["rank_pad"] for r in per_rank]
+            for r in per_rank[1:]:
+                o = dict(r["units"][i]); o.pop("rank_pad")
+                mine = {k: v for k, v in u.items() if k != "rank_pad"}
+                assert o == mine, (c["case"], o, mine)
+        out["units"] = units
+    if "groups" in per_rank[0]:
+        groups = per_rank[0]["groups"]
+        for i, g in enumerate(groups):
+            g["rank_sharded_shapes"] = [r["groups"][i]["sharded_shapes"] for r in per_rank]
+            g.pop("sharded_shapes")
+        out["groups"] = groups
+    if all("memory" in r for r in per_rank):
+        out["memory"] = [r["memory"] for r in per_rank]
+    return out
+
+
+def dump(doc: dict) -> str:
+    """One line per top-level key, and per unit, group and rank inside the lists: diffable, compact."""
+    lines = []
+    for k, v in doc.items():
+        if isinstance(v, list) and v and isinstance(v[0], dict):
+            inner = ",\n".join("  " + json.dumps(x, separators=(", ", ": ")) for x in v)
+            lines.append(f" {json.dumps(k)}: [\n{inner}\n ]")
+        else:
+            lines.append(f" {json.dumps(k)}: {json.dumps(v, separators=(', ', ': '))}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def run_case(c: dict, timeout: float) -> dict:
+    W = c["world_size"]
+    tmp = tempfile.mkdtemp(prefix="oracle2-")
+    store = os.path.join(tmp, "store")
+    ctx = mp.get_context("fork")
+    procs = []
+    for r in range(W):
+        p = ctx.Process(target=rank_main, args=(c, r, W, store, os.path.join(tmp, f"r{r}.json")))
+        p.start()
+        procs.append(p)
+    deadline = time.time() + timeout
+    for p in procs:
+        p.join(max(0.1, deadline - time.time()))
+    hung = [i for i, p in enumerate(procs) if p.is_alive()]
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join()
+    per_rank = []
+    for r in range(W):
+        f = os.path.join(tmp, f"r{r}.json")
+        per_rank.append(json.load(open(f)) if os.path.exists(f) else {"error": {"type": "Hang" if r in hung else "Died",
+                                                                               "message": "", "stage": "?"}})
+    shutil.rmtree(tmp, ignore_errors=True)
+    return merge(c, per_rank)
+
+
+# --------------------------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------------------------
+
+def case(model, fsdp, W, policy, **kw):
+    tag = {"transformer": "tf", "size": "size", "none": "none"}[policy["kind"]]
+    if policy["kind"] == "transformer" and policy.get("classes"):
+        tag += "cls"
+    if policy["kind"] == "size":
+        tag += str(policy["min_num_params"])
+    parts = [model, f"fsdp{fsdp}", tag]
+    strat = kw.get("sharding_strategy")
+    if strat and strat != "FULL_SHARD":
+        parts.append({"SHARD_GRAD_OP": "sgo", "NO_SHARD": "noshard", "HYBRID_SHARD": "hsdp",
+                      "_HYBRID_SHARD_ZERO2": "hsdp2"}[strat])
+    if kw.get("use_orig_params"):
+        parts.append("orig")
+    if kw.get("mixed_precision", "no") != "no":
+        parts.append(kw["mixed_precision"])
+    if kw.get("ignored_modules"):
+        parts.append("ign")
+    if kw.get("dp_replicate", 1) > 1:
+        parts.append(f"r{kw['dp_replicate']}")
+    if kw.get("reshard_after_forward") is False:
+        parts.append("noreshard")
+    parts.append(f"w{W}")
+    c = {"case": "-".join(parts), "model": model, "fsdp_version": fsdp, "world_size": W, "policy": policy}
+    c.update(kw)
+    # gloo rejects bf16/fp16 all-gathers: mixed-precision cases record the layout only.
+    if kw.get("mixed_precision", "no") != "no":
+        c["step"] = False
+    return c
+
+
+def TF(*classes):
+    return {"kind": "transformer", "classes": list(classes) or None}
+
+
+def SIZE(n):
+    return {"kind": "size", "min_num_params": int(n)}
+
+
+NONE = {"kind": "none"}
+
+
+def all_cases() -> list:
+    cs = []
+    dense = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "olmo2", "granite", "gemma", "gemma2",
+             "gemma3_text", "phi3", "phi", "starcoder2", "gpt_neox", "falcon", "gpt2"]
+    moe = ["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss"]
+    for m in dense + moe:
+        cs.append(case(m, 1, 3, TF()))
+        cs.append(case(m, 1, 4, TF(), use_orig_params=True))
+        cs.append(case(m, 2, 3, TF()))
+        cs.append(case(m, 2, 5, TF()))
+    # FSDP1: strategies, use_orig_params both ways, policies, world sizes.
+    for m in ("llama", "llama_tied", "qwen2", "gpt2", "mixtral", "qwen3_moe"):
+        for W in (1, 2, 5, 8):
+            cs.append(case(m, 1, W, TF()))
+            cs.append(case(m, 1, W, TF(), use_orig_params=True))
+        cs.append(case(m, 1, 4, TF(), sharding_strategy="SHARD_GRAD_OP"))
+        cs.append(case(m, 1, 3, TF(), sharding_strategy="NO_SHARD"))
+        cs.append(case(m, 1, 3, TF(), sharding_strategy="NO_SHARD", use_orig_params=True))
+        cs.append(case(m, 1, 1, TF(), sharding_strategy="NO_SHARD", use_orig_params=True))
+        cs.append(case(m, 1, 6, NONE))
+        cs.append(case(m, 1, 6, NONE, use_orig_params=True))
+        cs.append(case(m, 1, 3, SIZE(1000)))
+        cs.append(case(m, 1, 5, SIZE(300), use_orig_params=True))
+        cs.append(case(m, 1, 3, TF(), mixed_precision="bf16"))
+        cs.append(case(m, 1, 3, TF(), mixed_precision="bf16", use_orig_params=True))
+    for m in ("llama", "qwen2"):
+        cs.append(case(m, 1, 3, TF(), ignored_modules=r"model\.layers\.1"))
+        cs.append(case(m, 1, 4, TF(), ignored_modules=r"model\.embed_tokens", use_orig_params=True))
+        cs.append(case(m, 1, 7, SIZE(100), sharding_strategy="SHARD_GRAD_OP", use_orig_params=True))
+    # FSDP2 through accelerate: world sizes, policies, HSDP, mixed precision, reshard.
+    for m in ("llama", "llama_tied", "qwen2", "gpt2", "mixtral", "qwen3_moe", "gemma"):
+        for W in (1, 2, 4, 7, 8):
+            cs.append(case(m, 2, W, TF()))
+        cs.append(case(m, 2, 4, TF(), dp_replicate=2))
+        cs.append(case(m, 2, 6, TF(), dp_replicate=3))
+        cs.append(case(m, 2, 3, NONE))
+        cs.append(case(m, 2, 3, SIZE(1000)))
+        cs.append(case(m, 2, 4, SIZE(100000)))
+        cs.append(case(m, 2, 3, TF(), mixed_precision="bf16"))
+        cs.append(case(m, 2, 3, TF(), reshard_after_forward=False))
+    for m in ("llama", "qwen2"):
+        cs.append(case(m, 2, 3, TF(), ignored_modules=r"model\.layers\.1"))
+    seen, out = set(), []
+    for c in cs:
+        if c["case"] not in seen:
+            seen.add(c["case"])
+            out.append(c)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="*")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--models", action="store_true", help="(re)build the models only")
+    ap.add_argument("--rebuild-models", action="store_true")
+    ap.add_argument("--timeout", type=float, default=120)
+    a = ap.parse_args()
+    cases = [c for c in all_cases() if fnmatch.fnmatch(c["case"], a.only)]
+    if a.list:
+        for c in cases:
+            print(c["case"])
+        print(len(cases), "cases", file=sys.stderr)
+        return 0
+    os.makedirs(os.path.join(OUT, "models"), exist_ok=True)
+    needed = sorted(MODELS) if a.models or a.rebuild_models else sorted({c["model"] for c in cases})
+    infos = {}
+    info_path = os.path.join(OUT, "models", "models.json")
+    if os.path.exists(info_path):
+        infos = json.load(open(info_path))
+    for m in needed:
+        if a.rebuild_models or a.models or not os.path.exists(os.path.join(OUT, "models", m, "model.safetensors")):
+            try:
+                infos[m] = build_model(m, OUT)
+                print("model", m, infos[m]["class"], infos[m]["num_params"], file=sys.stderr)
+            except Exception as e:  # noqa: BLE001
+                print("model", m, "FAILED:", type(e).__name__, e, file=sys.stderr)
+    with open(info_path, "w") as f:
+        json.dump(dict(sorted(infos.items())), f, indent=1)
+        f.write("\n")
+    if a.models:
+        return 0
+    t0 = time.time()
+    for i, c in enumerate(cases):
+        if c["model"] not in infos:
+            continue
+        res = run_case(c, a.timeout)
+        with open(os.path.join(OUT, c["case"] + ".json"), "w") as f:
+            f.write(dump(res))
+        e = res.get("error")
+        print(f"[{i + 1}/{len(cases)} {time.time() - t0:.0f}s] {c['case']}: "
+              + (f"{e['stage']}: {e['type']}: {e['message'][:150]}" if e else "ok"), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
