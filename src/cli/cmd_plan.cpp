@@ -24,11 +24,6 @@ int run_plan(const PlanFlags& f, const CliContext& ctx) {
     return to_int(ExitCode::usage);
   }
   PreflightResult r = run_preflight(*req);
-  if (r.plan && r.settings.world_size.value % std::max(1, r.settings.num_machines.value) != 0) {
-    std::fprintf(stderr, "shardcheck plan: world size %d is not divisible by %d machines\n",
-                 r.settings.world_size.value, r.settings.num_machines.value);
-    return to_int(ExitCode::usage);
-  }
   util::StageTimer timer("plan: render");
   if (r.plan && f.format == "json") {
     std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, r.sink.items()).c_str(), stdout);

@@ -453,6 +453,31 @@ constexpr FindingCode kCodes[] = {
      "its own. Keep the tied modules in one unit (TRANSFORMER_BASED_WRAP leaves both in the root) or use "
      "use_orig_params=False, where the head's unit flattens its own copy instead (PLAN004)."},
 
+    // ---- merged settings (src/resolve/validate_settings.cpp) ----
+    {"SET001", Severity::error, ExitCode::findings, "A setting is outside the values any job can run with",
+     "num_processes (the world size), num_machines, fsdp_version, dp_replicate_size and a --min-num-params "
+     "flag are checked once after the accelerate config, the environment and the flags are merged, before "
+     "anything is simulated: a world size below 1 (accelerate launch hands torchrun a negative "
+     "nproc_per_node), zero or negative machines, an fsdp_version other than 1 or 2. Nothing is planned on "
+     "such a value. A bad flag is a usage error (exit code 2); a bad value in the config file or the "
+     "environment is a finding (exit code 1) that points at its line."},
+    {"SET002", Severity::warning, ExitCode::ok, "num_processes is 0: accelerate launch starts one process per machine",
+     "accelerate 1.14 utils/launch.py prepare_multi_gpu_env passes nproc_per_node = num_processes // "
+     "num_machines to torchrun, or \"1\" when num_processes is 0. The job therefore runs on one rank per "
+     "machine, which is rarely what was meant; shardcheck plans that world size and says so. Set "
+     "num_processes to the total number of processes over all machines."},
+    {"SET003", Severity::error, ExitCode::findings, "The process count does not divide as the launch or the mesh needs",
+     "num_processes counts the processes of all machines; accelerate launch starts num_processes // "
+     "num_machines per machine (utils/launch.py prepare_multi_gpu_env), so a remainder silently drops "
+     "processes and the job runs on a world size other than the configured one (and a hybrid strategy's "
+     "shard group is computed from it). For FSDP2 with a parallelism_config, dp_replicate_size x tp_size "
+     "must divide num_processes (accelerate parallelism_config.py). No plan is made."},
+    {"SET004", Severity::warning, ExitCode::ok, "SIZE_BASED_WRAP with min_num_params 0 wraps nothing",
+     "FullyShardedDataParallelPlugin.set_auto_wrap_policy (accelerate 1.14 utils/dataclasses.py) replaces the "
+     "size policy by None unless min_num_params > 0 (\"If zero, we silently ignore it\"); the plugin's "
+     "default is 0 when neither the config nor FSDP_MIN_NUM_PARAMS sets it. Nothing is auto-wrapped and "
+     "every parameter stays in the root unit, under FSDP1 and FSDP2 alike; shardcheck plans exactly that."},
+
     // ---- memory fit (src/pipeline/preflight.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",
      "shardcheck adds up, per rank, the sharded parameters, gradients and optimizer states FSDP keeps plus "

@@ -8,6 +8,7 @@
 #include "shardcheck/effective_settings.hpp"
 #include "shardcheck/load_tree.hpp"
 #include "shardcheck/text.hpp"
+#include "shardcheck/validate_settings.hpp"
 #include "util/stage_timer.hpp"
 
 namespace shardcheck {
@@ -52,6 +53,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     }
   }
   if (req.overrides) req.overrides(r.settings);
+  // One check of the merged settings; nothing unchecked reaches the simulator.
+  if (!validate_settings(r.settings, req.accelerate_config.value_or(req.model), r.sink)) return r;
   // Regexes from the file, the environment or a flag: a bad one is Python's re.error at launch.
   for (const Setting<std::string>* rx : {&r.settings.frozen, &r.settings.ignored_modules}) {
     if (rx->value.empty()) continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "simulate/plan_internal.hpp"
@@ -111,6 +112,10 @@ void set_collective_dtypes(ShardUnit& unit, const FsdpSettings& s) {
 }
 
 ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {
+  // validate_settings (shardcheck/validate_settings.hpp) guarantees these before any simulation.
+  if (s.world_size.value < 1 || s.shard_group_size() < 1 || s.world_size.value % s.shard_group_size() != 0)
+    throw std::invalid_argument(fmt::format("simulator precondition: world size {} with a shard group of {}",
+                                            s.world_size.value, s.shard_group_size()));
   ShardPlan plan;
   plan.fsdp_version = fsdp_version;
   plan.torch_version = s.torch_version.value;

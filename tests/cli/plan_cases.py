@@ -252,3 +252,29 @@ CASES += [
      "args": ["plan", LLAMA, "--ignored-modules", "("], "exit": 2,
      "stderr": ["--ignored-modules: error: expected a regular expression, found '('", "PLAN016"]},
 ]
+
+# Settings validated once after merging (src/resolve/validate_settings.cpp): no crash, no plan on a
+# value no job runs with, and a usage error for a bad flag.
+CASES += [
+    {"name": "check: num_processes 0 launches one process per machine (SET002), planned on 1 rank",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/check/num_processes_0.yaml", "--model", LLAMA,
+              "--format", "json"],
+     "json": lambda d: None if d["settings"]["world_size"]["value"] == 1 and any(
+         x["rule"] == "SET002" for x in d["diagnostics"]) else f"world size {d['settings']['world_size']}"},
+    {"name": "check: num_processes -3 is refused with its line (SET001, exit 1)",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/check/num_processes_minus3.yaml", "--model", LLAMA],
+     "exit": 1, "stdout": ["num_processes_minus3.yaml:4:1: error: expected num_processes", "found -3", "[SET001]"],
+     "not_stdout": ["fits"]},
+    {"name": "plan: --world-size -8 is a usage error (exit 2), no plan",
+     "args": ["plan", LLAMA, "--world-size", "-8"], "exit": 2,
+     "stderr": ["--world-size: error:", "found -8"], "not_stdout": ["rank(s)"]},
+    {"name": "plan: --world-size 0 is a usage error (exit 2)",
+     "args": ["plan", LLAMA, "--world-size", "0"], "exit": 2, "stderr": ["found 0"]},
+    {"name": "plan: --min-num-params -1 with the size policy is a usage error (exit 2)",
+     "args": ["plan", LLAMA, "--policy", "size", "--min-num-params", "-1"], "exit": 2,
+     "stderr": ["expected a positive --min-num-params, found -1"]},
+    {"name": "check: HYBRID_SHARD over 3 ranks on 2 machines is refused as plan is (SET003), not NO_SHARD",
+     "args": ["check", "--no-env", "--model", LLAMA, "--world-size", "3", "--num-machines", "2",
+              "--sharding-strategy", "HYBRID_SHARD"], "exit": 2,
+     "stdout": ["num_processes 3 is not divisible by num_machines 2", "[SET003]"], "not_stdout": ["NO_SHARD"]},
+]

@@ -1,0 +1,124 @@
+// The settings a job runs with, checked once after the accelerate config, the environment and the
+// flags are merged (shardcheck/validate_settings.hpp). Sources: accelerate 1.14.0
+// commands/launch.py and utils/launch.py (prepare_multi_gpu_env), utils/dataclasses.py
+// (FullyShardedDataParallelPlugin.set_auto_wrap_policy), parallelism_config.py; torch
+// fully_sharded_data_parallel.py / _init_utils.py.
+#include "shardcheck/validate_settings.hpp"
+
+#include <fmt/format.h>
+
+namespace shardcheck {
+namespace {
+
+constexpr int kMaxRanks = 1 << 20;  // far above any job; keeps every per-rank table small
+
+struct Validator {
+  FsdpSettings& s;
+  const std::string& fallback_file;
+  DiagnosticSink& sink;
+  bool runnable = true;
+
+  template <class T>
+  void report(const char* code, Severity severity, const Setting<T>& setting, std::string message, std::string help) {
+    Diagnostic d;
+    d.code = code;
+    d.severity = severity;
+    const bool flag = setting.source.starts_with("--");
+    std::string from;
+    if (flag) d.location.file = setting.source;  // "cc1: error:"-style, under the flag's name
+    else d.location = setting_location(setting.source, fallback_file, &from);
+    d.message = std::move(message) + from;
+    d.help = std::move(help);
+    d.exit_code = severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
+    if (severity == Severity::error) runnable = false;
+    sink.report(std::move(d));
+  }
+
+  void processes() {
+    Setting<int>& w = s.world_size;
+    Setting<int>& m = s.num_machines;
+    if (m.value < 1 || m.value > kMaxRanks) {
+      report("SET001", Severity::error, m, fmt::format("expected num_machines of at least 1, found {}", m.value),
+             "set num_machines to the number of nodes the job runs on");
+      return;
+    }
+    if (w.value == 0 && !w.source.starts_with("--")) {
+      // utils/launch.py prepare_multi_gpu_env: nproc_per_node = str(num_processes // num_machines)
+      // if num_processes and num_machines else "1": zero processes means one per machine.
+      report("SET002", Severity::warning, w,
+             fmt::format("num_processes is 0: accelerate launch starts one process per machine, so FSDP runs on {} "
+                         "rank(s)",
+                         m.value),
+             "set num_processes to the total number of GPUs (processes) over all machines");
+      w.value = m.value;
+      return;
+    }
+    if (w.value < 1 || w.value > kMaxRanks) {
+      report("SET001", Severity::error, w,
+             fmt::format("expected num_processes (the world size) between 1 and {}, found {}", kMaxRanks, w.value),
+             "set num_processes to the total number of GPUs (processes) over all machines");
+      return;
+    }
+    if (w.value % m.value != 0)
+      report("SET003", Severity::error, w,
+             fmt::format("num_processes {} is not divisible by num_machines {}: accelerate launch starts "
+                         "num_processes // num_machines = {} process(es) per machine, {} in all",
+                         w.value, m.value, w.value / m.value, w.value / m.value * m.value),
+             "num_processes counts the processes of all machines together: make it a multiple of num_machines");
+  }
+
+  void wrap_policy() {
+    if (s.fsdp_version.value != 1 && s.fsdp_version.value != 2) {
+      report("SET001", Severity::error, s.fsdp_version,
+             fmt::format("expected fsdp_version 1 or 2, found {}", s.fsdp_version.value), "set fsdp_version: 1 or 2");
+      return;
+    }
+    if (s.policy.value != WrapPolicyKind::size || s.min_num_params.value > 0) return;
+    const bool flag = s.min_num_params.source.starts_with("--");
+    if (flag && s.min_num_params.value < 0) {
+      report("SET001", Severity::error, s.min_num_params,
+             fmt::format("expected a positive --min-num-params, found {}", s.min_num_params.value),
+             "give the number of parameters above which a module becomes a unit");
+      return;
+    }
+    // FullyShardedDataParallelPlugin.set_auto_wrap_policy: "If zero, we silently ignore it" (the
+    // size policy is replaced by None unless min_num_params > 0), for FSDP1 and FSDP2 alike.
+    report("SET004", Severity::warning, s.min_num_params,
+           fmt::format("SIZE_BASED_WRAP with min_num_params {}: accelerate silently drops the policy, so nothing is "
+                       "auto-wrapped and every parameter stays in the root unit",
+                       s.min_num_params.value),
+           "set fsdp_min_num_params (accelerate config's default is 100000000), or use TRANSFORMER_BASED_WRAP");
+    s.policy = {WrapPolicyKind::none, s.min_num_params.source};
+  }
+
+  void mesh() {
+    if (s.fsdp_version.value != 2) return;
+    Setting<int>& r = s.dp_replicate;
+    if (r.value < 1 || r.value > kMaxRanks) {
+      report("SET001", Severity::error, r, fmt::format("expected dp_replicate_size of at least 1, found {}", r.value),
+             "dp_replicate_size is the number of HSDP replicas of the shard group");
+      return;
+    }
+    // parallelism_config.py _validate_accelerator: the mesh must cover every process.
+    const int tp = std::max(1, s.tp_size.value);
+    if (s.world_size.value % (r.value * tp) != 0)
+      report("SET003", Severity::error, r,
+             fmt::format("the device mesh dp_replicate {} x tp {} does not divide num_processes {}", r.value, tp,
+                         s.world_size.value),
+             "accelerate requires dp_replicate_size x dp_shard_size x tp_size (x cp, sp) = num_processes");
+  }
+};
+
+}  // namespace
+
+bool validate_settings(FsdpSettings& s, const std::string& fallback_file, DiagnosticSink& sink) {
+  FsdpSettings copy = s;
+  Validator v{copy, fallback_file, sink};
+  v.processes();
+  if (v.runnable) v.wrap_policy();
+  if (v.runnable) v.mesh();
+  if (v.runnable) s = std::move(copy);
+  return v.runnable;
+}
+
+}  // namespace shardcheck
