@@ -50,6 +50,15 @@ struct RankMemory {
   std::uint64_t total() const { return params + grads + optimizer + buffers + transient + activations + ignored; }
 };
 
+// What may be said about the fit (decided once, in the pipeline; renderers only print it).
+enum class FitVerdict {
+  fits,                      // everything counted fits, activations included
+  fits_without_activations,  // parameters, gradients, optimizer states and buffers fit; activations not estimated
+  does_not_fit,              // FIT001
+  withheld,                  // the job fails before training (an error finding): no verdict for it
+};
+const char* verdict_name(FitVerdict v);  // "fits", "fits_without_activations", "does_not_fit", "withheld"
+
 struct MemoryEstimate {
   std::vector<RankMemory> ranks;   // one per rank of the shard group
   std::uint64_t peak = 0;          // max over ranks of total()
@@ -57,6 +66,8 @@ struct MemoryEstimate {
   std::uint64_t gpu_memory = 0;
   bool fits = true;
   std::int64_t headroom = 0;       // gpu_memory - peak (negative: bytes short)
+  FitVerdict verdict = FitVerdict::fits;
+  std::string verdict_reason;      // withheld: which finding stops the job
   std::string transient_note;      // which units make the transient peak
   ActivationEstimate activations;
 };

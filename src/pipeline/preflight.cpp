@@ -103,6 +103,15 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   timer.lap("plan: memory and communication");
   r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
   r.comm = communication(*r.plan, r.settings, req.bus_bandwidth);
+  // A job that fails before training gets no fit verdict: the numbers are what FSDP would hold once
+  // the errors above are fixed.
+  for (const auto& d : r.sink.items())
+    if (d.severity == Severity::error) {
+      r.memory.verdict = FitVerdict::withheld;
+      r.memory.verdict_reason = fmt::format("the job fails before training ({}: {})", d.code,
+                                            d.message.substr(0, d.message.find(" (")));
+      return r;
+    }
   if (!r.memory.fits) {
     Diagnostic d;
     d.code = "FIT001";
@@ -113,7 +122,19 @@ PreflightResult run_preflight(const PreflightRequest& req) {
                             human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_rank,
                             human_bytes(r.memory.gpu_memory),
                             r.memory.activations.available ? "activations estimated" : "activations not counted");
-    d.help = "use more GPUs, fsdp_offload_params: true, mixed precision, or a larger --gpu-memory if the GPU has it";
+    // Only the remedies that are not already on.
+    std::vector<std::string> fixes{"more GPUs (num_processes)"};
+    if (!r.settings.offload_params.value) fixes.emplace_back("fsdp_offload_params: true");
+    if (!r.settings.param_dtype()) fixes.emplace_back("mixed_precision: bf16");
+    if (r.memory.activations.available && !r.settings.activation_checkpointing.value)
+      fixes.emplace_back("fsdp_activation_checkpointing: true");
+    if (r.memory.activations.available) fixes.emplace_back("a smaller --micro-batch or --seq-len");
+    if (r.plan->fsdp_version == 1 && r.plan->strategy == ShardingStrategy::shard_grad_op)
+      fixes.emplace_back("fsdp_sharding_strategy: FULL_SHARD");
+    std::string list;
+    for (std::size_t i = 0; i < fixes.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == fixes.size() ? ", or " : ", ") + fixes[i];
+    d.help = fmt::format("use {}; a larger --gpu-memory only if the GPU really has it", list);
     d.exit_code = ExitCode::findings;
     r.sink.report(std::move(d));
   }

@@ -71,7 +71,10 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   w.key("peak_bytes").value(m.peak);
   w.key("peak_rank").value(m.peak_rank);
   w.key("gpu_memory_bytes").value(m.gpu_memory);
-  w.key("fits").value(m.fits);
+  if (m.verdict == FitVerdict::withheld) w.key("fits").null();  // no verdict for a job that fails first
+  else w.key("fits").value(m.fits);
+  w.key("verdict").value(verdict_name(m.verdict));
+  if (!m.verdict_reason.empty()) w.key("verdict_reason").value(m.verdict_reason);
   w.key("headroom_bytes").value(m.headroom);
   w.key("transient_is_estimate").value(true);
   w.key("transient_note").value(m.transient_note);

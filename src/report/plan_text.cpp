@@ -139,11 +139,24 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     if (r.cpu) out += fmt::format("  {:<34} {:>14}\n", "pinned CPU memory (offload)", human_bytes(r.cpu));
     out += fmt::format("  {:<34} {:>14}{}\n", "total", human_bytes(r.total()),
                        act.available ? "" : fmt::format("   (activations not included: {})", act.why_not));
-    const std::int64_t headroom = mem.headroom;
-    out += bold(mem.fits ? fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory),
-                                       human_bytes(static_cast<std::uint64_t>(headroom)))
-                         : fmt::format("DOES NOT FIT in {}: {} short\n", human_bytes(mem.gpu_memory),
-                                       human_bytes(static_cast<std::uint64_t>(-headroom))));
+    const auto headroom = static_cast<std::uint64_t>(mem.headroom < 0 ? -mem.headroom : mem.headroom);
+    switch (mem.verdict) {
+      case FitVerdict::fits:
+        out += bold(fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
+        break;
+      case FitVerdict::fits_without_activations:
+        out += bold(fmt::format("parameters, gradients and optimizer states fit in {} with {} headroom; activations "
+                                "not estimated (give --seq-len and --micro-batch for a fit verdict)\n",
+                                human_bytes(mem.gpu_memory), human_bytes(headroom)));
+        break;
+      case FitVerdict::does_not_fit:
+        out += bold(fmt::format("DOES NOT FIT in {}: {} short\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
+        break;
+      case FitVerdict::withheld:
+        out += bold(fmt::format("no fit verdict: {}; the figures above are what FSDP would hold once that is fixed\n",
+                                mem.verdict_reason));
+        break;
+    }
   }
   out += fmt::format("\ncommunication per step per rank: all-gather {} ({} calls), reduce-scatter {} ({} calls)",
                      human_bytes(comm.total.all_gather), comm.total.all_gathers, human_bytes(comm.total.reduce_scatter),

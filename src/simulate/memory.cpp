@@ -186,6 +186,16 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   return a;
 }
 
+const char* verdict_name(FitVerdict v) {
+  switch (v) {
+    case FitVerdict::fits: return "fits";
+    case FitVerdict::fits_without_activations: return "fits_without_activations";
+    case FitVerdict::does_not_fit: return "does_not_fit";
+    case FitVerdict::withheld: return "withheld";
+  }
+  return "?";
+}
+
 MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                const MemoryOptions& opts) {
   MemoryEstimate est;
@@ -236,6 +246,9 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
   }
   est.fits = est.peak <= est.gpu_memory;
   est.headroom = static_cast<std::int64_t>(est.gpu_memory) - static_cast<std::int64_t>(est.peak);
+  est.verdict = !est.fits                      ? FitVerdict::does_not_fit
+                : est.activations.available ? FitVerdict::fits
+                                            : FitVerdict::fits_without_activations;
   return est;
 }
 

@@ -86,7 +86,7 @@ CASES = [
     {"name": "plan FSDP2 W=3 groups", "args": ["plan", LLAMA, "--world-size", "3", "--fsdp-version", "2",
                                                "--format", "json"], "json": fsdp2_w3},
     {"name": "plan text collapses layers", "args": ["plan", LLAMA, "--world-size", "3"],
-     "stdout": ["model.layers.{{0-2}}", "3 x LlamaDecoderLayer", "r2:2", "fits in 80.00 GiB"]},
+     "stdout": ["model.layers.{{0-2}}", "3 x LlamaDecoderLayer", "r2:2", "optimizer states fit in 80.00 GiB"]},
     {"name": "plan reads the official accelerate template",
      "args": ["plan", LLAMA, "--no-env", "--config",
               "{src}/fixtures/configs/good_docs_fsdp_template.yaml", "--format", "json"],
@@ -277,4 +277,22 @@ CASES += [
      "args": ["check", "--no-env", "--model", LLAMA, "--world-size", "3", "--num-machines", "2",
               "--sharding-strategy", "HYBRID_SHARD"], "exit": 2,
      "stdout": ["num_processes 3 is not divisible by num_machines 2", "[SET003]"], "not_stdout": ["NO_SHARD"]},
+]
+
+# A fit verdict only for a job that can run, and only with activations (src/pipeline/preflight.cpp).
+CASES += [
+    {"name": "check: a wrong layer class withholds the fit verdict (the job dies in prepare)",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/check/wrong_cls.yaml", "--model", LLAMA], "exit": 1,
+     "stdout": ["no fit verdict: the job fails before training (PLAN012"], "not_stdout": ["fits in", "headroom"]},
+    {"name": "plan JSON: a withheld verdict has fits null",
+     "args": ["plan", LLAMA, "--world-size", "2", "--wrap-cls", "LlamaDecoderLayr", "--format", "json"], "exit": 1,
+     "json": lambda d: None if d["memory"]["fits"] is None and d["memory"]["verdict"] == "withheld"
+     else f"memory {d['memory']['fits']} {d['memory']['verdict']}"},
+    {"name": "plan: with activations the verdict is a full one",
+     "args": ["plan", LLAMA, "--world-size", "3", "--seq-len", "8", "--micro-batch", "2"],
+     "stdout": ["fits in 80.00 GiB with"], "not_stdout": ["not estimated"]},
+    {"name": "check: FIT001's help lists only remedies not already on",
+     "args": ["check", "--no-env", "--model", LLAMA, "--world-size", "2", "--gpu-memory", "10KiB",
+              "--mixed-precision", "bf16", "--offload-params", "true"], "exit": 1,
+     "stdout": ["help: use more GPUs (num_processes)"], "not_stdout": ["offload_params: true", "mixed_precision: bf16"]},
 ]
