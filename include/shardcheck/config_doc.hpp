@@ -102,8 +102,11 @@ std::optional<ConfigDoc> load_config_doc(const std::string& path, DiagnosticSink
 // `getenv` is injectable for tests.
 std::string default_accelerate_config_path(const char* (*getenv_fn)(const char*) = nullptr);
 
-// The version of accelerate installed in a site-packages directory (accelerate-*.dist-info/METADATA
-// "Version:" line), or nullopt with a reason in `why`.
+// The version of a package installed in a Python environment: `env_dir` is a site-packages (or
+// Debian dist-packages) directory, or a prefix (a virtualenv, a conda environment, /usr) whose
+// lib/python3*/site-packages or lib/python3/dist-packages is searched. Read from the wheel's
+// <name>-*.dist-info/METADATA or a distutils <name>-*.egg-info/PKG-INFO (Debian's packages) "Version:"
+// line; nullopt with a reason in `why`.
 std::optional<std::string> installed_package_version(const std::string& site_packages, const std::string& package,
                                                      std::string* why = nullptr);
 

@@ -50,6 +50,7 @@ struct ModuleTree {
   std::string config_path;           // the config.json it was built from (diagnostics)
   std::string architecture;          // root class
   Version transformers;
+  std::string since;                 // the registry's first transformers release with this model_type
   std::string attn_implementation;
   bool dequantized = false;          // quantised checkpoint loaded dequantised (--dequantize)
   std::vector<Module> modules;       // modules[0] is the root; parents precede children (pre-order)

@@ -14,6 +14,7 @@
 #include "shardcheck/module_tree.hpp"
 #include "shardcheck/settings.hpp"
 #include "shardcheck/shard_plan.hpp"
+#include "shardcheck/stack_versions.hpp"
 
 namespace shardcheck {
 
@@ -25,7 +26,8 @@ struct PreflightRequest {
   std::optional<std::string> accelerate_config;  // path of the accelerate YAML
   std::vector<EnvVar> env;              // FSDP_*/ACCELERATE_* of the caller's shell (or --env-file)
   bool lint = false;                    // run the linter on the config (check); plan only reads it
-  FsdpSettings defaults;                // starting point (versions chosen by the caller)
+  FsdpSettings defaults;                // starting point; its versions are replaced by `versions`
+  VersionRequest versions;              // torch/transformers/accelerate: flags and the Python environment
   std::function<void(FsdpSettings&)> overrides;  // command-line flags, applied last
   MemoryOptions memory;
   std::optional<double> bus_bandwidth;  // bytes/s (nccl-tests busbw) for communication time

@@ -61,8 +61,11 @@ struct FsdpSettings {
   // accelerate's fsdp_ignored_modules (v1.10+): a regex fullmatched against module names; the
   // matched subtrees' parameters stay whole on every rank, outside every unit.
   Setting<std::string> ignored_modules;                          // regex over parameter FQNs (requires_grad=False)
+  // The release set (library defaults; the pipeline resolves them from flags, the job's Python
+  // environment or rules/versions.yaml, shardcheck/stack_versions.hpp).
   Setting<Version> torch_version{Version{2, 9, 0}};
   Setting<Version> accelerate_version{Version{1, 14, 0}};
+  Setting<Version> transformers_version{Version{5, 12, 1}};
 
   int gpus_per_node() const { return world_size.value / std::max(1, num_machines.value); }
   // The size of the group a flat parameter is sharded over: the node for hybrid strategies.

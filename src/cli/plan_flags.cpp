@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -63,9 +64,15 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
       ->check(CLI::IsMember({"no", "bf16", "fp16"}));
   cmd->add_option("--reshard-after-forward", f.reshard_after_forward, "FSDP2: true/false");
   cmd->add_option("--frozen", f.frozen, "Regex of parameter names that do not require grad");
-  cmd->add_option("--torch-version", f.torch_version, "FSDP semantics of this torch release (default 2.9)");
-  cmd->add_option("--accelerate-version", f.accelerate_version, "accelerate release (default 1.14)");
-  cmd->add_option("--transformers-version", f.transformers_version, "Module layout of this transformers release");
+  cmd->add_option("--torch-version", f.torch_version,
+                  "FSDP semantics of this torch release (default: the Python environment's, else 2.14.1)");
+  cmd->add_option("--accelerate-version", f.accelerate_version,
+                  "accelerate release (default: the Python environment's, else 1.14.0)");
+  cmd->add_option("--transformers-version", f.transformers_version,
+                  "Module layout of this transformers release (default: the Python environment's, else 5.12.1)");
+  cmd->add_option("--python-env", f.python_env,
+                  "The job's Python environment (a virtualenv or conda prefix, or site-packages): versions of torch, "
+                  "transformers and accelerate are read from it (default: $VIRTUAL_ENV, else $CONDA_PREFIX)");
   cmd->add_option("--attn-implementation", f.attn_implementation, "eager, sdpa or flash_attention_2")
       ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
   cmd->add_flag("--config-only", f.config_only, "Ignore safetensors files");
@@ -98,24 +105,29 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   req.resolve.attn_implementation = f.attn_implementation;
   req.resolve.dequantize = f.dequantize;
   if (!f.config.empty()) req.accelerate_config = f.config;
-  for (auto [text, setting, flag] : {std::tuple{&f.torch_version, &req.defaults.torch_version, "--torch-version"},
-                                     std::tuple{&f.accelerate_version, &req.defaults.accelerate_version,
-                                                "--accelerate-version"}}) {
+  for (auto [text, setting, flag] : {std::tuple{&f.torch_version, &req.versions.torch, "--torch-version"},
+                                     std::tuple{&f.accelerate_version, &req.versions.accelerate, "--accelerate-version"},
+                                     std::tuple{&f.transformers_version, &req.versions.transformers,
+                                                "--transformers-version"}}) {
     if (text->empty()) continue;
     auto v = Version::parse(*text);
     if (!v) {
       error = fmt::format("expected a version like 2.4.1 for {}, found '{}'", flag, *text);
       return std::nullopt;
     }
-    *setting = {*v, flag};
+    *setting = Setting<Version>{*v, flag};
   }
-  if (!f.transformers_version.empty()) {
-    auto v = Version::parse(f.transformers_version);
-    if (!v) {
-      error = fmt::format("expected a version for --transformers-version, found '{}'", f.transformers_version);
-      return std::nullopt;
-    }
-    req.resolve.transformers = *v;
+  // The job's Python environment: named, or the one active in this shell.
+  if (!f.python_env.empty()) {
+    req.versions.python_env = f.python_env;
+    req.versions.python_env_source = "--python-env";
+  } else {
+    for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+      if (const char* dir = std::getenv(var); dir && *dir) {
+        req.versions.python_env = dir;
+        req.versions.python_env_source = fmt::format("env {}", var);
+        break;
+      }
   }
   const auto gpu = parse_size(f.gpu_memory);
   if (!gpu) {

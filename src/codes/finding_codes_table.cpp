@@ -478,6 +478,18 @@ constexpr FindingCode kCodes[] = {
      "default is 0 when neither the config nor FSDP_MIN_NUM_PARAMS sets it. Nothing is auto-wrapped and "
      "every parameter stays in the root unit, under FSDP1 and FSDP2 alike; shardcheck plans exactly that."},
 
+    {"SET005", Severity::error, ExitCode::findings, "The torch / transformers / accelerate versions cannot run together",
+     "Each version comes from its flag, else the job's Python environment (--python-env, or the active "
+     "virtualenv or conda prefix: the packages' dist-info or egg-info metadata), else shardcheck's default "
+     "release set, the one its torch 2.x oracle was run with (rules/versions.yaml). A transformers release "
+     "that cannot run on the torch given is an error: transformers reports torch as unavailable below its "
+     "floor (import_utils.py is_torch_available: torch 2.4 in 5.12.1; 2.2 from 4.56, PR #40317) and builds no "
+     "model. So is a version older than any shardcheck models, and a model_type that the transformers "
+     "release does not have yet (the registry's `since`). A version newer than the newest checked one is a "
+     "warning: the plan assumes the newest known behaviour. When only torch is given and the default "
+     "transformers cannot run on it, the transformers of that torch's time is assumed and the output says "
+     "so."},
+
     // ---- memory fit (src/pipeline/preflight.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",
      "shardcheck adds up, per rank, the sharded parameters, gradients and optimizer states FSDP keeps plus "

@@ -117,30 +117,58 @@ std::string default_accelerate_config_path(const char* (*getenv_fn)(const char*)
   return expand_user(hf_home) + "/accelerate/default_config.yaml";
 }
 
-std::optional<std::string> installed_package_version(const std::string& site_packages, const std::string& package,
-                                                     std::string* why) {
-  std::error_code ec;
-  if (!fs::is_directory(site_packages, ec)) {
-    if (why) *why = fmt::format("{} is not a directory", site_packages);
-    return std::nullopt;
+namespace {
+
+// The "Version:" line of a core-metadata file (METADATA or PKG-INFO), from its header block.
+std::optional<std::string> metadata_version(const fs::path& file) {
+  std::ifstream meta(file);
+  std::string line;
+  while (std::getline(meta, line)) {
+    if (line.rfind("Version:", 0) == 0) {
+      std::string v = line.substr(8);
+      v.erase(0, v.find_first_not_of(" \t"));
+      while (!v.empty() && (v.back() == '\r' || v.back() == ' ')) v.pop_back();
+      return v;
+    }
+    if (line.empty()) break;  // end of the header block
   }
-  // Wheel metadata directories: accelerate-1.10.1.dist-info (pip normalises '-' in names to '_').
-  for (const auto& entry : fs::directory_iterator(site_packages, ec)) {
+  return std::nullopt;
+}
+
+std::optional<std::string> version_in(const fs::path& dir, const std::string& package) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind(package + "-", 0) != 0 || name.size() < 10 || name.substr(name.size() - 10) != ".dist-info") continue;
-    std::ifstream meta(entry.path() / "METADATA");
-    std::string line;
-    while (std::getline(meta, line)) {
-      if (line.rfind("Version:", 0) == 0) {
-        std::string v = line.substr(8);
-        v.erase(0, v.find_first_not_of(" \t"));
-        while (!v.empty() && (v.back() == '\r' || v.back() == ' ')) v.pop_back();
-        return v;
-      }
-      if (line.empty()) break;  // end of the header block
+    // pip normalises '-' in names to '_' (accelerate-1.10.1.dist-info); Debian installs egg-info.
+    if (name.rfind(package + "-", 0) != 0) continue;
+    if (name.ends_with(".dist-info")) {
+      if (auto v = metadata_version(entry.path() / "METADATA")) return v;
+    } else if (name.ends_with(".egg-info")) {
+      if (auto v = metadata_version(entry.is_directory(ec) ? entry.path() / "PKG-INFO" : entry.path())) return v;
     }
   }
-  if (why) *why = fmt::format("no {}-*.dist-info with a Version line under {}", package, site_packages);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> installed_package_version(const std::string& env_dir, const std::string& package,
+                                                     std::string* why) {
+  std::error_code ec;
+  if (!fs::is_directory(env_dir, ec)) {
+    if (why) *why = fmt::format("{} is not a directory", env_dir);
+    return std::nullopt;
+  }
+  std::vector<fs::path> dirs{env_dir};
+  for (const char* lib : {"lib", "lib64"})
+    for (const auto& entry : fs::directory_iterator(fs::path(env_dir) / lib, ec))
+      if (entry.path().filename().string().starts_with("python3")) {
+        dirs.push_back(entry.path() / "site-packages");
+        dirs.push_back(entry.path() / "dist-packages");
+      }
+  for (const auto& d : dirs)
+    if (auto v = version_in(d, package)) return v;
+  if (why) *why = fmt::format("no {}-*.dist-info or {}-*.egg-info with a Version line under {}", package, package, env_dir);
   return std::nullopt;
 }
 

@@ -16,6 +16,15 @@ namespace shardcheck {
 PreflightResult run_preflight(const PreflightRequest& req) {
   PreflightResult r;
   r.settings = req.defaults;
+  // The release set first: linting, wrapping and the module layout all depend on it.
+  const auto version_rules = VersionRules::load(req.rules_dir, r.sink);
+  if (!version_rules) return r;
+  const StackVersions versions = resolve_stack_versions(req.versions, *version_rules);
+  r.settings.torch_version = versions.torch;
+  r.settings.accelerate_version = versions.accelerate;
+  r.settings.transformers_version = versions.transformers;
+  ResolveOptions resolve = req.resolve;
+  resolve.transformers = versions.transformers.value;
 
   // Accelerate config: lint it (check), and read the settings accelerate launch would export. When
   // the file has fixable errors (the seed's lost indentation), the plan is computed from the fixed
@@ -76,8 +85,9 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     }
   }
 
-  r.tree = load_module_tree(req.model, req.config_only, req.rules_dir, req.resolve, r.sink).tree;
+  r.tree = load_module_tree(req.model, req.config_only, req.rules_dir, resolve, r.sink).tree;
   if (!r.tree) return r;
+  check_stack_versions(versions, *version_rules, r.tree->model_type, r.tree->since, r.tree->config_path, r.sink);
 
   util::StageTimer timer("plan: wrap classes");
   const std::size_t errors_before = r.sink.count(Severity::error);

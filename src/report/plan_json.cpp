@@ -43,6 +43,7 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
   setting(w, "ignored_modules", s.ignored_modules, text);
   setting(w, "torch_version", s.torch_version, version);
   setting(w, "accelerate_version", s.accelerate_version, version);
+  setting(w, "transformers_version", s.transformers_version, version);
   w.end_object();
 }
 

@@ -239,6 +239,7 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
                                            DiagnosticSink& sink) {
   ModuleTree tree;
   tree.model_type = arch.model_type;
+  tree.since = arch.since;
   tree.architecture = root_cls;
   tree.transformers = options.transformers;
   tree.attn_implementation = options.attn_implementation;

@@ -234,8 +234,9 @@ CASES += [
      "args": ["plan", LLAMA, "--world-size", "3"],
      "stdout": ["LlamaForCausalLM  14.6K params  <FSDP unit 1,500 -> 500/rank, pad none, BF16>",
                 "(0-2): 3 x LlamaDecoderLayer  4.4K params  <FSDP unit 4,360 -> 1,454/rank, pad r2:2, BF16>"]},
-    {"name": "plan: a fully_shard group is marked on each of its modules",
-     "args": ["plan", "{src}/fixtures/models/gemma", "--world-size", "3", "--fsdp-version", "2"],
+    {"name": "plan: a fully_shard group is marked on each of its modules (torch 2.11: the tie is silently split)",
+     "args": ["plan", "{src}/fixtures/models/gemma", "--world-size", "3", "--fsdp-version", "2",
+              "--torch-version", "2.11.0"],
      "stdout": ["(norm): GemmaRMSNorm  20 params  <fully_shard 760 -> 267/rank, pad r2:41, BF16, kept after forward>",
                 "<in the fully_shard group of model.norm>"]},
     {"name": "plan --no-tree prints only the table",
@@ -295,4 +296,38 @@ CASES += [
      "args": ["check", "--no-env", "--model", LLAMA, "--world-size", "2", "--gpu-memory", "10KiB",
               "--mixed-precision", "bf16", "--offload-params", "true"], "exit": 1,
      "stdout": ["help: use more GPUs (num_processes)"], "not_stdout": ["offload_params: true", "mixed_precision: bf16"]},
+]
+
+# The release set (src/resolve/stack_versions.cpp, rules/versions.yaml).
+CASES += [
+    {"name": "plan: FSDP2 with a tied embedding fails at the first forward on torch 2.14 (PLAN019)",
+     "args": ["plan", "{src}/fixtures/models/gemma", "--world-size", "3", "--fsdp-version", "2"], "exit": 1,
+     "stderr": ["Parameter 'model.embed_tokens.weight' is shared with a parameter already managed by another FSDP",
+                "[PLAN019]", "fsdp_version: 1"], "stdout": ["no fit verdict"]},
+    {"name": "plan: versions default to the checked release set, each with its source",
+     "args": ["plan", LLAMA, "--world-size", "2", "--no-env", "--format", "json"], "env": {"VIRTUAL_ENV": ""},
+     "json": lambda d: None if (d["settings"]["torch_version"], d["settings"]["transformers_version"],
+                                d["settings"]["accelerate_version"]) == (
+         {"value": "2.14.1", "source": "default"}, {"value": "5.12.1", "source": "default"},
+         {"value": "1.14.0", "source": "default"}) else f"versions {d['settings']}"},
+    {"name": "plan: --torch-version 1.13 alone assumes the transformers of its time, not 5.x",
+     "args": ["plan", LLAMA, "--world-size", "2", "--torch-version", "1.13.1", "--format", "json"],
+     "json": lambda d: None if d["settings"]["transformers_version"] == {"value": "4.55.0",
+                                                                      "source": "default for torch 1.13.1"}
+     else f"transformers {d['settings']['transformers_version']}"},
+    {"name": "plan: transformers 5.12 on torch 1.13 cannot run (SET005, usage error for the flags)",
+     "args": ["plan", LLAMA, "--torch-version", "1.13.1", "--transformers-version", "5.12.1"], "exit": 2,
+     "stderr": ["transformers 5.12.1 cannot run on torch 1.13.1: it needs torch 2.4.0 or later", "[SET005]"]},
+    {"name": "plan: a transformers release before the model existed (SET005)",
+     "args": ["plan", LLAMA, "--transformers-version", "4.3.0"], "exit": 2,
+     "stderr": ["model_type llama does not exist in transformers 4.3.0: it was added in 4.28.0"]},
+    {"name": "plan: a torch release from the future is a warning, not silence",
+     "args": ["plan", LLAMA, "--torch-version", "3.7"],
+     "stderr": ["torch 3.7.0 is newer than the newest release shardcheck was checked against (2.14.1)"]},
+    {"name": "plan: versions from the job's Python environment (Debian egg-info and wheel dist-info)",
+     "args": ["plan", LLAMA, "--world-size", "2", "--python-env", "{src}/fixtures/python-env", "--format", "json"],
+     "json": lambda d: None if (d["settings"]["torch_version"]["value"], d["settings"]["transformers_version"]["value"],
+                                d["settings"]["accelerate_version"]["value"]) == ("2.7.1", "4.57.6", "1.10.1")
+     and d["settings"]["torch_version"]["source"].startswith("--python-env ")
+     else f"versions {d['settings']}"},
 ]

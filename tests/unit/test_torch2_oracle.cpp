@@ -68,8 +68,12 @@ PreflightResult run_case(const json& c) {
   PreflightRequest req;
   req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
   req.model = (kOracle / "models" / c.at("model").get<std::string>()).string();
-  req.resolve.transformers = parse_version(c.at("versions").at("transformers").get<std::string>());
   req.defaults = settings_for(c);
+  // The release set the case ran: as if the job's Python environment had been read.
+  const json& v = c.at("versions");
+  req.versions.torch = Setting<Version>{parse_version(v.at("torch").get<std::string>()), "oracle"};
+  req.versions.transformers = Setting<Version>{parse_version(v.at("transformers").get<std::string>()), "oracle"};
+  req.versions.accelerate = Setting<Version>{parse_version(v.at("accelerate").get<std::string>()), "oracle"};
   return run_preflight(req);
 }
 

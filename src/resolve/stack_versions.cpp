@@ -1,0 +1,165 @@
+// The release set a job runs (shardcheck/stack_versions.hpp), from rules/versions.yaml.
+#include "shardcheck/stack_versions.hpp"
+
+#include <fmt/format.h>
+
+#include "resolve/registry_yaml.hpp"
+#include "shardcheck/config_doc.hpp"
+
+namespace shardcheck {
+namespace {
+
+using registry_yaml::Node;
+
+struct BadRules {
+  const Node* at;
+  std::string message;
+};
+
+Version version_of(const Node* n, const char* what) {
+  if (!n || !n->is_scalar()) throw BadRules{n, fmt::format("expected a version string for {}", what)};
+  auto v = Version::parse(n->text);
+  if (!v) throw BadRules{n, fmt::format("expected a version for {}, found '{}'", what, n->text)};
+  return *v;
+}
+
+std::vector<std::pair<Version, Version>> pairs(const Node* seq, const char* a, const char* b, const char* what) {
+  std::vector<std::pair<Version, Version>> out;
+  if (!seq || !seq->is_sequence()) throw BadRules{seq, fmt::format("expected a list for {}", what)};
+  for (const Node* row : seq->items) out.emplace_back(version_of(row->get(a), a), version_of(row->get(b), b));
+  return out;
+}
+
+}  // namespace
+
+std::optional<VersionRules> VersionRules::load(const std::filesystem::path& rules_dir, DiagnosticSink& sink) {
+  static thread_local std::string path;
+  path = (rules_dir / "versions.yaml").string();
+  registry_yaml::Arena arena;
+  try {
+    const Node* root = registry_yaml::parse_file(&path, arena);
+    if (!root || !root->is_map()) throw BadRules{root, "expected a mapping"};
+    VersionRules r;
+    const Node* d = root->get("defaults");
+    if (!d) throw BadRules{root, "expected `defaults`"};
+    r.torch_default = version_of(d->get("torch"), "defaults.torch");
+    r.transformers_default = version_of(d->get("transformers"), "defaults.transformers");
+    r.accelerate_default = version_of(d->get("accelerate"), "defaults.accelerate");
+    const Node* k = root->get("known");
+    if (!k) throw BadRules{root, "expected `known`"};
+    for (auto [name, range] : {std::pair{"torch", &r.torch}, std::pair{"transformers", &r.transformers},
+                               std::pair{"accelerate", &r.accelerate}}) {
+      const Node* n = k->get(name);
+      if (!n) throw BadRules{k, fmt::format("expected known.{}", name)};
+      range->oldest = version_of(n->get("oldest"), "oldest");
+      range->newest = version_of(n->get("newest"), "newest");
+    }
+    r.transformers_torch_floor = pairs(root->get("transformers_torch_floor"), "from", "torch", "transformers_torch_floor");
+    r.transformers_for_old_torch =
+        pairs(root->get("transformers_for_old_torch"), "torch_below", "transformers", "transformers_for_old_torch");
+    return r;
+  } catch (const registry_yaml::SyntaxError& e) {
+    Diagnostic diag;
+    diag.code = "REG006";
+    diag.location.file = path;
+    diag.location.line = e.line + 1;
+    diag.location.column = e.column + 1;
+    diag.message = e.message;
+    diag.exit_code = ExitCode::bad_rules;
+    sink.report(std::move(diag));
+  } catch (const BadRules& e) {
+    Diagnostic diag;
+    diag.code = "REG006";
+    diag.location.file = path;
+    if (e.at && e.at->line >= 0) {
+      diag.location.line = e.at->line + 1;
+      diag.location.column = e.at->column + 1;
+    }
+    diag.message = e.message;
+    diag.exit_code = ExitCode::bad_rules;
+    sink.report(std::move(diag));
+  }
+  return std::nullopt;
+}
+
+std::optional<Version> VersionRules::torch_floor(const Version& transformers) const {
+  std::optional<Version> floor;
+  for (const auto& [from, torch] : transformers_torch_floor)
+    if (transformers >= from) floor = torch;
+  return floor;
+}
+
+StackVersions resolve_stack_versions(const VersionRequest& req, const VersionRules& rules) {
+  StackVersions v{{rules.torch_default, "default"}, {rules.transformers_default, "default"},
+                  {rules.accelerate_default, "default"}};
+  auto pick = [&](Setting<Version>& out, const std::optional<Setting<Version>>& flag, const char* package) {
+    if (flag) {
+      out = *flag;
+      return;
+    }
+    if (req.python_env.empty()) return;
+    if (auto text = installed_package_version(req.python_env, package))
+      if (auto parsed = Version::parse(*text))
+        out = {*parsed, fmt::format("{} {} ({} {})", req.python_env_source, req.python_env, package, *text)};
+  };
+  pick(v.torch, req.torch, "torch");
+  pick(v.transformers, req.transformers, "transformers");
+  pick(v.accelerate, req.accelerate, "accelerate");
+  // Only torch is known and the default transformers cannot run on it: assume the transformers of
+  // that torch's time rather than a pairing that cannot exist.
+  if (v.transformers.source == "default" && v.torch.source != "default")
+    if (auto floor = rules.torch_floor(v.transformers.value); floor && v.torch.value < *floor)
+      for (const auto& [below, transformers] : rules.transformers_for_old_torch)
+        if (v.torch.value < below) {
+          v.transformers = {transformers, fmt::format("default for torch {}", v.torch.value.str())};
+          break;
+        }
+  return v;
+}
+
+void check_stack_versions(const StackVersions& v, const VersionRules& rules, const std::string& model_type,
+                          const std::string& since, const std::string& fallback_file, DiagnosticSink& sink) {
+  auto report = [&](const Setting<Version>& s, Severity severity, std::string message, std::string help) {
+    Diagnostic d;
+    d.code = "SET005";
+    d.severity = severity;
+    const bool flag = s.source.starts_with("--");
+    std::string from;
+    if (flag) d.location.file = s.source;
+    else d.location = setting_location(s.source, fallback_file, &from);
+    d.message = std::move(message) + (flag ? "" : fmt::format(" (from {})", s.source));
+    d.help = std::move(help);
+    d.exit_code = severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
+    sink.report(std::move(d));
+  };
+  for (auto [name, s, range] : {std::tuple{"torch", &v.torch, &rules.torch},
+                                std::tuple{"transformers", &v.transformers, &rules.transformers},
+                                std::tuple{"accelerate", &v.accelerate, &rules.accelerate}}) {
+    if (s->value < range->oldest)
+      report(*s, Severity::error,
+             fmt::format("{} {} is older than any release shardcheck models ({} to {})", name, s->value.str(),
+                         range->oldest.str(), range->newest.str()),
+             fmt::format("give the {} version the job really runs (--{}-version, or --python-env)", name, name));
+    else if (s->value > range->newest)
+      report(*s, Severity::warning,
+             fmt::format("{} {} is newer than the newest release shardcheck was checked against ({}); the plan assumes "
+                         "{} behaves as {}",
+                         name, s->value.str(), range->newest.str(), name, range->newest.str()),
+             "a release that does not exist yet is probably a typo");
+  }
+  if (auto floor = rules.torch_floor(v.transformers.value); floor && v.torch.value < *floor)
+    report(v.torch, Severity::error,
+           fmt::format("transformers {} cannot run on torch {}: it needs torch {} or later (transformers {})",
+                       v.transformers.value.str(), v.torch.value.str(), floor->str(), v.transformers.source),
+           fmt::format("give the transformers version the job runs (--transformers-version), or a torch of at "
+                       "least {}",
+                       floor->str()));
+  if (!since.empty())
+    if (auto first = Version::parse(since); first && v.transformers.value < *first)
+      report(v.transformers, Severity::error,
+             fmt::format("model_type {} does not exist in transformers {}: it was added in {}", model_type,
+                         v.transformers.value.str(), since),
+             fmt::format("this model needs transformers {} or later", since));
+}
+
+}  // namespace shardcheck
