@@ -8,6 +8,7 @@
 #include "shardcheck/load_tree.hpp"
 #include "shardcheck/module_tree.hpp"
 #include "shardcheck/report.hpp"
+#include "shardcheck/stack_versions.hpp"
 #include "util/stage_timer.hpp"
 #include "util/huge_pages.hpp"
 #include "util/mapped_reads.hpp"
@@ -30,6 +31,8 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
   util::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
   DiagnosticSink sink;
   ResolveOptions opts;
+  // The same default release as plan and check (rules/versions.yaml), so both show one layout.
+  if (const auto rules = VersionRules::load(ctx.rules_dir, sink)) opts.transformers = rules->transformers_default;
   if (!a.transformers_version.empty()) {
     auto v = Version::parse(a.transformers_version);
     if (!v) {
@@ -65,7 +68,7 @@ void register_inspect(CLI::App& app, CliContext& ctx) {
       ->required();
   cmd->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--transformers-version", args->transformers_version,
-                  "Module layout of this transformers release (default: newest known)");
+                  "Module layout of this transformers release (default 5.12.1, rules/versions.yaml)");
   cmd->add_option("--attn-implementation", args->attn_implementation,
                   "Attention implementation for 4.x class names (eager, sdpa, flash_attention_2)")
       ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
