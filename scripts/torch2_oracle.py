@@ -101,7 +101,17 @@ MODELS = {
     "gpt_oss": ("gpt_oss", dict(BASE, head_dim=6, num_local_experts=3, num_experts_per_tok=2,
                                 layer_types=["sliding_attention", "full_attention"], sliding_window=8,
                                 tie_word_embeddings=False)),
+    # Regression models: config.json fields that transformers reads and the registry once ignored.
+    "qwen2_moe_hd": ("qwen2_moe", dict(BASE, head_dim=6, moe_intermediate_size=14, shared_expert_intermediate_size=18,
+                                       num_experts=3, num_experts_per_tok=2, tie_word_embeddings=False)),
+    "phi_hd": ("phi", dict(BASE, head_dim=6, partial_rotary_factor=0.4, tie_word_embeddings=False)),
+    "qwen3_moe_v4keys": ("qwen3_moe", dict(BASE, head_dim=6, moe_intermediate_size=14, num_experts=3,
+                                           num_experts_per_tok=2, tie_word_embeddings=False)),
 }
+
+# config.json keys rewritten after saving, as an older transformers release wrote them (Qwen3MoeConfig
+# in 4.x stored `num_experts`; 5.x stores `num_local_experts` and maps the old name to it).
+CONFIG_RENAMES = {"qwen3_moe_v4keys": {"num_local_experts": "num_experts"}}
 
 
 def fill_distinct(model: torch.nn.Module) -> None:
@@ -131,6 +141,14 @@ def build_model(name: str, out_dir: str) -> dict:
     for extra in os.listdir(d):
         if extra not in ("config.json", "model.safetensors"):
             os.remove(os.path.join(d, extra))
+    if name in CONFIG_RENAMES:
+        path = os.path.join(d, "config.json")
+        cfg_json = json.load(open(path))
+        for old, new in CONFIG_RENAMES[name].items():
+            cfg_json[new] = cfg_json.pop(old)
+        with open(path, "w") as f:
+            json.dump(cfg_json, f, indent=2, sort_keys=True)
+            f.write("\n")
     return {"name": name, "model_type": model_type, "class": type(model).__name__,
             "no_split_modules": list(model._no_split_modules or []),
             "num_params": sum(p.numel() for p in model.parameters())}
@@ -528,6 +546,20 @@ def all_cases() -> list:
         cs.append(case(m, 2, 3, TF(), reshard_after_forward=False))
     for m in ("llama", "qwen2"):
         cs.append(case(m, 2, 3, TF(), ignored_modules=r"model\.layers\.1"))
+    # Regression models (config fields transformers reads), both FSDP versions.
+    for m in ("qwen2_moe_hd", "phi_hd", "qwen3_moe_v4keys"):
+        cs.append(case(m, 1, 3, TF()))
+        cs.append(case(m, 2, 4, TF()))
+    # A tied weight split across FSDP1 units with use_orig_params=True: which strategies fail.
+    for m in ("llama_tied", "gpt2"):
+        cs.append(case(m, 1, 5, SIZE(300), use_orig_params=True, sharding_strategy="SHARD_GRAD_OP"))
+        cs.append(case(m, 1, 3, SIZE(300), use_orig_params=True, sharding_strategy="NO_SHARD"))
+        cs.append(case(m, 1, 4, SIZE(300)))
+    # More world sizes for FSDP1 and FSDP2 on the MoE and other families.
+    for m in ("qwen2_moe", "deepseek_v3", "gpt_oss", "phi3", "starcoder2", "gpt_neox", "olmo2"):
+        for W in (2, 7):
+            cs.append(case(m, 1, W, TF(), use_orig_params=True))
+            cs.append(case(m, 2, W, TF()))
     seen, out = set(), []
     for c in cs:
         if c["case"] not in seen:

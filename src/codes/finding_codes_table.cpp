@@ -444,14 +444,14 @@ constexpr FindingCode kCodes[] = {
      "against real torch 2.14.1 and accelerate 1.14.0 (fixtures/oracle2)."},
     {"PLAN020", Severity::error, ExitCode::findings,
      "FSDP1 use_orig_params=True: a tied weight is used by a module outside the unit that holds it",
-     "With use_orig_params=True every original parameter stays registered as a view into its unit's flat "
-     "parameter (torch/distributed/fsdp/_flat_param.py), including a tied alias on a module of another unit. "
-     "When the owning unit is not the root and frees its unsharded parameter after its forward (FULL_SHARD, "
-     "HYBRID_SHARD), the other module later runs on the rank's 1-D shard: real torch 2.14.1 raises "
-     "\"RuntimeError: size mismatch, got input (5), mat (5x20), vec (148)\" in the tied LM head at the first "
-     "forward (fixtures/oracle2). This happens when a size policy gives the embedding (or the head) a unit of "
-     "its own. Keep the tied modules in one unit (TRANSFORMER_BASED_WRAP leaves both in the root) or use "
-     "use_orig_params=False, where the head's unit flattens its own copy instead (PLAN004)."},
+     "With use_orig_params=True every original parameter stays registered, its data a view into the rank's "
+     "shard of its unit's flat parameter (torch/distributed/fsdp/_flat_param.py). Unsharding re-points only "
+     "the registrations inside the owning unit's own modules, so a tied alias on a module of another unit "
+     "keeps the 1-D shard: real torch 2.14.1 raises \"RuntimeError: size mismatch, got input (5), mat (5x20), "
+     "vec (148)\" in the tied LM head at the first forward, with FULL_SHARD and SHARD_GRAD_OP alike; "
+     "NO_SHARD runs (fixtures/oracle2). This happens when a size policy gives the embedding (or the head) a "
+     "unit of its own. Keep the tied modules in one unit (TRANSFORMER_BASED_WRAP leaves both in the root) or "
+     "use use_orig_params=False, where the head's unit flattens its own copy instead (PLAN004)."},
 
     // ---- merged settings (src/resolve/validate_settings.cpp) ----
     {"SET001", Severity::error, ExitCode::findings, "A setting is outside the values any job can run with",

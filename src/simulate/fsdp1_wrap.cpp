@@ -98,16 +98,18 @@ class Fsdp1Wrapper {
     return false;
   }
 
-  // module.parameters() at the time of the call: every storage once, minus what FSDP already took.
-  // With use_orig_params=False a nested unit de-registers its originals, but only from its own
-  // subtree: a tied alias elsewhere still yields the original Parameter (and is flattened again).
+  // wrap.py _recursive_wrap: nonwrapped_numel = sum(p.numel() for p in module.parameters() if p not
+  // in ignored_params), taken before the module's own subtree is wrapped ("assuming none of them are
+  // already wrapped"): every storage once. A tied alias whose target an earlier unit already took
+  // still counts, because the alias's module keeps the original Parameter whatever use_orig_params
+  // is (False: the other unit de-registers only its own subtree's; True: FSDP only marks it
+  // flattened), so a size policy can still make that module a unit (torch 2.14.1 oracle,
+  // gpt2-fsdp1-size300-noshard-orig-w3: an empty lm_head unit).
   std::int64_t available_numel(int m) const {
     ++walk_;
     std::int64_t n = 0;
     visit_registrations(m, [&](int pidx) {
-      const int storage = params_[pidx].storage;
-      if (is_flattened(storage)) return;
-      if (first_in_walk(storage)) n += params_[pidx].numel;
+      if (first_in_walk(params_[pidx].storage)) n += params_[pidx].numel;
     });
     return n;
   }
@@ -153,20 +155,19 @@ class Fsdp1Wrapper {
   }
 };
 
-// use_orig_params=True keeps every original parameter registered as a view into its unit's flat
-// parameter (torch/distributed/fsdp/_flat_param.py _use_sharded_views / _use_unsharded_views). A tied
-// parameter flattened by one unit but also registered on a module of another unit is replaced there
-// by the same view; when the owning unit frees its unsharded flat parameter after its forward
-// (FULL_SHARD, HYBRID_SHARD; never the root, _runtime_utils.py _should_free_in_backward /
-// _reshard), that other module later runs on the rank's 1-D shard. Real torch 2.14.1 raises
-// "RuntimeError: size mismatch, got input (5), mat (5x20), vec (148)" in the tied LM head's F.linear
-// at the first forward (fixtures/oracle2/*-size300-orig-*). With use_orig_params=False the outer unit
-// flattens the parameter again instead (PLAN004).
+// use_orig_params=True keeps every original parameter registered, its data a view into the unit's
+// sharded flat parameter (torch/distributed/fsdp/_flat_param.py _use_sharded_views). When the owning
+// unit unshards, it re-points only the registrations inside its own module subtree
+// (_use_unsharded_views sets the attribute on each (module, name) of its _param_infos); a tied alias
+// on a module of another unit keeps the original Parameter and so the rank's 1-D shard, under every
+// sharded strategy. Real torch 2.14.1 raises "RuntimeError: size mismatch, got input (5), mat (5x20),
+// vec (148)" in the tied LM head's F.linear at the first forward with FULL_SHARD and SHARD_GRAD_OP;
+// NO_SHARD's "shard" is the whole parameter and runs (fixtures/oracle2/*-size300-*orig-*). With
+// use_orig_params=False the outer unit flattens the parameter again instead (PLAN004).
 void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, const ParamTable& params,
                       const std::vector<int>& unit_modules, const std::unordered_map<int, int>& holder,
                       DiagnosticSink& sink) {
-  if (!s.use_orig_params.value || plan.shard_group < 2) return;
-  if (plan.strategy != ShardingStrategy::full_shard && plan.strategy != ShardingStrategy::hybrid_shard) return;
+  if (!s.use_orig_params.value || plan.strategy == ShardingStrategy::no_shard) return;
   std::vector<int> unit_at(tree.modules.size(), -1);
   for (std::size_t u = 0; u < unit_modules.size(); ++u) unit_at[static_cast<std::size_t>(unit_modules[u])] = static_cast<int>(u);
   auto managing_unit = [&](int m) {
@@ -180,7 +181,7 @@ void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const Shard
     if (owner == holder.end()) continue;
     const int owner_module = unit_modules[static_cast<std::size_t>(owner->second)];
     const int user = managing_unit(p.module);
-    if (owner_module == 0 || user == owner->second) continue;  // the root never frees after forward
+    if (user == owner->second) continue;
     const ParamEntry& target = params[p.storage];
     std::int64_t shard = 0;
     for (const auto& u : plan.units)
@@ -192,12 +193,13 @@ void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const Shard
     d.location = model_location(tree, mod.path);
     d.message = fmt::format(
         "RuntimeError: size mismatch, got input (tokens), mat (tokens x {}), vec ({}) at the first forward: '{}' uses "
-        "'{}', the tied parameter '{}' that unit '{}' flattened; with use_orig_params=True that unit frees its "
-        "unsharded parameter after its forward, so '{}' runs on the rank's shard view",
+        "'{}', the tied parameter '{}' that unit '{}' flattened; with use_orig_params=True that unit unshards only "
+        "its own modules' registrations, so '{}' runs on the rank's 1-D shard",
         target.shape.size() > 1 ? target.shape.back() : target.numel, shard, mod.path, p.fqn, target.fqn, owner_path,
         mod.path);
     d.help = fmt::format("keep '{}' and '{}' in one unit: TRANSFORMER_BASED_WRAP leaves a tied embedding and head in the "
-                         "root unit; or use_orig_params: false (the head then gets its own flattened copy, PLAN004)",
+                         "root unit; or use_orig_params: false (the head then gets its own flattened copy, PLAN004); "
+                         "NO_SHARD is not affected",
                          owner_path, mod.path);
     d.exit_code = ExitCode::findings;
     sink.report(std::move(d));
