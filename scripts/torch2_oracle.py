@@ -237,6 +237,28 @@ def wrap_fsdp2(model, c: dict, W: int):
     return fsdp2_prepare_model(standin, model)
 
 
+def wrap_torchtitan(model, c: dict, W: int):
+    """The fully_shard calls of torchtitan's apply_fsdp (torchtitan/models/llama3/infra/parallelize.py,
+    v0.2.x; tied weights as in HEAD with enable_weight_tying), on a transformers model: the input
+    embedding (untied), every decoder layer, [final norm, head] kept after forward (with a tied
+    embedding: [embedding, final norm, head]), then the root; MixedPrecisionPolicy(param_dtype=bf16,
+    reduce_dtype=fp32), torchtitan's default."""
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    mesh = init_device_mesh("cpu", (W,))
+    kw = dict(mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32))
+    emb, out = model.get_input_embeddings(), model.get_output_embeddings()
+    tied = out is not None and emb.weight is out.weight
+    base = getattr(model, model.base_model_prefix)
+    if not tied:
+        fully_shard(emb, reshard_after_forward=True, **kw)
+    for block in base.layers:
+        fully_shard(block, reshard_after_forward=True, **kw)
+    tail = ([emb] if tied else []) + [base.norm, out]
+    fully_shard(tail, reshard_after_forward=False, **kw)
+    return fully_shard(model, **kw)
+
+
 def lazy_init(model, c: dict) -> None:
     if c["fsdp_version"] == 1:
         from torch.distributed.fsdp._runtime_utils import _lazy_init
@@ -367,7 +389,12 @@ def rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
         stage = "load"
         model = load_model(c["model"])
         stage = "wrap"
-        model = wrap_fsdp1(model, c) if c["fsdp_version"] == 1 else wrap_fsdp2(model, c, W)
+        if c["fsdp_version"] == 1:
+            model = wrap_fsdp1(model, c)
+        elif c.get("caller") == "torchtitan":
+            model = wrap_torchtitan(model, c, W)
+        else:
+            model = wrap_fsdp2(model, c, W)
         stage = "lazy_init"
         lazy_init(model, c)
         rec["units" if c["fsdp_version"] == 1 else "groups"] = (units_fsdp1(model) if c["fsdp_version"] == 1
@@ -484,11 +511,13 @@ def case(model, fsdp, W, policy, **kw):
         parts.append(f"r{kw['dp_replicate']}")
     if kw.get("reshard_after_forward") is False:
         parts.append("noreshard")
+    if kw.get("caller"):
+        parts.append(kw["caller"])
     parts.append(f"w{W}")
     c = {"case": "-".join(parts), "model": model, "fsdp_version": fsdp, "world_size": W, "policy": policy}
     c.update(kw)
     # gloo rejects bf16/fp16 all-gathers: mixed-precision cases record the layout only.
-    if kw.get("mixed_precision", "no") != "no":
+    if kw.get("mixed_precision", "no") != "no" or kw.get("caller") == "torchtitan":
         c["step"] = False
     return c
 
@@ -546,6 +575,10 @@ def all_cases() -> list:
         cs.append(case(m, 2, 3, TF(), reshard_after_forward=False))
     for m in ("llama", "qwen2"):
         cs.append(case(m, 2, 3, TF(), ignored_modules=r"model\.layers\.1"))
+    # FSDP2 as torchtitan calls fully_shard (bf16 compute, fp32 reduction: layouts only).
+    for m in ("llama", "llama_tied", "qwen2", "mixtral", "qwen3_moe", "gemma"):
+        for W in (3, 8):
+            cs.append(case(m, 2, W, TF(), caller="torchtitan"))
     # Regression models (config fields transformers reads), both FSDP versions.
     for m in ("qwen2_moe_hd", "phi_hd", "qwen3_moe_v4keys"):
         cs.append(case(m, 1, 3, TF()))

@@ -61,6 +61,7 @@ FsdpSettings settings_for(const json& c) {
   s.ignored_modules.value = c.value("ignored_modules", "");
   if (c.contains("reshard_after_forward")) s.reshard_after_forward.value = c.at("reshard_after_forward").get<bool>();
   s.dp_replicate.value = c.value("dp_replicate", 1);
+  if (c.contains("caller")) s.fsdp2_caller.value = parse_caller(c.at("caller").get<std::string>()).value();
   return s;
 }
 
