@@ -108,6 +108,10 @@ MODELS = {
     "qwen3_moe_v4keys": ("qwen3_moe", dict(BASE, head_dim=6, moe_intermediate_size=14, num_experts=3,
                                            num_experts_per_tok=2, tie_word_embeddings=False)),
 }
+# An explicit head_dim (6, not hidden_size // heads = 10) for every family whose config may carry one.
+for _m in ("llama", "mistral", "qwen2", "olmo2", "granite", "starcoder2", "gpt_neox", "phi3", "mixtral"):
+    _t, _kw = MODELS[_m]
+    MODELS[_m + "_hd"] = (_t, dict(_kw, head_dim=6))
 
 # config.json keys rewritten after saving, as an older transformers release wrote them (Qwen3MoeConfig
 # in 4.x stored `num_experts`; 5.x stores `num_local_experts` and maps the old name to it).
@@ -580,7 +584,8 @@ def all_cases() -> list:
         for W in (3, 8):
             cs.append(case(m, 2, W, TF(), caller="torchtitan"))
     # Regression models (config fields transformers reads), both FSDP versions.
-    for m in ("qwen2_moe_hd", "phi_hd", "qwen3_moe_v4keys"):
+    for m in ("qwen2_moe_hd", "phi_hd", "qwen3_moe_v4keys", "llama_hd", "mistral_hd", "qwen2_hd", "olmo2_hd",
+              "granite_hd", "starcoder2_hd", "gpt_neox_hd", "phi3_hd", "mixtral_hd"):
         cs.append(case(m, 1, 3, TF()))
         cs.append(case(m, 2, 4, TF()))
     # A tied weight split across FSDP1 units with use_orig_params=True: which strategies fail.
