@@ -76,7 +76,6 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
   const bool orig = s.use_orig_params.value && tv >= Version{2, 0, 0};
   const int w = plan.shard_group;
   unit.dtype = owned.empty() ? DType::F32 : params[owned.front()].dtype;
-  set_collective_dtypes(unit, s);
   unit.requires_grad = false;
   // _get_aligned_numel(unsharded_dtype=_fwd_bwd_param_dtype): 16 bytes of the compute dtype.
   const DType compute = s.param_dtype().value_or(unit.dtype);
@@ -97,6 +96,11 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
     unit.requires_grad = unit.requires_grad || p.requires_grad;
     total += p.numel;
   }
+  // accelerate's prepare_model (1.14.0 accelerator.py), after FSDP(model) and with mixed precision
+  // on: every trainable FlatParameter that is not fp32 is upcast to fp32 (the master copy).
+  if (s.param_dtype() && unit.requires_grad && dtype_is_floating(unit.dtype) && unit.dtype != DType::F32)
+    unit.dtype = DType::F32;
+  set_collective_dtypes(unit, s);
   // World-size padding (#99054, torch 2.1): the flat parameter is padded to a multiple of the
   // process group size so every rank's shard is whole. It applies to NO_SHARD too.
   if (orig && tv >= Version{2, 1, 0} && !owned.empty() && total % w != 0) add_padding(w - total % w);

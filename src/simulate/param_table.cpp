@@ -36,9 +36,12 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
       e.dtype = p.dtype;
       e.requires_grad = p.requires_grad && !(frozen && std::regex_search(e.fqn, *frozen));
       e.ignored = ignored_module_[static_cast<std::size_t>(m)];
-      // accelerate upcasts trainable low-precision parameters to fp32 before wrapping when mixed
-      // precision is on (accelerator.py prepare_model for FSDP1; fsdp_utils.py fsdp2_prepare_model).
-      if (s.param_dtype() && e.requires_grad && dtype_is_floating(e.dtype) && e.dtype != DType::F32)
+      // FSDP2: accelerate upcasts trainable low-precision parameters to fp32 before fully_shard when
+      // mixed precision is on (fsdp_utils.py fsdp2_prepare_model, 1.14.0). FSDP1 upcasts each unit's
+      // FlatParameter only after FSDP(model) (accelerator.py prepare_model), so the flattening sees the
+      // loaded dtypes (flat_unit).
+      if (s.fsdp_version.value == 2 && s.param_dtype() && e.requires_grad && dtype_is_floating(e.dtype) &&
+          e.dtype != DType::F32)
         e.dtype = DType::F32;
       const int idx = static_cast<int>(entries_.size());
       index.emplace(e.fqn, idx);

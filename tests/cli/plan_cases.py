@@ -331,3 +331,11 @@ CASES += [
      and d["settings"]["torch_version"]["source"].startswith("--python-env ")
      else f"versions {d['settings']}"},
 ]
+
+# FSDP1 flattens the dtypes as loaded: accelerate upcasts each FlatParameter to fp32 only after
+# FSDP(model) (accelerator.py prepare_model, 1.14.0), so mixed precision does not hide a mixed unit.
+CASES += [
+    {"name": "plan: FSDP1 with bf16 mixed precision still fails on the FP8 checkpoint's mixed dtypes (PLAN002)",
+     "args": ["plan", DEEPSEEK, "--world-size", "2", "--transformers-version", "4.57.6", "--mixed-precision", "bf16"],
+     "exit": 1, "stderr": ["Must flatten tensors with uniform dtype but got", "[PLAN002]"]},
+]
