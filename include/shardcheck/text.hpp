@@ -2,6 +2,7 @@
 // Small text helpers with one home: ASCII case folding, accelerate's truth strings, human units.
 
 #include <cstdint>
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,9 @@ std::string ascii_upper(std::string s);
 // accelerate utils/environment.py `str_to_bool` (on the lower-cased text): y/yes/t/true/on/1 -> true,
 // n/no/f/false/off/0 -> false, anything else nullopt (accelerate raises "invalid truth value").
 std::optional<bool> accelerate_str_to_bool(std::string_view s);
+
+// Optimal-string-alignment edit distance (a transposition counts 1): spelling suggestions.
+std::size_t edit_distance(std::string_view a, std::string_view b);
 
 // 7615616512 -> "7.62B" (powers of 1000, as parameter counts are published)
 std::string human_count(std::int64_t n);

@@ -253,6 +253,12 @@ constexpr FindingCode kCodes[] = {
      "Nothing exists at the given path and the text is not a valid model id, so there is nothing to read. "
      "Give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
      "such as meta-llama/Meta-Llama-3-8B."},
+    {"IO004", Severity::note, ExitCode::ok, "The model argument is not a local path; it is tried as a Hub model id",
+     "A model argument such as llama3-8b or models/x could be a local directory or a Hub model id. When no "
+     "local file or directory of that name exists and the Hub lookup then fails (offline, not found, no "
+     "network), this note comes first, with the closest name in that directory if one is a likely typo, "
+     "so that a mistyped path is not reported only as a network error. The Hub's own finding follows and "
+     "decides the exit code."},
     {"IO003", Severity::error, ExitCode::io, "The accelerate config file cannot be read",
      "lint and check read the accelerate YAML named on the command line (or found where accelerate looks "
      "for it: $HF_HOME/accelerate, ${XDG_CACHE_HOME:-~/.cache}/huggingface/accelerate). The path does not "

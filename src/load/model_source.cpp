@@ -11,6 +11,7 @@
 
 #include "load/checkpoint_load.hpp"
 #include "shardcheck/hub.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck {
 namespace fs = std::filesystem;
@@ -27,6 +28,29 @@ void rename_files(DiagnosticSink& sink, const fs::path& dir, const std::string& 
   }
 }
 
+// The closest existing name to a mistyped local path, in the directory it names (at most two edits),
+// or "".
+std::string closest_local_name(const std::string& ref) {
+  const fs::path path = ref;
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  const std::string wanted = path.filename().string();
+  std::string closest;
+  std::size_t best = 3;
+  int scanned = 0;
+  std::error_code ec;
+  if (!fs::is_directory(parent, ec) || wanted.empty() || wanted.size() > 200) return closest;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    if (++scanned > 10000) break;  // a huge directory: no suggestion rather than a slow one
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 200) continue;
+    if (const std::size_t d = edit_distance(wanted, name); d < best) {
+      best = d;
+      closest = path.has_parent_path() ? (parent / name).string() : name;
+    }
+  }
+  return closest;
+}
+
 Diagnostic not_found(const std::string& ref) {
   Diagnostic d;
   d.code = "IO002";
@@ -36,7 +60,24 @@ Diagnostic not_found(const std::string& ref) {
                           ref);
   d.help = "give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
            "such as meta-llama/Meta-Llama-3-8B";
+  if (const std::string closest = closest_local_name(ref); !closest.empty())
+    d.help = fmt::format("did you mean '{}'? ", closest) + d.help;
   d.exit_code = ExitCode::io;
+  return d;
+}
+
+// The note shown before a failed Hub lookup of something that could have been a local path.
+Diagnostic no_local_path(const std::string& ref) {
+  std::error_code ec;
+  const std::string closest = closest_local_name(ref);
+  Diagnostic d;
+  d.code = "IO004";
+  d.severity = Severity::note;
+  d.location.file = ref;
+  d.message = fmt::format("no local file or directory '{}' (relative to {}){}; trying it as a Hub model id", ref,
+                          fs::current_path(ec).string(),
+                          closest.empty() ? "" : fmt::format(" (did you mean '{}'?)", closest));
+  d.exit_code = ExitCode::ok;
   return d;
 }
 
@@ -95,8 +136,15 @@ std::optional<ModelLoad> ModelLoad::begin(const std::string& ref, bool config_on
   } else if (auto model_ref = parse_model_ref(ref)) {
     // Not a local path: a Hub model id (org/name[@revision]), from a cache or the Hub.
     const HubEnvironment env = hub_environment_from_process();
-    auto resolved = resolve_hub_model(*model_ref, config_only, env, sink);
-    if (!resolved) return std::nullopt;
+    DiagnosticSink hub_sink;
+    auto resolved = resolve_hub_model(*model_ref, config_only, env, hub_sink);
+    if (!resolved) {
+      // A mistyped local path is the likelier mistake: say that first, then what the Hub said.
+      sink.report(no_local_path(ref));
+      sink.append(hub_sink);
+      return std::nullopt;
+    }
+    sink.append(hub_sink);
     state->dir = resolved->dir;
     state->display_prefix = resolved->display_prefix;
     config_file = resolved->dir / "config.json";

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "shardcheck/lint.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
 
-// Optimal-string-alignment edit distance (a transposition counts 1).
-std::size_t edit_distance(std::string_view a, std::string_view b);
+using shardcheck::edit_distance;  // shardcheck/text.hpp
 // The closest candidate within a distance that scales with the word, or "".
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 // "a, b or c" with backticks.

@@ -339,3 +339,16 @@ CASES += [
      "args": ["plan", DEEPSEEK, "--world-size", "2", "--transformers-version", "4.57.6", "--mixed-precision", "bf16"],
      "exit": 1, "stderr": ["Must flatten tensors with uniform dtype but got", "[PLAN002]"]},
 ]
+
+# A mistyped local path is said first, with the closest name (src/load/model_source.cpp).
+CASES += [
+    {"name": "plan: a mistyped directory gets a did-you-mean (IO002, exit 3)",
+     "args": ["plan", "{src}/fixtures/models/lama"], "exit": 3,
+     "stderr": ["did you mean '", "fixtures/models/llama'?"]},
+    {"name": "plan: a mistyped config.json gets a did-you-mean",
+     "args": ["plan", "{src}/fixtures/models/llama/config.jsn"], "exit": 3,
+     "stderr": ["fixtures/models/llama/config.json'?"]},
+    {"name": "plan: a name that is neither a local path nor a cached model says the local path first, offline",
+     "args": ["plan", "llama3-8bb"], "env": {"HF_HUB_OFFLINE": "1", "HF_HOME": "{work}/no-hf-home"}, "exit": 30,
+     "stderr": ["note: no local file or directory 'llama3-8bb'", "[IO004]", "HF_HUB_OFFLINE"]},
+]
