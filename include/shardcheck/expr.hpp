@@ -60,8 +60,10 @@ struct Value {
 // Thrown by parse (with the column) and by evaluate (with the offending name or operation).
 class ExprError : public std::runtime_error {
  public:
-  ExprError(std::string msg, int column = 0) : std::runtime_error(std::move(msg)), column(column) {}
+  ExprError(std::string msg, int column = 0, std::string missing_name = {})
+      : std::runtime_error(std::move(msg)), column(column), missing_name(std::move(missing_name)) {}
   int column;
+  std::string missing_name;  // evaluation: the name no scope defines ("" for other errors)
 };
 
 // Name lookup for evaluation. Returns nullptr when the name is unknown.

@@ -20,6 +20,8 @@ namespace {
 struct CheckFlags : PlanFlags {
   bool strict = false;
   std::string uri_base = ".";
+  std::string model_flag;  // --model; the positional goes to PlanFlags::model
+  bool no_tree = false;    // accepted as plan accepts it; check prints the unit table, not the tree
 };
 
 // SARIF rule metadata for every code that occurs: lint rules carry their own documentation, load
@@ -50,7 +52,19 @@ int exit_code(const PreflightResult& r, bool strict) {
   return 0;
 }
 
-int run_check(const CheckFlags& f, const CliContext& ctx) {
+int run_check(CheckFlags f, const CliContext& ctx) {
+  // The model as a positional or as --model (both: they must agree).
+  if (!f.model_flag.empty() && !f.model.empty() && f.model_flag != f.model) {
+    std::fprintf(stderr, "shardcheck check: two models given: '%s' and --model '%s'\n", f.model.c_str(),
+                 f.model_flag.c_str());
+    return to_int(ExitCode::usage);
+  }
+  if (f.model.empty()) f.model = f.model_flag;
+  if (f.model.empty()) {
+    std::fprintf(stderr, "shardcheck check: expected a model: a directory, its config.json or a Hub id, as "
+                         "`check MODEL` or `check --model MODEL`\n");
+    return to_int(ExitCode::usage);
+  }
   util::use_huge_page_heap();  // a short-lived process about to build large tables
   util::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
   std::string error;
@@ -89,8 +103,9 @@ int run_check(const CheckFlags& f, const CliContext& ctx) {
 void register_check(CLI::App& app, CliContext& ctx) {
   auto f = std::make_shared<CheckFlags>();
   CLI::App* cmd = app.add_subcommand("check", "Pre-flight for CI: lint + resolve + plan + fit, one exit code");
-  cmd->add_option("--model,model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]")
-      ->required();
+  cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]");
+  cmd->add_option("--model", f->model_flag, "The same as the positional MODEL (one of the two is required)");
+  cmd->add_flag("--no-tree", f->no_tree, "Accepted for symmetry with plan: check prints the unit table, never the tree");
   cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json", "sarif", "github"}));
   cmd->add_flag("--strict", f->strict, "Warnings fail the check too");
   cmd->add_option("--uri-base", f->uri_base, "SARIF: make file paths relative to this directory");

@@ -193,7 +193,7 @@ int run_lint(LintArgs a, const CliContext& ctx) {
     else if (d.severity == Severity::warning) warnings = true;
   }
   if (unparsable) return to_int(ExitCode::bad_accelerate_config);
-  if (io) return to_int(ExitCode::usage);  // lint maps unreadable files to 2 (usage/I-O), as ruff does
+  if (io) return to_int(ExitCode::io);  // the same code as check and plan for a file that cannot be read
   if (errors || (a.strict && warnings)) return to_int(ExitCode::findings);
   return 0;
 }

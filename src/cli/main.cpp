@@ -76,6 +76,9 @@ int main(int argc, char** argv) {
                                  [&](const auto& c) { return c.first == wanted; });
   for (const auto& [name, add] : kCommands)
     if (!known || name == wanted) add(app, ctx);  // an unknown name: all, so CLI11 lists them
+  // The full exit-code table once, under `shardcheck --help`; a subcommand's help points there.
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; }))
+    sub->footer("Exit codes: 0 clean, 1 findings, 2 usage, 3 I/O, ...; all of them: shardcheck --help");
 
   try {
     app.parse(argc, argv);

@@ -263,8 +263,8 @@ constexpr FindingCode kCodes[] = {
      "lint and check read the accelerate YAML named on the command line (or found where accelerate looks "
      "for it: $HF_HOME/accelerate, ${XDG_CACHE_HOME:-~/.cache}/huggingface/accelerate). The path does not "
      "exist, is a directory, or cannot be opened, so nothing was checked; `accelerate launch` would fail "
-     "the same way. check exits with 3 (I/O); lint, whose exit codes are 0 clean, 1 findings and 2 usage "
-     "or I/O, exits with 2. Check the path, or run `accelerate config` to write one."},
+     "the same way. lint, check and plan all exit with 3 (I/O). Check the path, or run `accelerate config` "
+     "to write one."},
 
     // ---- architecture registry (src/resolve/registry.cpp, module_tree.cpp, checkpoint_match.cpp) ----
     {"REG001", Severity::error, ExitCode::bad_rules, "A file of the architecture registry (rules/models) is malformed",

@@ -297,6 +297,23 @@ std::optional<ConfigDoc> parse_config_doc(std::string text, const std::string& p
       const int line = std::clamp(e.mark.line, 0, static_cast<int>(doc.line_starts.size()) - 1);
       off = std::min(doc.line_starts[line] + static_cast<std::size_t>(std::max(e.mark.column, 0)), doc.text.size());
     }
+    // A tab in the indentation is the usual cause, and yaml-cpp's message ("illegal map value", "end
+    // of map not found") never says so: point at the first tab on or before the error's line.
+    const std::size_t line_end = doc.text.find('\n', off);
+    const std::size_t upto = line_end == std::string::npos ? doc.text.size() : line_end;
+    for (std::size_t i = 0; i < upto; ++i) {
+      if (doc.text[i] != '\t') continue;
+      const std::size_t bol = doc.text.rfind('\n', i == 0 ? 0 : i - 1);
+      const std::size_t start = (bol == std::string::npos || i == 0) ? 0 : bol + 1;
+      if (doc.text.find_first_not_of(" \t", start) < i) continue;  // a tab inside a value is allowed
+      sink.report(load_error(doc, "yaml-syntax", i,
+                             fmt::format("invalid YAML: a tab character indents this line (yaml-cpp: {}); YAML "
+                                         "indentation must be spaces",
+                                         e.msg),
+                             "replace the tab with spaces (two per level, as `accelerate config` writes); "
+                             "yaml.safe_load rejects tabs as well"));
+      return std::nullopt;
+    }
     sink.report(load_error(doc, "yaml-syntax", off, fmt::format("invalid YAML: {}", e.msg),
                            "accelerate loads the file with yaml.safe_load, which rejects it as well"));
     return std::nullopt;

@@ -509,7 +509,7 @@ Value eval(const Expr::Node& n, const Lookup& lookup) {
     case Op::constant: return n.value;
     case Op::name: {
       const Value* v = lookup(n.name);
-      if (!v) eval_fail(n, fmt::format("unknown name '{}'", n.name));
+      if (!v) throw ExprError(fmt::format("unknown name '{}'", n.name), n.column, n.name);
       return *v;
     }
     case Op::list: {

@@ -79,7 +79,7 @@ class Expander {
     try {
       return e.evaluate(frame.lookup());
     } catch (const ExprError& err) {
-      throw ExpandError(fmt::format("{} (`{}`): {}", what(), e.source(), err.what()));
+      throw ExpandError(fmt::format("{} (`{}`): {}", what(), e.source(), err.what()), false, err.missing_name);
     }
   }
 
@@ -252,6 +252,17 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     d.exit_code = ec;
     sink.report(std::move(d));
   };
+  // The user's config.json lacks a field the layout needs: CFG006, naming the field and the file.
+  auto report_missing_field = [&](const std::string& name, const std::string& detail) {
+    Diagnostic d;
+    d.code = "CFG006";
+    d.location.file = config.path;
+    d.message = fmt::format("config.json has no '{}', which the {} layout needs ({}; {})", name, arch.model_type, detail,
+                            arch.source);
+    d.help = fmt::format("add \"{}\" to config.json, as the {} config class saves it", name, arch.model_type);
+    d.exit_code = ExitCode::bad_model_config;
+    sink.report(std::move(d));
+  };
 
   // Globals: config.json fields, then the registry's defaults for absent ones, then derived fields.
   add_json(globals, "", config.effective());
@@ -292,6 +303,10 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
         globals.set(d.name, d.expr.evaluate(globals.lookup()));
       } catch (const ExprError& e) {
         // Almost always a shape field missing from config.json: blame the config, name the field.
+        if (!e.missing_name.empty()) {
+          report_missing_field(e.missing_name, fmt::format("to compute {} = `{}`", d.name, d.expr.source()));
+          return std::nullopt;
+        }
         Diagnostic diag;
         diag.code = "CFG006";
         diag.location.file = config.path;
@@ -315,7 +330,9 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       tree.activations[a.name] = *v.as_int();
     }
   } catch (const ExprError& e) {
-    report("REG003", fmt::format("registry expression failed for {}: {}", config.path, e.what()), ExitCode::bad_rules);
+    // A name no scope defines is a field this config.json lacks, not a broken rules file.
+    if (!e.missing_name.empty()) report_missing_field(e.missing_name, e.what());
+    else report("REG003", fmt::format("registry expression failed for {}: {}", config.path, e.what()), ExitCode::bad_rules);
     return std::nullopt;
   }
 
@@ -327,6 +344,8 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     // overflowing size) is the config's problem; an undeclared class is the registry's.
     if (e.rules_bug)
       report("REG004", e.what(), ExitCode::bad_rules);
+    else if (!e.missing_name.empty() && !globals.has_own(e.missing_name))
+      report_missing_field(e.missing_name, e.what());
     else
       report("CFG006", fmt::format("{} cannot be laid out as {}: {}", config.path, arch.model_type, e.what()),
              ExitCode::bad_model_config);

@@ -17,9 +17,10 @@ namespace shardcheck {
 // A failure while expanding the registry for one config.json. `rules_bug`: the registry itself is
 // inconsistent (an undeclared class); otherwise the config's values cannot produce a layout.
 struct ExpandError : std::runtime_error {
-  explicit ExpandError(const std::string& what, bool rules_bug = false)
-      : std::runtime_error(what), rules_bug(rules_bug) {}
+  explicit ExpandError(const std::string& what, bool rules_bug = false, std::string missing_name = {})
+      : std::runtime_error(what), rules_bug(rules_bug), missing_name(std::move(missing_name)) {}
   bool rules_bug;
+  std::string missing_name;  // a name no scope defines (a config.json field, when it is not a class argument)
 };
 
 // (module index, param index) -> checkpoint globs fused into that parameter (MoE experts in 5.x).

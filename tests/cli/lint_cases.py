@@ -101,7 +101,7 @@ CASES = [
      "stdout": ["more than 100000 YAML nodes", "[yaml-limits]"]},
     {"name": "lint: an oversized file is refused before parsing",
      "args": ["lint", "--no-env", TMP + "/big.yaml"], "exit": 10, "stdout": ["at most 1048576 bytes"]},
-    {"name": "lint: a missing file is an I/O error (2)", "args": ["lint", "--no-env", TMP + "/nope.yaml"], "exit": 2,
+    {"name": "lint: a missing file is an I/O error (3, as check)", "args": ["lint", "--no-env", TMP + "/nope.yaml"], "exit": 3,
      "stdout": ["no such file"]},
     {"name": "lint: bad --accelerate-version is a usage error",
      "args": ["lint", "--accelerate-version", "latest", SEED], "exit": 2, "stderr": ["expected a version like 1.6.0"]},

@@ -352,3 +352,15 @@ CASES += [
      "args": ["plan", "llama3-8bb"], "env": {"HF_HUB_OFFLINE": "1", "HF_HOME": "{work}/no-hf-home"}, "exit": 30,
      "stderr": ["note: no local file or directory 'llama3-8bb'", "[IO004]", "HF_HUB_OFFLINE"]},
 ]
+
+# check's command line (src/cli/cmd_check.cpp): the model as a positional or --model, --no-tree accepted.
+CASES += [
+    {"name": "check: the same model as positional and --model is accepted, with --no-tree",
+     "args": ["check", "--no-env", LLAMA, "--model", LLAMA, "--no-tree"], "stdout": ["0 error(s)"]},
+    {"name": "check: two different models are a usage error",
+     "args": ["check", "--no-env", LLAMA, "--model", DEEPSEEK], "exit": 2, "stderr": ["two models given"]},
+    {"name": "check: no model is a usage error that says how to give one",
+     "args": ["check", "--no-env"], "exit": 2, "stderr": ["`check MODEL` or `check --model MODEL`"]},
+    {"name": "plan --help does not repeat the exit-code table",
+     "args": ["plan", "--help"], "stdout": ["all of them: shardcheck --help"], "not_stdout": ["cache unwritable"]},
+]
