@@ -78,7 +78,8 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_flag("--config-only", f.config_only, "Ignore safetensors files");
   cmd->add_flag("--dequantize", f.dequantize,
                 "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
-  cmd->add_option("--gpu-memory", f.gpu_memory, "Memory of one GPU (default 80GiB)");
+  cmd->add_option("--gpu-memory", f.gpu_memory,
+                  "Memory of one GPU with its unit (default 80GiB; torch.cuda.mem_get_info()[1] gives the exact bytes)");
   cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
       ->check(CLI::IsMember({"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}, CLI::ignore_case));
   cmd->add_option("--ignored-modules", f.ignored_modules,
@@ -129,9 +130,13 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
         break;
       }
   }
-  const auto gpu = parse_size(f.gpu_memory);
-  if (!gpu) {
-    error = fmt::format("expected a size like 80GiB for --gpu-memory, found '{}'", f.gpu_memory);
+  // A unit is required: a bare "80" meant 80 bytes, and nobody means that.
+  const std::size_t unit_at = f.gpu_memory.find_first_not_of("0123456789.");
+  const auto gpu = unit_at == std::string::npos ? std::nullopt : parse_size(f.gpu_memory);
+  if (!gpu || *gpu == 0) {
+    error = fmt::format("expected a GPU memory size with its unit, like 80GiB or 79.6GiB (GiB = 2^30 bytes; GB = 10^9), "
+                        "for --gpu-memory, found '{}'",
+                        f.gpu_memory);
     return std::nullopt;
   }
   req.memory.gpu_memory = *gpu;

@@ -364,3 +364,8 @@ CASES += [
     {"name": "plan --help does not repeat the exit-code table",
      "args": ["plan", "--help"], "stdout": ["all of them: shardcheck --help"], "not_stdout": ["cache unwritable"]},
 ]
+
+CASES += [
+    {"name": "plan: --gpu-memory without a unit is refused (it meant 80 bytes)",
+     "args": ["plan", LLAMA, "--gpu-memory", "80"], "exit": 2, "stderr": ["with its unit, like 80GiB"]},
+]
