@@ -221,6 +221,14 @@ def wrap_fsdp1(model, c: dict):
         "limit_all_gathers": plugin.limit_all_gathers,
         "device_id": torch.device("cpu"),
     }
+    if plugin.sharding_strategy.name in ("HYBRID_SHARD", "_HYBRID_SHARD_ZERO2"):
+        # accelerate passes no process groups, so torch builds the intra-node shard groups from the
+        # device handle's device_count() (_init_utils.py _init_process_group_state_for_hybrid_shard:
+        # torch.cuda on GPUs, torch.cpu here, which says 1): report the GPUs per node a machine of
+        # num_machines nodes would, the one change from a GPU run.
+        per_node = c["world_size"] // c["num_machines"]
+        torch.cuda.device_count = lambda: per_node
+        torch.cpu.device_count = lambda: per_node
     if isinstance(kwargs["ignored_modules"], str):
         reg = re.compile(kwargs["ignored_modules"])
         kwargs["ignored_modules"] = [m for n, m in model.named_modules() if reg.fullmatch(n)]
@@ -511,6 +519,8 @@ def case(model, fsdp, W, policy, **kw):
         parts.append(kw["mixed_precision"])
     if kw.get("ignored_modules"):
         parts.append("ign")
+    if kw.get("num_machines", 1) > 1:
+        parts.append(f"m{kw['num_machines']}")
     if kw.get("dp_replicate", 1) > 1:
         parts.append(f"r{kw['dp_replicate']}")
     if kw.get("reshard_after_forward") is False:
@@ -562,6 +572,11 @@ def all_cases() -> list:
         cs.append(case(m, 1, 5, SIZE(300), use_orig_params=True))
         cs.append(case(m, 1, 3, TF(), mixed_precision="bf16"))
         cs.append(case(m, 1, 3, TF(), mixed_precision="bf16", use_orig_params=True))
+    # FSDP1 hybrid strategies: shard within a node, replicate across nodes.
+    for m in ("llama", "qwen2", "mixtral", "gpt2"):
+        cs.append(case(m, 1, 6, TF(), sharding_strategy="HYBRID_SHARD", num_machines=2))
+        cs.append(case(m, 1, 6, TF(), sharding_strategy="_HYBRID_SHARD_ZERO2", num_machines=3))
+        cs.append(case(m, 1, 8, TF(), sharding_strategy="HYBRID_SHARD", num_machines=2, use_orig_params=True))
     for m in ("llama", "qwen2"):
         cs.append(case(m, 1, 3, TF(), ignored_modules=r"model\.layers\.1"))
         cs.append(case(m, 1, 4, TF(), ignored_modules=r"model\.embed_tokens", use_orig_params=True))

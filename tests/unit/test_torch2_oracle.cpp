@@ -61,6 +61,7 @@ FsdpSettings settings_for(const json& c) {
   s.ignored_modules.value = c.value("ignored_modules", "");
   if (c.contains("reshard_after_forward")) s.reshard_after_forward.value = c.at("reshard_after_forward").get<bool>();
   s.dp_replicate.value = c.value("dp_replicate", 1);
+  s.num_machines.value = c.value("num_machines", 1);
   if (c.contains("caller")) s.fsdp2_caller.value = parse_caller(c.at("caller").get<std::string>()).value();
   return s;
 }
@@ -113,7 +114,12 @@ void check_fsdp1_units(const json& c, const ShardPlan& plan) {
     CHECK(u.numel == ju.at("numel").get<std::int64_t>());
     CHECK(u.padded_numel == ju.at("padded_numel").get<std::int64_t>());
     CHECK(u.shard_numel == ju.at("shard_numel").get<std::int64_t>());
-    CHECK(u.rank_pad == ju.at("rank_pad").get<std::vector<std::int64_t>>());
+    // Per global rank; hybrid strategies shard within consecutive groups of shard_group ranks.
+    const auto want_pad = ju.at("rank_pad").get<std::vector<std::int64_t>>();
+    std::vector<std::int64_t> pad_by_global;
+    for (std::size_t g = 0; g < want_pad.size(); ++g)
+      pad_by_global.push_back(u.rank_pad.at(g % static_cast<std::size_t>(plan.shard_group)));
+    CHECK(pad_by_global == want_pad);
     if (ju.at("params").empty()) continue;
     std::vector<std::pair<std::string, std::int64_t>> layout;
     for (const auto& slot : u.layout) layout.emplace_back(slot.padding ? "" : slot.fqn, slot.numel);
