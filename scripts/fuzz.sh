@@ -19,6 +19,7 @@ seed_dir() {  # harness name -> directory of seed inputs
     fuzz_expr) echo fuzz/corpus/expr ;;
     fuzz_hub_text) echo fuzz/corpus/hub_text ;;
     fuzz_small_inputs) echo fuzz/corpus/small_inputs ;;
+    fuzz_settings) echo fuzz/corpus/settings ;;
     *) echo fuzz/corpus ;;
   esac
 }
