@@ -4,6 +4,7 @@
 // so that a rename or a new key needs no C++.
 
 #include <map>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,7 @@ struct KeySpec {
   bool nullable = false;
   std::optional<std::string> launch_ignored;  // the argparse default that wins
   std::string fsdp1_only;    // removed | not_implemented | obsolete | ignored | ""
+  std::optional<std::int64_t> min, max;  // the range an integer value must lie in (accelerate, torchrun)
   std::string invalid_message;
   std::string required_message;
   std::string doc;

@@ -8,6 +8,8 @@
 // medians of 4).
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -104,6 +106,16 @@ KeySpec parse_key(const std::string& name, const YamlNode& n, const std::string&
   k.only = string_field(n, "only");
   if (const YamlNode* v = field_of(n, "launch_ignored")) k.launch_ignored = scalar_text(*v, "launch_ignored", where);
   k.fsdp1_only = string_field(n, "fsdp1_only");
+  for (auto [name, bound] : {std::pair{"min", &k.min}, std::pair{"max", &k.max}}) {
+    if (const YamlNode* v = field_of(n, name)) {
+      const std::string text = scalar_text(*v, name, where);
+      std::int64_t value = 0;
+      const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+      if (ec != std::errc() || end != text.data() + text.size())
+        throw SchemaError{fmt::format("{}: {} must be an integer, found '{}'", where, name, text)};
+      *bound = value;
+    }
+  }
   k.invalid_message = string_field(n, "invalid_message");
   k.required_message = string_field(n, "required_message");
   k.doc = string_field(n, "doc");

@@ -45,6 +45,7 @@ extern const Rule kParallelismRequiresFsdp2;
 extern const Rule kEnvLeaksIntoJob;
 extern const Rule kEnvOverriddenByLaunch;
 extern const Rule kEnvUnknownVariable;
+extern const Rule kValueOutOfRange;
 }  // namespace rules
 
 const std::vector<const Rule*>& all_rules() {
@@ -89,6 +90,7 @@ const std::vector<const Rule*>& all_rules() {
       &rules::kEnvLeaksIntoJob,
       &rules::kEnvOverriddenByLaunch,
       &rules::kEnvUnknownVariable,
+      &rules::kValueOutOfRange,
   };
   return kRules;
 }
