@@ -1,4 +1,4 @@
-# `shardcheck smoke` (issue #5). Included at the end of the top-level CMakeLists.txt.
+# `shardcheck smoke`. Included at the end of the top-level CMakeLists.txt.
 #
 # shardcheck_smoke: the torch-free part (layouts, patterns, verification, bandwidth math, reports,
 # launcher, --plan reader, --weights reader); always built and unit-tested, so the static tool and

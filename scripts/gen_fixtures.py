@@ -6,8 +6,8 @@
 
 Why this file exists: the C++ side derives every architecture's tensor layout from its own YAML
 registry (rules/models/). The layouts below are a *second, independent* description of the same
-facts, written from /work/shared/research/hf-architectures.md ("the research doc"; sections cited
-as §N per layout), so that a test comparing the two catches a mistake on either side. Do not derive
+facts, written by hand from the transformers modeling files (read at the releases each layout
+names; "the research doc" below means those readings, sections cited as §N per layout), so that a test comparing the two catches a mistake on either side. Do not derive
 these functions from the registry.
 
 Names are on-disk names: transformers 4.x checkpoint names as the Hub files hold them (research doc
@@ -39,7 +39,8 @@ from pathlib import Path
 
 SCRIPT_PATH = Path(__file__).resolve()
 REPO_ROOT = SCRIPT_PATH.parent.parent
-DEEPSEEK_V3_CONFIG = Path("/work/shared/corpus/model-configs/deepseek-ai__DeepSeek-V3.json")
+# The real DeepSeek-V3 config.json (a copy of the Hub file, with its source in fixtures/corpus-configs).
+DEEPSEEK_V3_CONFIG = REPO_ROOT / "fixtures" / "corpus-configs" / "deepseek-ai__DeepSeek-V3.json"
 
 # --------------------------------------------------------------------------------------------
 # dtypes

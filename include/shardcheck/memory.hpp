@@ -1,6 +1,6 @@
 #pragma once
 // Stage "simulate": per-rank memory and per-step communication of a shard plan. Byte counts follow
-// the buffers FSDP allocates (shared-research/fsdp-semantics.md §2.7, §3, §4, §5.8); the transient
+// the buffers FSDP allocates; the transient
 // peak is a logical lower bound (CPU issue order and the all-gather rate limiter, not the CUDA
 // caching allocator), and is labelled an estimate wherever it is shown.
 

@@ -1,8 +1,8 @@
 // Effective FSDP settings from an accelerate config file and the caller's environment, the way
 // `accelerate launch` turns them into the FSDP_* environment the plugin reads
 // (accelerate commands/launch.py `_validate_launch_command`, utils/launch.py
-// `prepare_multi_gpu_env`, utils/dataclasses.py `FullyShardedDataParallelPlugin.__post_init__`;
-// shared-research/accelerate-config.md §2.2, §2.4). Every value keeps its source.
+// `prepare_multi_gpu_env`, utils/dataclasses.py `FullyShardedDataParallelPlugin.__post_init__`,
+// read at v1.14.0). Every value keeps its source.
 #include <fmt/format.h>
 
 #include "shardcheck/effective_settings.hpp"

@@ -1,6 +1,5 @@
 // The layer classes accelerate wraps (utils/dataclasses.py `set_auto_wrap_policy` for FSDP1,
-// utils/fsdp_utils.py `fsdp2_prepare_auto_wrap_policy` for FSDP2; shared-research/
-// accelerate-config.md §3.3). Class names are matched exactly against `type(m).__name__` by a
+// utils/fsdp_utils.py `fsdp2_prepare_auto_wrap_policy` for FSDP2, accelerate 1.14.0). Class names are matched exactly against `type(m).__name__` by a
 // depth-first search (`get_module_class_from_name`): no stripping, case-sensitive.
 #include <fmt/format.h>
 

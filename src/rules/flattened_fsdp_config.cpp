@@ -1,5 +1,5 @@
 // flattened-fsdp-config: FSDP keys written at the top level, typically because the lines under
-// `fsdp_config:` lost their indentation (shared/seeds/000: every FSDP option silently gone).
+// `fsdp_config:` lost their indentation (every FSDP option is then silently gone).
 #include <fmt/format.h>
 
 #include <algorithm>

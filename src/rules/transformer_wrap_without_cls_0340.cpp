@@ -16,7 +16,7 @@ const Rule kTransformerWrapWithoutCls0340{
     "`\",\".join(model._no_split_modules)` and then iterates over that string, i.e. over characters, so a Llama "
     "model fails with `ValueError: Could not find the transformer layer class L in the model.` (the refactor "
     "3bde6156, #2998, moved the split; fixed by ab89fc7e, #3075, released in v0.34.1). An explicit "
-    "fsdp_transformer_layer_cls_to_wrap avoids the bug (shared/seeds/000).",
+    "fsdp_transformer_layer_cls_to_wrap avoids the bug.",
     "", check};
 
 namespace {

@@ -1,7 +1,7 @@
 // FSDP1 FlatParameter layout and sharding: torch/distributed/fsdp/flat_param.py (1.13) and
 // _flat_param.py (2.x): parameters concatenated in pre-order registration order, alignment and
 // world-size padding when use_orig_params=True (2.0+ / 2.1+), then `flat.chunk(W)` right-padded
-// (FlatParamHandle._get_shard). shared-research/fsdp-semantics.md §2.2–§2.5.
+// (FlatParamHandle._get_shard).
 #include <fmt/format.h>
 
 #include "simulate/plan_internal.hpp"

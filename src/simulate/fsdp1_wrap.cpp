@@ -2,7 +2,7 @@
 // flattens. Reproduces torch/distributed/fsdp/wrap.py `_recursive_wrap` (identical logic in 1.13
 // and 2.x), the policies accelerate builds (utils/dataclasses.py `set_auto_wrap_policy`: transformer
 // or size, never combined), the 2.1+ mixed-precision OR-policy of _wrap_utils.py, and parameter
-// ownership/order of flat_param.py (shared-research/fsdp-semantics.md §1–§2).
+// ownership/order of flat_param.py.
 #include <fmt/format.h>
 
 #include <regex>

@@ -1,7 +1,7 @@
 // FSDP2 (`fully_shard`): the groups accelerate's fsdp2_prepare_model creates
 // (accelerate src/accelerate/utils/fsdp_utils.py, v1.6–v1.13 and v1.14+), each group's parameters
 // in post-order, and per-parameter dim-0 sharding with torch.chunk padding
-// (torch/distributed/fsdp/_fully_shard/_fsdp_param.py). shared-research/fsdp-semantics.md §5.
+// (torch/distributed/fsdp/_fully_shard/_fsdp_param.py).
 #include <fmt/format.h>
 
 #include <algorithm>

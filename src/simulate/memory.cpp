@@ -255,7 +255,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
 CommVolume communication(const ShardPlan& plan, const FsdpSettings& s, std::optional<double> bus_bandwidth) {
   CommVolume cv;
   cv.bus_bandwidth = bus_bandwidth;
-  // shared-research/fsdp-semantics.md §4.3 (nccl-tests src/all_gather.cu, reduce_scatter.cu,
+  // nccl-tests ( src/all_gather.cu, reduce_scatter.cu,
   // all_reduce.cu busbw factors): the time a collective of `size` bytes over n ranks takes at a
   // measured bus bandwidth.
   const auto ring = [&](std::uint64_t size, int n, double factor) {

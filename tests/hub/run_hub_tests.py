@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Hub model ids (issue #6) against a real HTTP server on loopback (tests/hub/loopback_hub.py).
+"""Hub model ids against a real HTTP server on loopback (tests/hub/loopback_hub.py).
 
 Every case runs the shardcheck binary with its own empty caches and a HOME without a token, and
 checks the exit code, the diagnostic, and — for the cases that succeed — that the JSON equals what

@@ -1,6 +1,6 @@
 // Activation estimates and communication time, checked against hand arithmetic from the registry's
 // activation model (rules/models/llama.yaml `activations`, docs/activations.md) and the nccl-tests
-// busbw conventions (shared-research/fsdp-semantics.md §4.3).
+// busbw conventions.
 #include <doctest/doctest.h>
 
 #include "model_fixtures.hpp"

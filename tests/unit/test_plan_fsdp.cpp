@@ -1,5 +1,5 @@
 // FSDP1/FSDP2 plans of the tiny Llama fixture, checked against hand arithmetic from the torch
-// sources (shared-research/fsdp-semantics.md §2.4, §2.5, §5.2). The fixture: hidden 20, 3 layers,
+// sources. The fixture: hidden 20, 3 layers,
 // 2 KV heads of dim 5 (k/v 10x20), intermediate 52, vocab 37, untied, bf16.
 //   layer = q 400 + k 200 + v 200 + o 400 + gate/up/down 3*1040 + 2 norms 20 = 4360
 //   root  = embed 740 + norm 20 + lm_head 740 = 1500

@@ -1,6 +1,5 @@
 // FSDP2 groups as torchtitan and transformers' native plan create them, and HSDP on a 2-D mesh,
-// against hand arithmetic (shared-research/fsdp-semantics.md §4.2, §5.7, §5.9; transformers main
-// src/transformers/distributed/fsdp.py). Fixtures: tiny llama (untied; hidden 20, 3 layers, vocab
+// against hand arithmetic. Fixtures: tiny llama (untied; hidden 20, 3 layers, vocab
 // 37, bf16) and tiny gemma (tied; hidden 20, 2 layers, vocab 37).
 #include <doctest/doctest.h>
 

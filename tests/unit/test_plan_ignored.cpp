@@ -1,6 +1,6 @@
 // fsdp_ignored_modules: the matched subtrees' parameters are in no unit and stay whole on every
 // rank (torch wrap.py `_recursive_wrap` skips ignored children and subtracts ignored params;
-// fully_shard(ignored_params=...) for FSDP2; shared-research/fsdp-semantics.md §1.6).
+// fully_shard(ignored_params=...) for FSDP2, as accelerate 1.14 passes them).
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -4,7 +4,8 @@
 //    the registry);
 //  * the tree from config.json alone equals the tree confirmed by the safetensors headers, module
 //    by module (paths, classes, registration order, parameter names, shapes, dtypes);
-//  * _no_split_modules and tied weights as in shared/research/hf-architectures.md §1;
+//  * _no_split_modules and tied weights as transformers declares them (the modeling files; 5.12.1
+//    checked by fixtures/oracle2/models/models.json);
 //  * registration-order spot checks per architecture and transformers-version variants;
 //  * published parameter counts of real models from their config.json (fixtures/corpus-configs).
 #include <doctest/doctest.h>

@@ -5,7 +5,7 @@
 // that the dynamic loader maps, relocates and initialises in every shardcheck process, networked or
 // not. Measured on the 2-core CI machine: `shardcheck --version` went from 181 to 620 page faults
 // and from 6.6 to 24 ms of CPU when libcurl was linked, which alone broke the per-process budget of
-// `lint` (< 5 ms, issue #3). Only `org/name` model ids use HTTP, so only they pay for it now.
+// `lint` (< 5 ms). Only `org/name` model ids use HTTP, so only they pay for it now.
 
 #include <curl/curl.h>
 

@@ -1,4 +1,4 @@
-// Where a Hub model's files come from, in order (issue #6):
+// Where a Hub model's files come from, in order:
 //   1. the Hugging Face cache (HF_HUB_CACHE): a snapshot with config.json and every header its
 //      index names is used as it is, with no network. A partial download (index present, shards
 //      missing; or config.json alone) is reported precisely (HUB011) and then either completed from
