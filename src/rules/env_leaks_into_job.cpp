@@ -18,7 +18,7 @@ const Rule kEnvLeaksIntoJob{
     "them, so a stale value in the shell reaches FullyShardedDataParallelPlugin, which reads FSDP_* for every field "
     "not passed in Python. ACCELERATE_USE_FSDP=true makes AcceleratorState pick FSDP even for a MULTI_GPU file. "
     "A stale FSDP_TRANSFORMER_CLS_TO_WRAP is a classic cause of `Could not find the transformer layer class`. "
-    "Precedence (research §2.4): explicit plugin arguments > launcher-set variables > inherited variables > defaults.",
+    "Precedence (utils/dataclasses.py, v1.14.0): explicit plugin arguments > launcher-set variables > inherited variables > defaults.",
     "", check};
 
 namespace {
