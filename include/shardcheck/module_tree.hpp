@@ -79,6 +79,9 @@ struct ResolveOptions {
   std::string attn_implementation = "sdpa";
   bool dequantize = false;           // load a quantised checkpoint dequantised (quantization_config.dequantize)
   std::string architecture;          // override config.json's architectures[0]
+  // from_pretrained(dtype=...): "auto", a dtype name (float32, bfloat16, float16), or "" for the
+  // release's default ("auto" from transformers 5.0, float32 before).
+  std::string load_dtype;
 };
 
 // Builds the tree from the registry; with `ckpt`, every tensor is matched and checked. A model_type

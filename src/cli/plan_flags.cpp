@@ -76,6 +76,10 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_option("--attn-implementation", f.attn_implementation, "eager, sdpa or flash_attention_2")
       ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
   cmd->add_flag("--config-only", f.config_only, "Ignore safetensors files");
+  cmd->add_option("--load-dtype", f.load_dtype,
+                  "The job's from_pretrained(dtype=...): auto, float32, bfloat16 or float16 (default: auto from "
+                  "transformers 5.0, float32 before)")
+      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
   cmd->add_flag("--dequantize", f.dequantize,
                 "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
   cmd->add_option("--gpu-memory", f.gpu_memory,
@@ -105,6 +109,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   req.config_only = f.config_only;
   req.resolve.attn_implementation = f.attn_implementation;
   req.resolve.dequantize = f.dequantize;
+  req.resolve.load_dtype = f.load_dtype;
   if (!f.config.empty()) req.accelerate_config = f.config;
   for (auto [text, setting, flag] : {std::tuple{&f.torch_version, &req.versions.torch, "--torch-version"},
                                      std::tuple{&f.accelerate_version, &req.versions.accelerate, "--accelerate-version"},

@@ -42,7 +42,40 @@ struct TreeExpansion::State {
   FusedSources fused;
   std::optional<ModuleTree> tree;       // when arch is known
   std::unique_ptr<CheckpointMatcher> matcher;  // once asked for (checkpoint_observer)
+  ResolveOptions options;
 };
+
+namespace {
+
+// from_pretrained's dtype (transformers modeling_utils.py _get_dtype, read at 5.12.1): "auto", the
+// default from 5.0, takes config.json's dtype, else the first floating weight's; 4.x loaded in
+// torch's default float32 unless torch_dtype was given. transformers loads every floating parameter
+// in that one dtype (a checkpoint saved with mixed dtypes comes back uniform, checked with
+// 5.12.1), so only a quantised checkpoint keeps several (its quantiser places them).
+void apply_load_dtype(ModuleTree& tree, const ModelConfig& config, const ResolveOptions& options) {
+  for (const auto& m : tree.modules)
+    for (const auto& p : m.params)
+      if (dtype_name(p.dtype).starts_with("F8_") || tree.dequantized) return;
+  std::optional<DType> target;
+  const bool auto_dtype = options.load_dtype == "auto" || (options.load_dtype.empty() && options.transformers >= Version{5, 0, 0});
+  if (auto_dtype) {
+    target = config.torch_dtype;
+    for (const auto& m : tree.modules)
+      for (const auto& p : m.params)
+        if (!target && !p.buffer && dtype_is_floating(p.dtype)) target = p.dtype;
+  } else if (options.load_dtype.empty()) {
+    target = DType::F32;
+  } else {
+    target = parse_dtype(options.load_dtype == "float32" ? "F32" : options.load_dtype == "bfloat16" ? "BF16"
+                         : options.load_dtype == "float16" ? "F16" : options.load_dtype);
+  }
+  if (!target) return;
+  for (auto& m : tree.modules)
+    for (auto& p : m.params)
+      if (!p.buffer && dtype_is_floating(p.dtype)) p.dtype = *target;
+}
+
+}  // namespace
 
 FileObserver* TreeExpansion::checkpoint_observer() {
   State& state = *state_;
@@ -62,6 +95,7 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
   auto state = std::make_unique<TreeExpansion::State>();
   state->config = config_in;
   state->registry = &registry;
+  state->options = options;
   ModelConfig& config = state->config;
   const ArchSpec* arch = registry.find(config.model_type);
   // Multimodal wrappers keep the language model in text_config (e.g. gemma3 -> gemma3_text).
@@ -126,6 +160,7 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
                                    known_types(*state.registry))));
       ModuleTree tree = infer_module_tree(config, *ckpt, sink);
       tree.config_path = config.path;
+      apply_load_dtype(tree, config, state.options);
       finalize_counts(tree);
       return tree;
     }
@@ -145,6 +180,7 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
     else
       match_checkpoint(tree, *state.arch, *ckpt, state.fused, state.globals, sink);
   }
+  apply_load_dtype(tree, config, state.options);
   finalize_counts(tree);
   return std::move(tree);
 }

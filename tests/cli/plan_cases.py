@@ -369,3 +369,17 @@ CASES += [
     {"name": "plan: --gpu-memory without a unit is refused (it meant 80 bytes)",
      "args": ["plan", LLAMA, "--gpu-memory", "80"], "exit": 2, "stderr": ["with its unit, like 80GiB"]},
 ]
+
+# from_pretrained's dtype per transformers release (src/resolve/build_tree.cpp apply_load_dtype).
+CASES += [
+    {"name": "plan: transformers 4.x loads a bf16 checkpoint in float32 by default",
+     "args": ["plan", LLAMA, "--world-size", "2", "--transformers-version", "4.57.6", "--format", "json"],
+     "json": lambda d: None if {u["dtype"] for u in d["units"]} == {"F32"} else f"dtypes {[u['dtype'] for u in d['units']]}"},
+    {"name": "plan: transformers 5.x loads it as the config says (dtype auto)",
+     "args": ["plan", LLAMA, "--world-size", "2", "--format", "json"],
+     "json": lambda d: None if {u["dtype"] for u in d["units"]} == {"BF16"} else f"dtypes {[u['dtype'] for u in d['units']]}"},
+    {"name": "plan: --load-dtype bfloat16 on transformers 4.x",
+     "args": ["plan", LLAMA, "--world-size", "2", "--transformers-version", "4.57.6", "--load-dtype", "bfloat16",
+              "--format", "json"],
+     "json": lambda d: None if {u["dtype"] for u in d["units"]} == {"BF16"} else f"dtypes {[u['dtype'] for u in d['units']]}"},
+]
