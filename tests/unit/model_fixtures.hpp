@@ -19,6 +19,7 @@
 #include "shardcheck/model_source.hpp"
 #include "shardcheck/module_tree.hpp"
 #include "shardcheck/registry.hpp"
+#include "test_files.hpp"
 
 namespace model_fixtures {
 
@@ -103,11 +104,7 @@ inline std::vector<std::string> fixture_names() {
   return out;
 }
 
-inline nlohmann::json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  REQUIRE_MESSAGE(in.good(), "cannot open " << p.string());
-  return nlohmann::json::parse(in);
-}
+using shardcheck::test::read_json;
 
 inline nlohmann::json expected(const std::string& name) { return read_json(models_dir() / name / "EXPECTED.json"); }
 

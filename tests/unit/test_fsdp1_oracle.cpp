@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shardcheck/shard_plan.hpp"
+#include "test_files.hpp"
 
 using namespace shardcheck;
 using nlohmann::json;
@@ -19,11 +20,7 @@ namespace {
 
 const fs::path kOracle = fs::path(SHARDCHECK_FIXTURES_DIR) / "oracle";
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  REQUIRE_MESSAGE(in, "cannot read " << p);
-  return json::parse(in);
-}
+using test::read_json;
 
 // torch's class hierarchy for the torch classes the toys use (torch/nn/modules/*.py).
 std::vector<std::string> torch_chain(const std::string& cls) {

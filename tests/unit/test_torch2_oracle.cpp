@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "shardcheck/preflight.hpp"
+#include "test_files.hpp"
 
 using namespace shardcheck;
 using nlohmann::json;
@@ -27,11 +28,7 @@ namespace {
 
 const fs::path kOracle = fs::path(SHARDCHECK_FIXTURES_DIR) / "oracle2";
 
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  REQUIRE_MESSAGE(in, "cannot read " << p);
-  return json::parse(in);
-}
+using test::read_json;
 
 Version parse_version(const std::string& text) {
   // "2.14.1+debian" -> 2.14.1
