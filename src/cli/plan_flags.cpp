@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <yaml-cpp/yaml.h>
+
 #include <cstdlib>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -45,6 +48,23 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
   return std::nullopt;
 }
 
+// rules/gpus.yaml: preset name -> bytes (GiB with two decimals, as PyTorch prints them).
+std::optional<std::map<std::string, std::uint64_t>> load_gpu_presets(const std::string& rules_dir, std::string& error) {
+  const std::string path = rules_dir + "/gpus.yaml";
+  try {
+    const YAML::Node root = YAML::LoadFile(path);
+    std::map<std::string, std::uint64_t> out;
+    for (const auto& entry : root["gpus"]) {
+      const double gib = std::stod(entry.second["gib"].as<std::string>());
+      out.emplace(entry.first.as<std::string>(), static_cast<std::uint64_t>(gib * 1073741824.0));
+    }
+    return out;
+  } catch (const std::exception& e) {
+    error = fmt::format("{}: cannot read the GPU presets: {}", path, e.what());
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
@@ -82,6 +102,9 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
       ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
   cmd->add_flag("--dequantize", f.dequantize,
                 "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
+  cmd->add_option("--gpu", f.gpu,
+                  "GPU preset: the memory PyTorch reports for it (rules/gpus.yaml: h100-80gb, a100-80gb, a100-40gb, "
+                  "h100-nvl)");
   cmd->add_option("--gpu-memory", f.gpu_memory,
                   "Memory of one GPU with its unit (default 80GiB; torch.cuda.mem_get_info()[1] gives the exact bytes)");
   cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
@@ -135,6 +158,22 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
         break;
       }
   }
+  if (!f.gpu.empty()) {
+    if (f.gpu_memory != "80GiB") {
+      error = "--gpu and --gpu-memory both give the GPU's memory: use one";
+      return std::nullopt;
+    }
+    const auto presets = load_gpu_presets(ctx.rules_dir, error);
+    if (!presets) return std::nullopt;
+    const auto it = presets->find(f.gpu);
+    if (it == presets->end()) {
+      std::string names;
+      for (const auto& [name, bytes] : *presets) names += (names.empty() ? "" : ", ") + name;
+      error = fmt::format("expected one of {} for --gpu, found '{}'", names, f.gpu);
+      return std::nullopt;
+    }
+    req.memory.gpu_memory = it->second;
+  } else {
   // A unit is required: a bare "80" meant 80 bytes, and nobody means that.
   const std::size_t unit_at = f.gpu_memory.find_first_not_of("0123456789.");
   const auto gpu = unit_at == std::string::npos ? std::nullopt : parse_size(f.gpu_memory);
@@ -145,6 +184,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     return std::nullopt;
   }
   req.memory.gpu_memory = *gpu;
+  }
   req.memory.seq_len = f.seq_len;
   req.memory.micro_batch = f.micro_batch;
   if (f.seq_len.has_value() != f.micro_batch.has_value()) {

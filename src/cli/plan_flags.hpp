@@ -16,7 +16,8 @@ struct PlanFlags {
   bool no_env = false, config_only = false, no_tree = false, dequantize = false;
   std::string transformers_version, torch_version, accelerate_version, attn_implementation = "sdpa";
   std::string python_env;
-  std::string load_dtype;  // --load-dtype: from_pretrained(dtype=...)  // --python-env: the job's virtualenv / conda prefix / site-packages
+  std::string load_dtype;  // --load-dtype: from_pretrained(dtype=...)
+  std::string gpu;         // --gpu NAME: a preset of rules/gpus.yaml  // --python-env: the job's virtualenv / conda prefix / site-packages
   std::optional<int> world_size, num_machines, fsdp_version;
   std::string strategy, policy, wrap_cls, frozen, mixed_precision, gpu_memory = "80GiB";
   std::optional<std::int64_t> min_num_params;

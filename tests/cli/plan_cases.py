@@ -383,3 +383,14 @@ CASES += [
               "--format", "json"],
      "json": lambda d: None if {u["dtype"] for u in d["units"]} == {"BF16"} else f"dtypes {[u['dtype'] for u in d['units']]}"},
 ]
+
+# GPU presets (rules/gpus.yaml): the memory PyTorch reports, not the marketed size.
+CASES += [
+    {"name": "plan --gpu h100-80gb: 79.11 GiB as PyTorch reports an H100",
+     "args": ["plan", LLAMA, "--world-size", "2", "--gpu", "h100-80gb", "--format", "json"],
+     "json": lambda d: None if d["memory"]["gpu_memory_bytes"] == int(79.11 * 2**30) else f"{d['memory']['gpu_memory_bytes']}"},
+    {"name": "plan --gpu with an unknown name lists the presets",
+     "args": ["plan", LLAMA, "--gpu", "h200"], "exit": 2, "stderr": ["expected one of a100-40gb, a100-80gb, h100-80gb"]},
+    {"name": "plan --gpu and --gpu-memory together is a usage error",
+     "args": ["plan", LLAMA, "--gpu", "a100-40gb", "--gpu-memory", "40GB"], "exit": 2, "stderr": ["use one"]},
+]
