@@ -23,6 +23,7 @@ struct VersionRules {
   Range torch, transformers, accelerate;
   std::vector<std::pair<Version, Version>> transformers_torch_floor;    // (from transformers, oldest torch)
   std::vector<std::pair<Version, Version>> transformers_for_old_torch;  // (torch below, transformers to assume)
+  Version native_fsdp_absent_through;  // the newest transformers known to lack the native FSDP2 plan
 
   // rules_dir/versions.yaml; malformed data is reported with ExitCode::bad_rules.
   static std::optional<VersionRules> load(const std::filesystem::path& rules_dir, DiagnosticSink& sink);
@@ -48,7 +49,9 @@ StackVersions resolve_stack_versions(const VersionRequest& req, const VersionRul
 
 // Versions no job can run with, or that shardcheck has not modelled (SET005); a model_type the
 // transformers release does not have yet (`since` from the registry, SET005).
+// `native_fsdp`: FSDP2 with transformers' native plan as the caller (--fsdp2-caller transformers).
 void check_stack_versions(const StackVersions& v, const VersionRules& rules, const std::string& model_type,
-                          const std::string& since, const std::string& fallback_file, DiagnosticSink& sink);
+                          const std::string& since, bool native_fsdp, const std::string& fallback_file,
+                          DiagnosticSink& sink);
 
 }  // namespace shardcheck

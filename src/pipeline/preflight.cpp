@@ -87,7 +87,9 @@ PreflightResult run_preflight(const PreflightRequest& req) {
 
   r.tree = load_module_tree(req.model, req.config_only, req.rules_dir, resolve, r.sink).tree;
   if (!r.tree) return r;
-  check_stack_versions(versions, *version_rules, r.tree->model_type, r.tree->since, r.tree->config_path, r.sink);
+  check_stack_versions(versions, *version_rules, r.tree->model_type, r.tree->since,
+                       r.settings.fsdp_version.value == 2 && r.settings.fsdp2_caller.value == Fsdp2Caller::transformers,
+                       r.tree->config_path, r.sink);
 
   util::StageTimer timer("plan: wrap classes");
   const std::size_t errors_before = r.sink.count(Severity::error);

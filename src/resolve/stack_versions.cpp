@@ -57,6 +57,8 @@ std::optional<VersionRules> VersionRules::load(const std::filesystem::path& rule
     r.transformers_torch_floor = pairs(root->get("transformers_torch_floor"), "from", "torch", "transformers_torch_floor");
     r.transformers_for_old_torch =
         pairs(root->get("transformers_for_old_torch"), "torch_below", "transformers", "transformers_for_old_torch");
+    r.native_fsdp_absent_through =
+        version_of(root->get("transformers_native_fsdp_absent_through"), "transformers_native_fsdp_absent_through");
     return r;
   } catch (const registry_yaml::SyntaxError& e) {
     Diagnostic diag;
@@ -118,7 +120,8 @@ StackVersions resolve_stack_versions(const VersionRequest& req, const VersionRul
 }
 
 void check_stack_versions(const StackVersions& v, const VersionRules& rules, const std::string& model_type,
-                          const std::string& since, const std::string& fallback_file, DiagnosticSink& sink) {
+                          const std::string& since, bool native_fsdp, const std::string& fallback_file,
+                          DiagnosticSink& sink) {
   auto report = [&](const Setting<Version>& s, Severity severity, std::string message, std::string help) {
     Diagnostic d;
     d.code = "SET005";
@@ -154,6 +157,12 @@ void check_stack_versions(const StackVersions& v, const VersionRules& rules, con
            fmt::format("give the transformers version the job runs (--transformers-version), or a torch of at "
                        "least {}",
                        floor->str()));
+  if (native_fsdp && v.transformers.value <= rules.native_fsdp_absent_through)
+    report(v.transformers, Severity::error,
+           fmt::format("transformers {} has no native FSDP2 plan (--fsdp2-caller transformers): no release up to {} "
+                       "has one",
+                       v.transformers.value.str(), rules.native_fsdp_absent_through.str()),
+           "let accelerate shard the model (--fsdp2-caller accelerate), or give the transformers version that has it");
   if (!since.empty())
     if (auto first = Version::parse(since); first && v.transformers.value < *first)
       report(v.transformers, Severity::error,

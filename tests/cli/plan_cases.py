@@ -200,9 +200,9 @@ def hsdp_groups(doc):
 CASES += [
     {"name": "plan: FSDP2 HSDP with --dp-replicate", "json": hsdp_groups,
      "args": ["plan", LLAMA, "--fsdp-version", "2", "--world-size", "6", "--dp-replicate", "2", "--format", "json"]},
-    {"name": "plan: FSDP2 groups of transformers' native plan, named in the header",
+    {"name": "plan: FSDP2 groups of transformers' native plan (main 5.16), named in the header",
      "args": ["plan", "{src}/fixtures/models/gpt2", "--fsdp-version", "2", "--world-size", "3",
-              "--fsdp2-caller", "transformers"],
+              "--fsdp2-caller", "transformers", "--transformers-version", "5.16.0"],
      "stdout": ["fully_shard calls as transformers makes them"],
      "stderr": ["the root unit keeps 4428 of 4428 parameters"]},
     {"name": "plan: an unknown --fsdp2-caller is a usage error",
@@ -393,4 +393,11 @@ CASES += [
      "args": ["plan", LLAMA, "--gpu", "h200"], "exit": 2, "stderr": ["expected one of a100-40gb, a100-80gb, h100-80gb"]},
     {"name": "plan --gpu and --gpu-memory together is a usage error",
      "args": ["plan", LLAMA, "--gpu", "a100-40gb", "--gpu-memory", "40GB"], "exit": 2, "stderr": ["use one"]},
+]
+
+CASES += [
+    {"name": "plan: transformers' native FSDP2 plan does not exist in 5.12.1 (SET005)",
+     "args": ["plan", "{src}/fixtures/models/gpt2", "--fsdp-version", "2", "--world-size", "3",
+              "--fsdp2-caller", "transformers"], "exit": 1,
+     "stderr": ["transformers 5.12.1 has no native FSDP2 plan", "[SET005]"]},
 ]
