@@ -305,11 +305,15 @@ constexpr FindingCode kCodes[] = {
      "from the checkpoint, so wrap classes and unit order may differ from what transformers builds. Without "
      "a checkpoint there is nothing to infer from and it is an error (exit code 11); add a rules/models "
      "file for the model type."},
-    {"ARCH002", Severity::note, ExitCode::ok, "model_type is not in the registry; its text_config is used instead",
-     "Multimodal wrappers keep the language model in text_config (e.g. gemma3 around gemma3_text). When the "
-     "top-level model_type has no registry entry but text_config's model_type has one, shardcheck plans "
-     "from text_config alone. Parts of the model outside the language model are then not laid out, so check "
-     "that the plan covers what you train."},
+    {"ARCH002", Severity::error, ExitCode::unknown_model,
+     "A composite (multimodal) model_type is not in the registry; only its text_config is",
+     "Multimodal wrappers keep the language model in text_config (e.g. llava around llama, gemma3 around "
+     "gemma3_text). When the top-level model_type has no registry entry but text_config's has one, "
+     "shardcheck lays out the text model so that something can be shown, but the vision tower, the "
+     "projector and their layer classes (which the composite model's _no_split_modules adds, and which "
+     "accelerate wraps) are missing: the units, the per-rank shards and the memory are not the job's. "
+     "This is therefore an error (exit code 11) and the plan gets no fit verdict. Describe the whole model "
+     "in rules/models/<model_type>.yaml."},
     {"ARCH003", Severity::error, ExitCode::usage, "The requested architecture class is not described by the registry",
      "A registry entry lists the head classes it can build for its model_type. When config.json's "
      "architectures names another, shardcheck warns and uses the entry's first class, so the head and its "

@@ -120,8 +120,12 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   for (const auto& d : r.sink.items())
     if (d.severity == Severity::error) {
       r.memory.verdict = FitVerdict::withheld;
-      r.memory.verdict_reason = fmt::format("the job fails before training ({}: {})", d.code,
-                                            d.message.substr(0, d.message.find(" (")));
+      // ARCH/CFG/MT: shardcheck cannot lay out this model; anything else: torch or accelerate stops it.
+      const bool undescribed = d.code.starts_with("ARCH") || d.code.starts_with("CFG") || d.code.starts_with("MT");
+      r.memory.verdict_reason = fmt::format("{} ({}: {})",
+                                            undescribed ? "shardcheck cannot lay out this model as the job builds it"
+                                                        : "the job fails before training",
+                                            d.code, d.message.substr(0, d.message.find(" (")));
       return r;
     }
   if (!r.memory.fits) {

@@ -105,10 +105,16 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
       if (const ArchSpec* inner = registry.find(tc["model_type"].get<std::string>())) {
         arch = inner;
         config.use_text_config = true;
-        sink.report(diag("ARCH002", Severity::note, config.path,
-                         fmt::format("model_type '{}' is not in the registry; using its text_config ('{}')",
+        // Not a note: the vision tower, the projector and their _no_split_modules are missing, so
+        // the units and the memory of the real model would be wrong (an error withholds the fit
+        // verdict; the text model is still shown).
+        sink.report(diag("ARCH002", Severity::error, config.path,
+                         fmt::format("model_type '{}' is a composite model the registry does not describe; only its "
+                                     "text_config ('{}') is, so the plan below leaves out everything else (a vision "
+                                     "tower, a projector, their layer classes) and is not the job's",
                                      config.model_type, inner->model_type),
-                         ExitCode::ok));
+                         ExitCode::unknown_model,
+                         fmt::format("add rules/models/{}.yaml describing the whole model", config.model_type)));
       }
     }
   }

@@ -401,3 +401,11 @@ CASES += [
               "--fsdp2-caller", "transformers"], "exit": 1,
      "stderr": ["transformers 5.12.1 has no native FSDP2 plan", "[SET005]"]},
 ]
+
+# A composite model planned as its text part alone is not the job's plan (ARCH002, exit 11).
+CASES += [
+    {"name": "plan: llava (llama text_config) is refused as a whole-model plan (ARCH002, exit 11, no verdict)",
+     "args": ["plan", "{src}/fixtures/check/llava", "--world-size", "2"], "exit": 11,
+     "stderr": ["composite model the registry does not describe", "[ARCH002]"],
+     "stdout": ["no fit verdict: shardcheck cannot lay out this model"], "not_stdout": ["fits in"]},
+]
