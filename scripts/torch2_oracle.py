@@ -594,6 +594,14 @@ def all_cases() -> list:
         cs.append(case(m, 2, 3, TF(), reshard_after_forward=False))
     for m in ("llama", "qwen2"):
         cs.append(case(m, 2, 3, TF(), ignored_modules=r"model\.layers\.1"))
+    # A size policy that wraps the base model (all but the 37 x 20 LM head) and nothing inside it:
+    # accelerate then calls fully_shard on the embedding that group already manages.
+    infos_path = os.path.join(OUT, "models", "models.json")
+    if os.path.exists(infos_path):
+        infos = json.load(open(infos_path))
+        for m in ("llama", "qwen2", "mixtral"):
+            if m in infos:
+                cs.append(case(m, 2, 3, SIZE(infos[m]["num_params"] - 37 * 20 - 1)))
     # FSDP2 as torchtitan calls fully_shard (bf16 compute, fp32 reduction: layouts only).
     for m in ("llama", "llama_tied", "qwen2", "mixtral", "qwen3_moe", "gemma"):
         for W in (3, 8):
