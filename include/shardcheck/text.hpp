@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shardcheck {
 
@@ -15,6 +16,10 @@ std::string ascii_upper(std::string s);
 // accelerate utils/environment.py `str_to_bool` (on the lower-cased text): y/yes/t/true/on/1 -> true,
 // n/no/f/false/off/0 -> false, anything else nullopt (accelerate raises "invalid truth value").
 std::optional<bool> accelerate_str_to_bool(std::string_view s);
+
+// Python's str.split(sep): every piece, empty ones included, nothing stripped (accelerate splits
+// transformer_cls_names_to_wrap this way, so "A, B" gives " B").
+std::vector<std::string> python_split(std::string_view s, char sep);
 
 // Optimal-string-alignment edit distance (a transposition counts 1): spelling suggestions.
 std::size_t edit_distance(std::string_view a, std::string_view b);

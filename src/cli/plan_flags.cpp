@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "shardcheck/environment.hpp"
+#include "shardcheck/text.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -21,12 +22,6 @@ void from_cli(Setting<T>& s, const std::optional<V>& v, const char* flag) {
   s.source = flag;
 }
 
-std::vector<std::string> split_classes(const std::string& list) {
-  std::vector<std::string> out;
-  std::stringstream ss(list);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
-  return out;
-}
 
 // "80GiB", "80GB", "81920MiB", "85899345920" -> bytes.
 std::optional<std::uint64_t> parse_size(const std::string& text) {
@@ -243,7 +238,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
                   : f.policy == "size"      ? WrapPolicyKind::size
                                             : WrapPolicyKind::none,
                   "--policy"};
-    if (!f.wrap_cls.empty()) s.wrap_classes = {split_classes(f.wrap_cls), "--wrap-cls"};
+    if (!f.wrap_cls.empty()) s.wrap_classes = {python_split(f.wrap_cls, ','), "--wrap-cls"};  // as accelerate splits it
     if (!f.frozen.empty()) s.frozen = {f.frozen, "--frozen"};
     if (!f.ignored_modules.empty()) s.ignored_modules = {f.ignored_modules, "--ignored-modules"};
     if (!f.mixed_precision.empty()) s.mixed_precision = {f.mixed_precision, "--mixed-precision"};

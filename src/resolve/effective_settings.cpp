@@ -21,18 +21,6 @@ const EnvVar* find_env(const std::vector<EnvVar>& env, std::string_view name) {
   return found;
 }
 
-std::vector<std::string> split_no_strip(const std::string& s) {
-  // transformer_cls_names_to_wrap.split(","): no strip, so " LlamaMLP" keeps its space.
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = s.find(',', start);
-    out.push_back(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return out;
-}
 
 std::optional<WrapPolicyKind> policy_from(std::string_view name) {
   if (name == "TRANSFORMER_BASED_WRAP") return WrapPolicyKind::transformer;
@@ -84,9 +72,9 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
     s.policy = {WrapPolicyKind::none, "accelerate plugin default (NO_WRAP)"};
   }
   if (const YamlEntry* e = ctx.fsdp("fsdp_transformer_layer_cls_to_wrap"); e && e->value && !e->value->is_null()) {
-    s.wrap_classes = {split_no_strip(python_str(*e->value)), where(doc, e)};
+    s.wrap_classes = {python_split(python_str(*e->value), ','), where(doc, e)};
   } else if (const EnvVar* v = find_env(env, "FSDP_TRANSFORMER_CLS_TO_WRAP")) {
-    s.wrap_classes = {split_no_strip(v->value), "env FSDP_TRANSFORMER_CLS_TO_WRAP"};
+    s.wrap_classes = {python_split(v->value, ','), "env FSDP_TRANSFORMER_CLS_TO_WRAP"};
   }
   if (const YamlEntry* e = ctx.fsdp("fsdp_min_num_params"); e && e->value && e->value->is_scalar() &&
                                                               e->value->scalar().type == YamlType::integer)

@@ -53,7 +53,7 @@ void check(LintContext& ctx) {
     }
     // A name that exists in another release?
     for (const auto& ev : k.values) {
-      const bool same = k.case_sensitive ? ev.value == written : to_upper(ev.value) == to_upper(written);
+      const bool same = k.case_sensitive ? ev.value == written : ascii_upper(ev.value) == ascii_upper(written);
       if (!same) continue;
       ctx.report(kInvalidEnumValue, where,
                  fmt::format("`{}: {}` is not available in accelerate {} ({})", e.key, written, v.str(),
@@ -87,7 +87,7 @@ void check(LintContext& ctx) {
       } else if (k.name == "compute_environment") {
         help = "anything but exactly LOCAL_MACHINE loads the file as a SageMakerConfig";
       } else if (use.section->name == "fsdp_config") {
-        help = fmt::format("the FSDP plugin fails with `KeyError: '{}'`", to_upper(written));
+        help = fmt::format("the FSDP plugin fails with `KeyError: '{}'`", ascii_upper(written));
       }
       ctx.report(kInvalidEnumValue, where, message, help);
     }

@@ -61,12 +61,6 @@ std::string single_quoted(std::string_view s) {
   return out + "'";
 }
 
-std::string to_upper(std::string_view s) {
-  std::string out(s);
-  for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
 }  // namespace shardcheck::rules
 
 namespace shardcheck::rules {

@@ -28,7 +28,6 @@ std::size_t line_start(const ConfigDoc& doc, int line);
 std::size_t entry_end(const YamlEntry& e);
 // A YAML-1.1-safe single-quoted rendering of a string.
 std::string single_quoted(std::string_view s);
-std::string to_upper(std::string_view s);
 
 }  // namespace shardcheck::rules
 

@@ -8,6 +8,17 @@
 
 namespace shardcheck {
 
+std::vector<std::string> python_split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t at = s.find(sep, start);
+    out.emplace_back(s.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) return out;
+    start = at + 1;
+  }
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   const std::size_t n = a.size(), m = b.size();
   std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
