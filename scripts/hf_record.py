@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Records what real transformers builds for a config: the conformance records of the registry.
+
+Dev-time tool; runs inside the Debian unstable chroot (scripts/oracle2_setup.sh) with Debian's
+python3-transformers 5.x and python3-torch:
+
+  scripts/oracle2_run.sh python3 scripts/hf_record.py            # every record
+  scripts/oracle2_run.sh python3 scripts/hf_record.py --only 'qwen*'
+
+For each config (transformers' own defaults for every registry model_type, the real Hub configs in
+fixtures/corpus-configs/, and the tiny oracle models' configs), the model is instantiated on the
+`meta` device (`AutoModelForCausalLM.from_config`; no weights, seconds per model) and written to
+fixtures/hf-records/<name>.json:
+  config          the config.json the model was built from (config.to_dict(), what save_pretrained writes)
+  class           the head class
+  modules         [path, class] for every module, named_modules() order (registration, pre-order)
+  params          [name, shape, dtype] for every parameter, named_parameters() order (tied aliases once)
+  tied            [[alias, target]] from the model's tied-weight keys
+  no_split_modules  sorted(model._no_split_modules)
+  tp_plan         the model's base_model_tp_plan (config.base_model_tp_plan)
+  versions        transformers and torch as they report themselves
+tests/unit/test_hf_records.cpp builds each config-only with shardcheck's registry and compares.
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import glob
+import json
+import os
+import sys
+import warnings
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(REPO, "fixtures", "hf-records")
+
+warnings.filterwarnings("ignore")
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
+
+transformers.logging.set_verbosity_error()
+
+# Registry model types whose transformers defaults are recorded (the full-size default models).
+REGISTRY_TYPES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(REPO, "rules", "models", "*.yaml"))
+                        if not os.path.basename(p).startswith("_"))
+
+
+def sources():
+    """(name, config dict) pairs."""
+    out = []
+    for mt in REGISTRY_TYPES:
+        try:
+            cfg = AutoConfig.for_model(mt)
+        except Exception as e:  # noqa: BLE001
+            print(f"skip default {mt}: {e}", file=sys.stderr)
+            continue
+        out.append((f"default-{mt}", cfg.to_dict()))
+    for path in sorted(glob.glob(os.path.join(REPO, "fixtures", "corpus-configs", "*.json"))):
+        out.append(("hub-" + os.path.basename(path)[:-5], json.load(open(path))))
+    for path in sorted(glob.glob(os.path.join(REPO, "fixtures", "oracle2", "models", "*", "config.json"))):
+        out.append(("tiny-" + os.path.basename(os.path.dirname(path)), json.load(open(path))))
+    return out
+
+
+def record(name: str, cfg_dict: dict) -> dict:
+    cfg_dict = dict(cfg_dict)
+    model_type = cfg_dict.get("model_type")
+    cfg = AutoConfig.for_model(model_type, **{k: v for k, v in cfg_dict.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg)
+    names = {id(m): n for n, m in model.named_modules()}
+    tied = []
+    keys = getattr(model, "all_tied_weights_keys", None) or {}
+    for alias, target in sorted(keys.items()):
+        tied.append([alias, target])
+    return {
+        "name": name,
+        "config": cfg.to_dict(),
+        "class": type(model).__name__,
+        "modules": [[n, type(m).__name__] for n, m in model.named_modules()],
+        "params": [[n, list(p.shape), str(p.dtype).replace("torch.", "")] for n, p in model.named_parameters()],
+        "tied": tied,
+        "no_split_modules": sorted(model._no_split_modules or []),
+        "tp_plan": dict(getattr(cfg, "base_model_tp_plan", None) or {}),
+        "versions": {"transformers": transformers.__version__, "torch": torch.__version__},
+        "_count": len(names),
+    }
+
+
+def dump(doc: dict) -> str:
+    lines = []
+    for k, v in doc.items():
+        if k.startswith("_"):
+            continue
+        if isinstance(v, list) and v and isinstance(v[0], list):
+            inner = ",\n".join("  " + json.dumps(x) for x in v)
+            lines.append(f" {json.dumps(k)}: [\n{inner}\n ]")
+        else:
+            lines.append(f" {json.dumps(k)}: {json.dumps(v, sort_keys=True)}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="*")
+    a = ap.parse_args()
+    os.makedirs(OUT, exist_ok=True)
+    failed = 0
+    for name, cfg in sources():
+        if not fnmatch.fnmatch(name, a.only):
+            continue
+        try:
+            doc = record(name, cfg)
+        except Exception as e:  # noqa: BLE001
+            print(f"{name}: FAILED {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+            failed += 1
+            continue
+        with open(os.path.join(OUT, name + ".json"), "w") as f:
+            f.write(dump(doc))
+        print(f"{name}: {doc['class']}, {len(doc['modules'])} modules, {len(doc['params'])} parameters", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
