@@ -47,10 +47,15 @@ REGISTRY_TYPES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join
                         if not os.path.basename(p).startswith("_"))
 
 
+# Types not in the registry yet, recorded for drafting their registry files (draft_registry.py).
+CANDIDATE_TYPES = ["cohere", "cohere2", "olmo", "olmoe", "granitemoe", "phimoe", "deepseek_v2", "helium",
+                   "glm", "glm4", "smollm3", "seed_oss", "arcee", "apertus"]
+
+
 def sources():
     """(name, config dict) pairs."""
     out = []
-    for mt in REGISTRY_TYPES:
+    for mt in REGISTRY_TYPES + [t for t in CANDIDATE_TYPES if t not in REGISTRY_TYPES]:
         try:
             cfg = AutoConfig.for_model(mt)
         except Exception as e:  # noqa: BLE001
@@ -117,7 +122,10 @@ def main() -> int:
             print(f"{name}: FAILED {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
             failed += 1
             continue
-        with open(os.path.join(OUT, name + ".json"), "w") as f:
+        # Types the registry does not describe yet go to candidates/, the input of draft_registry.py.
+        out_dir = OUT if cfg.get("model_type") in REGISTRY_TYPES else os.path.join(OUT, "candidates")
+        os.makedirs(out_dir, exist_ok=True)
+        with open(os.path.join(out_dir, name + ".json"), "w") as f:
             f.write(dump(doc))
         print(f"{name}: {doc['class']}, {len(doc['modules'])} modules, {len(doc['params'])} parameters", file=sys.stderr)
     return 1 if failed else 0
