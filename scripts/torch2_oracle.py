@@ -101,6 +101,10 @@ MODELS = {
     "gpt_oss": ("gpt_oss", dict(BASE, head_dim=6, num_local_experts=3, num_experts_per_tok=2,
                                 layer_types=["sliding_attention", "full_attention"], sliding_window=8,
                                 tie_word_embeddings=False)),
+    "helium": ("helium", dict(BASE, head_dim=10, tie_word_embeddings=False)),
+    "smollm3": ("smollm3", dict(BASE, pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=True)),
+    "arcee": ("arcee", dict(BASE, head_dim=10, tie_word_embeddings=False)),
+    "olmo": ("olmo", dict(BASE, tie_word_embeddings=False)),
     # Regression models: config.json fields that transformers reads and the registry once ignored.
     "qwen2_moe_hd": ("qwen2_moe", dict(BASE, head_dim=6, moe_intermediate_size=14, shared_expert_intermediate_size=18,
                                        num_experts=3, num_experts_per_tok=2, tie_word_embeddings=False)),
@@ -552,6 +556,7 @@ def all_cases() -> list:
     dense = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "olmo2", "granite", "gemma", "gemma2",
              "gemma3_text", "phi3", "phi", "starcoder2", "gpt_neox", "falcon", "gpt2"]
     moe = ["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss"]
+    dense += ["helium", "smollm3", "arcee", "olmo"]
     for m in dense + moe:
         cs.append(case(m, 1, 3, TF()))
         cs.append(case(m, 1, 4, TF(), use_orig_params=True))
