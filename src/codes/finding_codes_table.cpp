@@ -500,6 +500,14 @@ constexpr FindingCode kCodes[] = {
      "transformers cannot run on it, the transformers of that torch's time is assumed and the output says "
      "so."},
 
+    {"PLAN021", Severity::error, ExitCode::findings, "Tensor parallelism over a head count it does not divide",
+     "With tp_size above 1 transformers shards the attention projections' output rows over the TP ranks "
+     "(the model's colwise tp plan) without checking that each rank gets whole heads; the attention then "
+     "reshapes its rows into heads at the first forward and fails. Real transformers 5.12.1 with "
+     "tp_plan=\"auto\" and torch 2.14.1 on 2 ranks, with one key/value head of 10: \"RuntimeError: shape '[1, 5, "
+     "-1, 10]' is invalid for input of size 25\". Use a tp_size that divides num_attention_heads and "
+     "num_key_value_heads."},
+
     // ---- memory fit (src/pipeline/preflight.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",
      "shardcheck adds up, per rank, the sharded parameters, gradients and optimizer states FSDP keeps plus "

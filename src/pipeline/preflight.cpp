@@ -13,6 +13,45 @@
 
 namespace shardcheck {
 
+namespace {
+
+// Tensor parallelism splits the attention projections' output rows over tp_size ranks (transformers'
+// colwise plan), and the attention reshapes each rank's rows into heads of head_dim at the first
+// forward, which no load-time check catches. Real transformers 5.12.1 + torch 2.14.1 with
+// tp_plan="auto" on 2 ranks and one key/value head of 10: "RuntimeError: shape '[1, 5, -1, 10]' is
+// invalid for input of size 25" (the k_proj shard holds 5 rows; scripts/tp_heads_probe.py).
+void check_tp_heads(const ModelConfig& config, const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
+  const nlohmann::json& c = config.effective();
+  auto integer = [&](const char* a, const char* b) -> std::optional<std::int64_t> {
+    for (const char* k : {a, b})
+      if (k && c.contains(k) && c[k].is_number_integer()) return c[k].get<std::int64_t>();
+    return std::nullopt;
+  };
+  const auto heads = integer("num_attention_heads", "n_head");
+  if (!heads) return;
+  const auto kv = integer("num_key_value_heads", nullptr).value_or(*heads);
+  const int tp = s.tp_size.value;
+  for (auto [what, n] : {std::pair{"num_attention_heads", *heads}, std::pair{"num_key_value_heads", kv}}) {
+    if (n % tp == 0) continue;
+    Diagnostic d;
+    d.code = "PLAN021";
+    d.location.file = tree.config_path;
+    std::string from;
+    d.location = setting_location(s.tp_size.source, tree.config_path, &from);
+    d.message = fmt::format("RuntimeError: shape '[batch, seq, -1, head_dim]' is invalid for input of size N at the "
+                            "first forward: {} {} is not divisible by tp_size {}{}, so a rank's share of the "
+                            "projection rows is not a whole number of heads",
+                            what, n, tp, from);
+    d.help = fmt::format("use a tp_size that divides both num_attention_heads ({}) and num_key_value_heads ({})", *heads,
+                         kv);
+    d.exit_code = ExitCode::findings;
+    sink.report(std::move(d));
+    return;
+  }
+}
+
+}  // namespace
+
 PreflightResult run_preflight(const PreflightRequest& req) {
   PreflightResult r;
   r.settings = req.defaults;
@@ -85,7 +124,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     }
   }
 
-  r.tree = load_module_tree(req.model, req.config_only, req.rules_dir, resolve, r.sink).tree;
+  LoadedTree loaded = load_module_tree(req.model, req.config_only, req.rules_dir, resolve, r.sink);
+  r.tree = std::move(loaded.tree);
   if (!r.tree) return r;
   check_stack_versions(versions, *version_rules, r.tree->model_type, r.tree->since,
                        r.settings.fsdp_version.value == 2 && r.settings.fsdp2_caller.value == Fsdp2Caller::transformers,
@@ -99,6 +139,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   r.plan = r.settings.fsdp_version.value == 2 ? plan_fsdp2(*r.tree, r.settings, r.sink)
                                               : plan_fsdp1(*r.tree, r.settings, r.sink);
   if (!wrap_failed) check_plan_coverage(*r.tree, r.settings, *r.plan, r.sink);
+  if (r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1 && loaded.inputs)
+    check_tp_heads(loaded.inputs->config, *r.tree, r.settings, r.sink);
   if (r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1) {
     // accelerate applies tensor parallelism before fully_shard, so each parameter FSDP shards is
     // already a TP slice; shardcheck does not model TP plans, and says so rather than guess.

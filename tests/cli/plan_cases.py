@@ -409,3 +409,14 @@ CASES += [
      "stderr": ["composite model the registry does not describe", "[ARCH002]"],
      "stdout": ["no fit verdict: shardcheck cannot lay out this model"], "not_stdout": ["fits in"]},
 ]
+
+# Tensor parallelism over heads it does not divide fails at the first forward (PLAN021).
+CASES += [
+    {"name": "check: tp_size 4 with 2 key/value heads fails at the first forward (PLAN021)",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/check/tp4.yaml", LLAMA], "exit": 1,
+     "stdout": ["tp4.yaml:11:1: error: RuntimeError: shape '[batch, seq, -1, head_dim]' is invalid",
+                "num_key_value_heads 2 is not divisible by tp_size 4", "[PLAN021]"]},
+    {"name": "check: tp_size 2 divides 4 heads and 2 key/value heads (no PLAN021)",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/check/tp2.yaml", LLAMA],
+     "not_stdout": ["PLAN021"]},
+]
