@@ -42,6 +42,7 @@ inline constexpr std::string_view kFixedConfigSuffix = " (fixed)";
 // `fallback_file`. `*note` (when given) receives " (from SOURCE)" whenever the location has no line.
 SourceLocation setting_location(const std::string& source, const std::string& fallback_file, std::string* note);
 
+
 // A replacement of [offset, offset+length) in `file` by `text` (clang-tidy style).
 struct TextEdit {
   std::string file;
@@ -74,5 +75,12 @@ class DiagnosticSink {
  private:
   std::vector<Diagnostic> items_;
 };
+
+// A finding about a setting's value. A command-line flag ("--world-size") is a usage error shown under
+// the flag's name (exit 2); a value from the config file or the environment points at its source
+// (setting_location, " (from SOURCE)" appended when that has no line) and exits with `findings`.
+// Notes and warnings exit 0 either way.
+Diagnostic setting_finding(std::string code, Severity severity, const std::string& source,
+                           const std::string& fallback_file, std::string message, std::string help);
 
 }  // namespace shardcheck

@@ -33,19 +33,14 @@ void check_tp_heads(const ModelConfig& config, const ModuleTree& tree, const Fsd
   const int tp = s.tp_size.value;
   for (auto [what, n] : {std::pair{"num_attention_heads", *heads}, std::pair{"num_key_value_heads", kv}}) {
     if (n % tp == 0) continue;
-    Diagnostic d;
-    d.code = "PLAN021";
-    d.location.file = tree.config_path;
-    std::string from;
-    d.location = setting_location(s.tp_size.source, tree.config_path, &from);
-    d.message = fmt::format("RuntimeError: shape '[batch, seq, -1, head_dim]' is invalid for input of size N at the "
-                            "first forward: {} {} is not divisible by tp_size {}{}, so a rank's share of the "
-                            "projection rows is not a whole number of heads",
-                            what, n, tp, from);
-    d.help = fmt::format("use a tp_size that divides both num_attention_heads ({}) and num_key_value_heads ({})", *heads,
-                         kv);
-    d.exit_code = ExitCode::findings;
-    sink.report(std::move(d));
+    sink.report(setting_finding(
+        "PLAN021", Severity::error, s.tp_size.source, tree.config_path,
+        fmt::format("RuntimeError: shape '[batch, seq, -1, head_dim]' is invalid for input of size N at the first "
+                    "forward: {} {} is not divisible by tp_size {}, so a rank's share of the projection rows is not a "
+                    "whole number of heads",
+                    what, n, tp),
+        fmt::format("use a tp_size that divides both num_attention_heads ({}) and num_key_value_heads ({})", *heads,
+                    kv)));
     return;
   }
 }
@@ -109,17 +104,9 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     try {
       std::regex check(rx->value);
     } catch (const std::regex_error& e) {
-      Diagnostic d;
-      d.code = "PLAN016";
-      const bool flag = rx->source.starts_with("--");
-      std::string from;
-      // A flag's error is a usage error about the command line, shown like a compiler's
-      // "cc1: error:" under the flag's name; a file's or the environment's points at the config.
-      if (flag) d.location.file = rx->source;
-      else d.location = setting_location(rx->source, req.accelerate_config.value_or(req.model), &from);
-      d.message = fmt::format("expected a regular expression, found '{}' ({}){}", rx->value, e.what(), from);
-      d.exit_code = flag ? ExitCode::usage : ExitCode::findings;
-      r.sink.report(std::move(d));
+      r.sink.report(setting_finding("PLAN016", Severity::error, rx->source, req.accelerate_config.value_or(req.model),
+                                    fmt::format("expected a regular expression, found '{}' ({})", rx->value, e.what()),
+                                    ""));
       return r;
     }
   }

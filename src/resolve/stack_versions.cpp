@@ -123,17 +123,7 @@ void check_stack_versions(const StackVersions& v, const VersionRules& rules, con
                           const std::string& since, bool native_fsdp, const std::string& fallback_file,
                           DiagnosticSink& sink) {
   auto report = [&](const Setting<Version>& s, Severity severity, std::string message, std::string help) {
-    Diagnostic d;
-    d.code = "SET005";
-    d.severity = severity;
-    const bool flag = s.source.starts_with("--");
-    std::string from;
-    if (flag) d.location.file = s.source;
-    else d.location = setting_location(s.source, fallback_file, &from);
-    d.message = std::move(message) + (flag ? "" : fmt::format(" (from {})", s.source));
-    d.help = std::move(help);
-    d.exit_code = severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
-    sink.report(std::move(d));
+    sink.report(setting_finding("SET005", severity, s.source, fallback_file, std::move(message), std::move(help)));
   };
   for (auto [name, s, range] : {std::tuple{"torch", &v.torch, &rules.torch},
                                 std::tuple{"transformers", &v.transformers, &rules.transformers},

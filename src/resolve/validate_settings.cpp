@@ -20,18 +20,8 @@ struct Validator {
 
   template <class T>
   void report(const char* code, Severity severity, const Setting<T>& setting, std::string message, std::string help) {
-    Diagnostic d;
-    d.code = code;
-    d.severity = severity;
-    const bool flag = setting.source.starts_with("--");
-    std::string from;
-    if (flag) d.location.file = setting.source;  // "cc1: error:"-style, under the flag's name
-    else d.location = setting_location(setting.source, fallback_file, &from);
-    d.message = std::move(message) + from;
-    d.help = std::move(help);
-    d.exit_code = severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
     if (severity == Severity::error) runnable = false;
-    sink.report(std::move(d));
+    sink.report(setting_finding(code, severity, setting.source, fallback_file, std::move(message), std::move(help)));
   }
 
   void processes() {

@@ -14,6 +14,21 @@ const char* severity_name(Severity s) {
   return "error";
 }
 
+Diagnostic setting_finding(std::string code, Severity severity, const std::string& source,
+                           const std::string& fallback_file, std::string message, std::string help) {
+  Diagnostic d;
+  d.code = std::move(code);
+  d.severity = severity;
+  const bool flag = source.starts_with("--");
+  std::string from;
+  if (flag) d.location.file = source;
+  else d.location = setting_location(source, fallback_file, &from);
+  d.message = std::move(message) + from;
+  d.help = std::move(help);
+  d.exit_code = severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
+  return d;
+}
+
 SourceLocation setting_location(const std::string& source, const std::string& fallback_file, std::string* note) {
   SourceLocation loc;
   // Sources from the accelerate config are "FILE:LINE" (effective_settings.cpp); a file name may
