@@ -205,11 +205,20 @@ def make_plugin(c: dict):
     return plugin
 
 
+# Hooks for oracles built on this one (scripts/peft_oracle.py): how a case's model is loaded, and
+# the FSDP1 auto-wrap policy a caller installs on the plugin before Accelerator.prepare_model (as
+# transformers' Trainer does for a PEFT model). Set before any case is forked.
+LOAD_HOOK = None     # callable(case) -> model, or None for load_model(case["model"])
+PLUGIN_HOOK = None   # callable(model, case, plugin) -> None
+
+
 def wrap_fsdp1(model, c: dict):
     """accelerate 1.14 Accelerator.prepare_model, FSDP1 branch (accelerator.py), on CPU."""
     import re
     from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
     plugin = make_plugin(c)
+    if PLUGIN_HOOK is not None:
+        PLUGIN_HOOK(model, c, plugin)
     plugin.set_auto_wrap_policy(model)
     kwargs = {
         "sharding_strategy": plugin.sharding_strategy or plugin.reshard_after_forward,
@@ -242,7 +251,12 @@ def wrap_fsdp1(model, c: dict):
 def wrap_fsdp2(model, c: dict, W: int):
     """accelerate 1.14 fsdp2_prepare_model with a stand-in Accelerator (fsdp_utils.py)."""
     from accelerate.parallelism_config import ParallelismConfig
+    import logging
+    import accelerate.utils.fsdp_utils as fsdp_utils
     from accelerate.utils.fsdp_utils import fsdp2_prepare_model
+    # accelerate's MultiProcessAdapter refuses to log without an initialised AcceleratorState, which
+    # the stand-in has none of (the upcast under mixed precision logs): a plain logger instead.
+    fsdp_utils.logger = logging.getLogger("accelerate-standin")
     R = c.get("dp_replicate", 1)
     pc = ParallelismConfig(dp_replicate_size=R, dp_shard_size=W // R)
     mesh = pc.build_device_mesh("cpu")
@@ -403,7 +417,7 @@ def rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
     try:
         dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)
         stage = "load"
-        model = load_model(c["model"])
+        model = LOAD_HOOK(c) if LOAD_HOOK is not None else load_model(c["model"])
         stage = "wrap"
         if c["fsdp_version"] == 1:
             model = wrap_fsdp1(model, c)

@@ -1,0 +1,195 @@
+#!/usr/bin/python3
+"""PEFT oracle: what REAL peft LoRA adapters on real torch 2.x FSDP1/FSDP2 (through real accelerate
+and the policy transformers' Trainer installs) build, step and raise.
+
+Dev-time tool; CI never needs torch or peft. It runs inside the Debian unstable chroot of
+scripts/oracle2_setup.sh, with peft's source (not packaged by Debian) put beside it by
+scripts/peft_oracle_setup.sh, and writes to fixtures/peft-oracle/:
+
+  scripts/peft_oracle_setup.sh PEFT_CHECKOUT               # once: peft's src/ into the chroot
+  scripts/oracle2_run.sh python3 scripts/peft_oracle.py    # adapters + every case
+  scripts/oracle2_run.sh python3 scripts/peft_oracle.py --only 'llama-qv-*' --list
+
+What it does
+  * Adapters (adapters/<model>-<adapter>/): peft's get_peft_model(model, LoraConfig(...)) on a
+    tiny model of scripts/torch2_oracle.py (fixtures/oracle2/models/), saved with save_pretrained
+    (adapter_config.json + adapter_model.safetensors), and record.json: every module (path, class)
+    and parameter (name, shape, dtype, requires_grad) of the PeftModel, in registration order, and
+    the counts print_trainable_parameters reports.
+  * Cases: each loads the model (float32, or bfloat16 with `load_dtype`), applies the same
+    LoraConfig with get_peft_model in W fresh processes and prepares the PeftModel as the job would:
+      - caller "trainer", FSDP1: transformers 5.12.1 Trainer._prepare_for_training calls
+        integrations/fsdp.py update_fsdp_plugin_peft, which sets the plugin's auto_wrap_policy to
+        peft's utils/other.py fsdp_auto_wrap_policy(model) before Accelerator.prepare_model; the
+        rest is scripts/torch2_oracle.py's FSDP1 path (accelerate 1.14's FSDP(...) arguments);
+      - caller "accelerate" (plain accelerate, or the Trainer under FSDP2, which never calls
+        update_fsdp_plugin_peft): accelerate's own policy, FSDP1 or fsdp2_prepare_model;
+    then lazy init and, for float32 cases without mixed precision, a forward, backward and AdamW
+    step over the trainable parameters. Recorded as scripts/torch2_oracle.py records (its README).
+"""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+PEFT_SRC = os.environ.get("PEFT_SRC", "/opt/peft/src")
+sys.path.insert(0, PEFT_SRC)
+
+import torch2_oracle as o  # noqa: E402
+import torch  # noqa: E402
+import peft  # noqa: E402
+from peft import LoraConfig, get_peft_model  # noqa: E402
+
+OUT = os.path.join(o.REPO, "fixtures", "peft-oracle")
+
+# name: LoraConfig keyword arguments (task_type is left unset: a PeftModel, as for a causal LM
+# without the task wrapper; module paths are the same under PeftModelForCausalLM).
+ADAPTERS = {
+    "qv": dict(r=3, lora_alpha=6, target_modules=["q_proj", "v_proj"]),
+    "alllinear": dict(r=4, lora_alpha=8, target_modules="all-linear"),
+    "regex": dict(r=2, target_modules=r".*\.(up|down)_proj"),
+    "mts": dict(r=3, target_modules=["q_proj", "k_proj"], modules_to_save=["lm_head"]),
+    "dora": dict(r=3, target_modules=["q_proj", "v_proj"], use_dora=True),
+    "layers": dict(r=3, target_modules=["q_proj", "v_proj"], layers_to_transform=[1], layers_pattern="layers"),
+    "rankpat": dict(r=3, target_modules=["q_proj", "v_proj", "o_proj"], rank_pattern={"v_proj": 5},
+                    alpha_pattern={"o_proj": 2}),
+    "exclude": dict(r=2, target_modules="all-linear", exclude_modules=["o_proj", "down_proj"]),
+    "lorabias": dict(r=3, target_modules=["q_proj", "v_proj"], lora_bias=True),
+    "biasall": dict(r=3, target_modules=["q_proj", "v_proj"], bias="all"),
+    "biaslora": dict(r=3, target_modules=["q_proj", "v_proj"], bias="lora_only"),
+    "cattn": dict(r=3, target_modules=["c_attn"], fan_in_fan_out=True),
+}
+
+# model: the adapters tried on it.
+PLAN = {
+    "llama": ["qv", "alllinear", "regex", "mts", "dora", "layers", "rankpat", "exclude", "lorabias"],
+    "llama_tied": ["alllinear"],
+    "qwen2": ["qv", "alllinear", "biasall", "biaslora"],
+    "gpt2": ["alllinear", "cattn"],
+    "qwen3_moe": ["alllinear"],
+    "gemma3_text": ["qv"],
+}
+
+
+def lora_config(adapter: str) -> LoraConfig:
+    return LoraConfig(**ADAPTERS[adapter])
+
+
+def load_peft(c: dict):
+    dtype = getattr(torch, c.get("load_dtype", "float32"))
+    torch.manual_seed(0)
+    model = o.load_model(c["model"], dtype=dtype)
+    return get_peft_model(model, lora_config(c["adapter"]))
+
+
+def trainer_policy(model, c: dict, plugin) -> None:
+    """transformers 5.12.1 integrations/fsdp.py update_fsdp_plugin_peft (FSDP1 only)."""
+    if c.get("caller") == "trainer":
+        from peft.utils.other import fsdp_auto_wrap_policy
+        plugin.auto_wrap_policy = fsdp_auto_wrap_policy(model)
+
+
+o.LOAD_HOOK = load_peft
+o.PLUGIN_HOOK = trainer_policy
+
+
+def record(model_name: str, adapter: str) -> dict:
+    """Save the adapter and describe the PeftModel peft builds."""
+    torch.manual_seed(0)
+    pm = get_peft_model(o.load_model(model_name), lora_config(adapter))
+    d = os.path.join(OUT, "adapters", f"{model_name}-{adapter}")
+    os.makedirs(d, exist_ok=True)
+    pm.save_pretrained(d, safe_serialization=True)
+    for extra in os.listdir(d):
+        if extra not in ("adapter_config.json", "adapter_model.safetensors"):
+            os.remove(os.path.join(d, extra))
+    trainable, total = pm.get_nb_trainable_parameters()
+    rec = {
+        "model": model_name, "adapter": adapter, "lora_config": ADAPTERS[adapter],
+        "versions": {"peft": peft.__version__, "torch": torch.__version__, "transformers": o.transformers.__version__},
+        "class": type(pm).__name__, "trainable_params": int(trainable), "all_params": int(total),
+        "modules": [[n, type(m).__name__] for n, m in pm.named_modules()],
+        "params": [[n, list(p.shape), str(p.dtype).replace("torch.", ""), bool(p.requires_grad)]
+                   for n, p in pm.named_parameters(remove_duplicate=False)],
+    }
+    with open(os.path.join(d, "record.json"), "w") as f:
+        f.write(o.dump(rec))
+    return rec
+
+
+def case(model, adapter, fsdp, W, caller, **kw):
+    policy = o.TF()
+    c = o.case(model, fsdp, W, policy, **kw)
+    parts = c["case"].split("-")
+    parts.insert(1, adapter)
+    parts.insert(-1, caller)
+    if kw.get("load_dtype"):
+        parts.insert(-1, "load" + kw["load_dtype"].replace("float", "f").replace("bfloat", "bf"))
+    c["case"] = "-".join(parts)
+    c.update(adapter=adapter, caller=caller)
+    if kw.get("load_dtype", "float32") != "float32":
+        c["step"] = False  # gloo rejects bf16/fp16 all-gathers
+    return c
+
+
+def all_cases() -> list:
+    cs = []
+    for model, adapters in PLAN.items():
+        for a in adapters:
+            cs.append(case(model, a, 1, 3, "trainer"))
+            cs.append(case(model, a, 1, 4, "trainer", use_orig_params=True))
+            cs.append(case(model, a, 1, 3, "accelerate"))
+            cs.append(case(model, a, 1, 2, "accelerate", use_orig_params=True))
+            cs.append(case(model, a, 2, 3, "accelerate"))
+            cs.append(case(model, a, 2, 4, "accelerate"))
+    for model, a in (("llama", "qv"), ("llama", "alllinear"), ("qwen2", "biasall"), ("llama", "mts")):
+        cs.append(case(model, a, 1, 3, "trainer", load_dtype="bfloat16"))
+        cs.append(case(model, a, 1, 3, "trainer", load_dtype="bfloat16", use_orig_params=True))
+        cs.append(case(model, a, 1, 3, "accelerate", load_dtype="bfloat16", use_orig_params=True))
+        cs.append(case(model, a, 2, 3, "accelerate", load_dtype="bfloat16"))
+        cs.append(case(model, a, 1, 3, "trainer", mixed_precision="bf16"))
+        cs.append(case(model, a, 2, 3, "accelerate", mixed_precision="bf16"))
+        cs.append(case(model, a, 2, 3, "accelerate", load_dtype="bfloat16", mixed_precision="bf16"))
+    seen, out = set(), []
+    for c in cs:
+        if c["case"] not in seen:
+            seen.add(c["case"])
+            out.append(c)
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--only", default="*")
+    ap.add_argument("--list", action="store_true")
+    ap.add_argument("--timeout", type=float, default=120)
+    a = ap.parse_args()
+    cases = [c for c in all_cases() if fnmatch.fnmatch(c["case"], a.only)]
+    if a.list:
+        for c in cases:
+            print(c["case"])
+        print(len(cases), "cases", file=sys.stderr)
+        return 0
+    os.makedirs(OUT, exist_ok=True)
+    for pair in sorted({(c["model"], c["adapter"]) for c in cases}):
+        rec = record(*pair)
+        print("adapter", *pair, rec["trainable_params"], "of", rec["all_params"], file=sys.stderr)
+    t0 = time.time()
+    for i, c in enumerate(cases):
+        res = o.run_case(c, a.timeout)
+        res["versions"]["peft"] = peft.__version__
+        with open(os.path.join(OUT, c["case"] + ".json"), "w") as f:
+            f.write(o.dump(res))
+        e = res.get("error")
+        print(f"[{i + 1}/{len(cases)} {time.time() - t0:.0f}s] {c['case']}: "
+              + (f"{e['stage']}: {e['type']}: {e['message'][:150]}" if e else "ok"), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
