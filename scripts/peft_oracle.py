@@ -98,26 +98,31 @@ o.LOAD_HOOK = load_peft
 o.PLUGIN_HOOK = trainer_policy
 
 
-def record(model_name: str, adapter: str) -> dict:
-    """Save the adapter and describe the PeftModel peft builds."""
+# Also recorded loaded in bfloat16 (record-bf16.json): the dtypes peft gives adapters and wrappers.
+RECORD_BF16 = {("llama", "qv"), ("llama", "mts"), ("llama", "dora"), ("qwen2", "biasall")}
+
+
+def record(model_name: str, adapter: str, dtype: str = "float32") -> dict:
+    """Save the adapter (float32 only) and describe the PeftModel peft builds."""
     torch.manual_seed(0)
-    pm = get_peft_model(o.load_model(model_name), lora_config(adapter))
+    pm = get_peft_model(o.load_model(model_name, dtype=getattr(torch, dtype)), lora_config(adapter))
     d = os.path.join(OUT, "adapters", f"{model_name}-{adapter}")
     os.makedirs(d, exist_ok=True)
-    pm.save_pretrained(d, safe_serialization=True)
-    for extra in os.listdir(d):
-        if extra not in ("adapter_config.json", "adapter_model.safetensors"):
-            os.remove(os.path.join(d, extra))
+    if dtype == "float32":
+        pm.save_pretrained(d, safe_serialization=True)
+        for extra in os.listdir(d):
+            if extra not in ("adapter_config.json", "adapter_model.safetensors") and not extra.startswith("record"):
+                os.remove(os.path.join(d, extra))
     trainable, total = pm.get_nb_trainable_parameters()
     rec = {
-        "model": model_name, "adapter": adapter, "lora_config": ADAPTERS[adapter],
+        "model": model_name, "adapter": adapter, "lora_config": ADAPTERS[adapter], "load_dtype": dtype,
         "versions": {"peft": peft.__version__, "torch": torch.__version__, "transformers": o.transformers.__version__},
         "class": type(pm).__name__, "trainable_params": int(trainable), "all_params": int(total),
         "modules": [[n, type(m).__name__] for n, m in pm.named_modules()],
         "params": [[n, list(p.shape), str(p.dtype).replace("torch.", ""), bool(p.requires_grad)]
                    for n, p in pm.named_parameters(remove_duplicate=False)],
     }
-    with open(os.path.join(d, "record.json"), "w") as f:
+    with open(os.path.join(d, "record.json" if dtype == "float32" else "record-bf16.json"), "w") as f:
         f.write(o.dump(rec))
     return rec
 
@@ -179,6 +184,8 @@ def main() -> int:
     for pair in sorted({(c["model"], c["adapter"]) for c in cases}):
         rec = record(*pair)
         print("adapter", *pair, rec["trainable_params"], "of", rec["all_params"], file=sys.stderr)
+        if pair in RECORD_BF16:
+            record(*pair, dtype="bfloat16")
     t0 = time.time()
     for i, c in enumerate(cases):
         res = o.run_case(c, a.timeout)
