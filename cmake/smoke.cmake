@@ -42,7 +42,7 @@ if(Torch_FOUND)
   else()
     message(STATUS "shardcheck-smoke: LibTorch ${Torch_VERSION} (CPU): gloo")
   endif()
-  add_executable(shardcheck-smoke src/smoke/tool/main.cpp src/cli/plan_flags.cpp
+  add_executable(shardcheck-smoke src/smoke/tool/main.cpp src/cli/plan_flags.cpp src/cli/adapter_flags.cpp
                  $<TARGET_OBJECTS:shardcheck_smoke_c10d>)
   target_include_directories(shardcheck-smoke PRIVATE src)
   target_link_libraries(shardcheck-smoke PRIVATE shardcheck_smoke shardcheck_core CLI11::CLI11 ${yaml_cpp}

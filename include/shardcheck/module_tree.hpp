@@ -63,6 +63,11 @@ struct ModuleTree {
   bool classes_guessed = false;      // fallback for an unknown model_type
   bool from_checkpoint = false;      // shapes/dtypes confirmed by safetensors headers
   std::int64_t num_params = 0;       // distinct parameter storages
+  // With a PEFT adapter (shardcheck/peft_model.hpp): the elements that train, as peft's
+  // print_trainable_parameters counts them, and where the adapter came from. nullopt: a full
+  // fine-tune, every parameter trains (unless plan --frozen says otherwise).
+  std::optional<std::int64_t> trainable_params;
+  std::string adapter_source;
   std::int64_t num_tensors = 0;      // distinct parameter tensors
   std::map<DType, std::int64_t> dtype_numel;   // parameter elements per dtype
   std::int64_t checkpoint_only_numel = 0;      // tensors on disk that transformers drops on load

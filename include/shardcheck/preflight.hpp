@@ -12,6 +12,7 @@
 #include "shardcheck/lint.hpp"
 #include "shardcheck/memory.hpp"
 #include "shardcheck/module_tree.hpp"
+#include "shardcheck/peft_model.hpp"
 #include "shardcheck/settings.hpp"
 #include "shardcheck/shard_plan.hpp"
 #include "shardcheck/stack_versions.hpp"
@@ -31,6 +32,10 @@ struct PreflightRequest {
   std::function<void(FsdpSettings&)> overrides;  // command-line flags, applied last
   MemoryOptions memory;
   std::optional<double> bus_bandwidth;  // bytes/s (nccl-tests busbw) for communication time
+  // A PEFT LoRA adapter: a directory or adapter_config.json (--adapter), or one described by flags
+  // (--lora-*) when there is no file; the plan is then of the PeftModel.
+  std::string adapter_path;
+  std::optional<LoraAdapter> adapter;
 };
 
 struct PreflightResult {
@@ -38,6 +43,7 @@ struct PreflightResult {
   std::optional<ConfigDoc> config_doc;  // for snippets in text output
   std::string planned_config_note;      // "planned with the fixes applied" when the file was broken
   std::optional<ModuleTree> tree;
+  std::optional<PeftSummary> peft;      // with an adapter: what get_peft_model built
   FsdpSettings settings;
   std::optional<ShardPlan> plan;
   MemoryEstimate memory;

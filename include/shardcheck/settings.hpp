@@ -18,7 +18,10 @@ const char* strategy_name(ShardingStrategy s);  // "FULL_SHARD" ...
 std::optional<ShardingStrategy> parse_strategy(std::string_view s);  // names or "1".."5"
 bool is_hybrid(ShardingStrategy s);
 
-enum class WrapPolicyKind { transformer, size, none };
+// `peft`: peft's fsdp_auto_wrap_policy (utils/other.py), which transformers' Trainer installs for a
+// PEFT model under FSDP1 (integrations/fsdp.py update_fsdp_plugin_peft): a leaf module with a
+// trainable `weight`, or an instance of the transformer layer classes.
+enum class WrapPolicyKind { transformer, size, none, peft };
 const char* policy_name(WrapPolicyKind k);
 
 // torch.distributed.fsdp.BackwardPrefetch (FSDP1); `none` is accelerate's NO_PREFETCH (None).
@@ -54,6 +57,9 @@ struct FsdpSettings {
   // torch's FSDP default; accelerate passes None unless fsdp_backward_prefetch is set.
   Setting<BackwardPrefetch> backward_prefetch{BackwardPrefetch::pre};
   Setting<Fsdp2Caller> fsdp2_caller{Fsdp2Caller::accelerate};
+  // The job runs under transformers' Trainer (TRL's trainers subclass it) rather than a plain
+  // accelerate loop: with a PEFT model under FSDP1 the Trainer replaces the wrap policy (`peft`).
+  Setting<bool> trainer{false};
   // accelerate's ParallelismConfig (v1.10+, FSDP2 only): HSDP replicas and tensor parallelism.
   Setting<int> dp_replicate{1};
   Setting<int> tp_size{1};       // accelerate's fsdp_activation_checkpointing

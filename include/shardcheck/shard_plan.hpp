@@ -21,6 +21,7 @@ struct FlatSlot {
   std::int64_t offset = 0;     // in the unsharded flat parameter
   std::int64_t numel = 0;
   bool padding = false;
+  bool requires_grad = false;  // this parameter trains (padding never does)
 };
 
 // An FSDP2 parameter sharded on dim 0 (torch.chunk semantics).
@@ -29,6 +30,8 @@ struct ParamShard {
   std::vector<std::int64_t> shape;
   std::int64_t rows_per_rank = 0;  // pad0 = ceil(dim0 / W): every rank's padded row count
   std::int64_t row_numel = 0;      // numel / dim0
+  DType dtype = DType::F32;        // a group may mix frozen low-precision and trainable fp32 parameters
+  bool requires_grad = true;
 };
 
 struct ShardUnit {
@@ -75,6 +78,8 @@ struct ShardPlan {
 ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink);
 // FSDP2: `fully_shard` groups as accelerate's fsdp2_prepare_model calls them.
 ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink);
+// A PEFT model's failures that depend on its units (PEFT007: DoRA under FSDP1 use_orig_params=True).
+void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink);
 
 // torch.chunk sharding of n elements over w ranks (flat_param.py FlatParamHandle._get_shard):
 // shard = ceil(n / w); rank r holds clamp(n - r*shard, 0, shard) real elements, the rest padding.

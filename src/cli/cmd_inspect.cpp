@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <memory>
 
+#include "cli/adapter_flags.hpp"
 #include "cli/commands.hpp"
 #include "shardcheck/load_tree.hpp"
 #include "shardcheck/module_tree.hpp"
+#include "shardcheck/peft_model.hpp"
 #include "shardcheck/report.hpp"
 #include "shardcheck/stack_versions.hpp"
 #include "util/stage_timer.hpp"
@@ -24,6 +26,7 @@ struct InspectArgs {
   std::string architecture;
   bool config_only = false;
   bool dequantize = false;
+  AdapterFlags adapter;
 };
 
 int run_inspect(const InspectArgs& a, const CliContext& ctx) {
@@ -46,7 +49,19 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
   opts.architecture = a.architecture;
   opts.dequantize = a.dequantize;
 
+  std::string flag_error;
+  std::optional<LoraAdapter> adapter = adapter_from_flags(a.adapter, flag_error);
+  if (!flag_error.empty()) {
+    std::fprintf(stderr, "shardcheck: %s\n", flag_error.c_str());
+    return to_int(ExitCode::usage);
+  }
+  if (!a.adapter.adapter.empty() && !(adapter = load_adapter_config(a.adapter.adapter, sink))) {
+    std::fputs(render_diagnostics_text(sink.items(), TextStyle{false}).c_str(), stderr);
+    return to_int(sink.first_error_exit_code());
+  }
   std::optional<ModuleTree> tree = load_module_tree(a.model, a.config_only, ctx.rules_dir, opts, sink).tree;
+  // The PeftModel get_peft_model builds, with what trains; nothing is shown where peft would raise.
+  if (tree && adapter && !attach_lora_adapter(*tree, *adapter, ctx.rules_dir, sink)) tree.reset();
   util::StageTimer timer("inspect: render");
   const TextStyle style{ctx.color};
   if (a.format == "json" && tree) {
@@ -73,6 +88,7 @@ void register_inspect(CLI::App& app, CliContext& ctx) {
                   "Attention implementation for 4.x class names (eager, sdpa, flash_attention_2)")
       ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
   cmd->add_option("--architecture", args->architecture, "Head class to build instead of config.json's");
+  add_adapter_flags(cmd, args->adapter);
   cmd->add_flag("--config-only", args->config_only, "Ignore safetensors files; shapes from config.json only");
   cmd->add_flag("--dequantize", args->dequantize,
                 "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");

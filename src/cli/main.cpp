@@ -20,7 +20,8 @@ const char* kExitCodeTable = R"(Exit codes:
   2  usage error                       8  malformed rules/ data
   3  I/O error                         9  checkpoint disagrees with the registry
   4  invalid config.json              10  unparsable accelerate config
-  5  invalid safetensors header      11  unknown model_type, no checkpoint
+  5  invalid safetensors header      11  model or adapter shardcheck cannot lay out
+                                      12  invalid adapter_config.json
  smoke (LibTorch runner):
  20  wrong elements / bytes differ    25  master unreachable
  21  ranks never joined (--timeout)   26  busbw below 0.9 x --expect-busbw

@@ -108,6 +108,11 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
                   "Regex of module names FSDP leaves whole on every rank (fsdp_ignored_modules)");
   cmd->add_option("--fsdp2-caller", f.fsdp2_caller, "FSDP2: who calls fully_shard (default accelerate)")
       ->check(CLI::IsMember({"accelerate", "torchtitan", "transformers"}));
+  add_adapter_flags(cmd, f.adapter);
+  cmd->add_option("--caller", f.caller,
+                  "Who prepares the model: trainer (transformers Trainer / TRL; the default with an adapter) or "
+                  "accelerate (a plain accelerate loop)")
+      ->check(CLI::IsMember({"trainer", "accelerate"}));
   cmd->add_option("--dp-replicate", f.dp_replicate, "FSDP2 HSDP: replicas of the shard group (2-D mesh)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--seq-len", f.seq_len, "Tokens per sequence: with --micro-batch, estimate activations")
@@ -128,6 +133,9 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   req.resolve.attn_implementation = f.attn_implementation;
   req.resolve.dequantize = f.dequantize;
   req.resolve.load_dtype = f.load_dtype;
+  req.adapter_path = f.adapter.adapter;
+  req.adapter = adapter_from_flags(f.adapter, error);
+  if (!error.empty()) return std::nullopt;
   if (!f.config.empty()) req.accelerate_config = f.config;
   for (auto [text, setting, flag] : {std::tuple{&f.torch_version, &req.versions.torch, "--torch-version"},
                                      std::tuple{&f.accelerate_version, &req.versions.accelerate, "--accelerate-version"},
@@ -230,6 +238,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     from_cli(s.dp_replicate, f.dp_replicate, "--dp-replicate");
     if (!f.backward_prefetch.empty())
       s.backward_prefetch = {*parse_prefetch(f.backward_prefetch), "--backward-prefetch"};
+    if (!f.caller.empty()) s.trainer = {f.caller == "trainer", "--caller"};
     if (!f.fsdp2_caller.empty()) s.fsdp2_caller = {*parse_caller(f.fsdp2_caller), "--fsdp2-caller"};
     from_cli(s.sharding_strategy, strategy, "--sharding-strategy");
     if (f.reshard_after_forward) s.reshard_after_forward = {*f.reshard_after_forward, "--reshard-after-forward"};

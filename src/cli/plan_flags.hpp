@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "cli/adapter_flags.hpp"
 #include "cli/commands.hpp"
 #include "shardcheck/preflight.hpp"
 
@@ -25,6 +26,8 @@ struct PlanFlags {
   std::optional<std::int64_t> seq_len, micro_batch;
   std::string bus_bandwidth, fsdp2_caller, backward_prefetch, ignored_modules;
   std::optional<int> dp_replicate;
+  AdapterFlags adapter;
+  std::string caller;      // --caller trainer|accelerate: who prepares a PEFT model
 };
 
 void add_plan_flags(CLI::App* cmd, PlanFlags& f);

@@ -259,6 +259,10 @@ constexpr FindingCode kCodes[] = {
      "network), this note comes first, with the closest name in that directory if one is a likely typo, "
      "so that a mistyped path is not reported only as a network error. The Hub's own finding follows and "
      "decides the exit code."},
+    {"IO005", Severity::error, ExitCode::io, "The adapter's adapter_config.json cannot be read",
+     "--adapter takes a PEFT adapter directory (holding adapter_config.json, as peft's save_pretrained "
+     "writes it) or the adapter_config.json itself. Nothing readable is at the given path, so the adapter's "
+     "layers, and with them the PeftModel's units and memory, are unknown. Check the path."},
     {"IO003", Severity::error, ExitCode::io, "The accelerate config file cannot be read",
      "lint and check read the accelerate YAML named on the command line (or found where accelerate looks "
      "for it: $HF_HOME/accelerate, ${XDG_CACHE_HOME:-~/.cache}/huggingface/accelerate). The path does not "
@@ -507,6 +511,54 @@ constexpr FindingCode kCodes[] = {
      "tp_plan=\"auto\" and torch 2.14.1 on 2 ranks, with one key/value head of 10: \"RuntimeError: shape '[1, 5, "
      "-1, 10]' is invalid for input of size 25\". Use a tp_size that divides num_attention_heads and "
      "num_key_value_heads."},
+
+    // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp, src/simulate/peft_checks.cpp) ----
+    {"PEFT001", Severity::error, ExitCode::bad_adapter, "adapter_config.json is not a JSON object",
+     "peft reads adapter_config.json back with json.load into a LoraConfig (config.py "
+     "PeftConfigMixin.from_pretrained, peft 0.20). This file does not parse, or its top level is not an "
+     "object, so neither peft nor shardcheck can tell which layers the adapter adds. Write it again with "
+     "save_pretrained or fix the JSON."},
+    {"PEFT002", Severity::error, ExitCode::bad_adapter, "An adapter_config.json field has the wrong type or value",
+     "A LoraConfig field that decides the module tree (r, lora_alpha, bias, target_modules, exclude_modules, "
+     "modules_to_save, layers_to_transform, layers_pattern, rank_pattern, alpha_pattern, use_dora, lora_bias) "
+     "is not of the type peft expects, or is out of range: r must be a positive integer (lora/layer.py "
+     "update_layer raises \"`r` should be a positive integer value\"), bias one of none, all, lora_only "
+     "(tuners_utils.py raises NotImplementedError otherwise), module patterns valid regular expressions. "
+     "The message names the field and its line."},
+    {"PEFT003", Severity::error, ExitCode::bad_adapter, "The adapter is not a LoRA adapter",
+     "shardcheck lays out LoRA adapters (peft_type LORA, including DoRA and rsLoRA). Other PEFT methods "
+     "(prefix tuning, IA3, LoHa, OFT, ...) add other modules and parameters, so planning them as LoRA, or "
+     "as the bare model, would give wrong units and memory. Plan without --adapter to see the base model."},
+    {"PEFT004", Severity::error, ExitCode::findings, "No module of the model matches the adapter's target_modules",
+     "get_peft_model raises before any training when target_modules (after exclude_modules, modules_to_save "
+     "and layers_to_transform) matches no module: \"NoMatchingPeftModuleError: Target modules ... not found "
+     "in the base model\" (tuners/tuners_utils.py inject_adapter, peft 0.20), or \"Please specify "
+     "`target_modules` in `peft_config`\" when none is given and peft has no default for the model_type "
+     "(rules/peft.yaml). A list entry matches a module name exactly or as a \".\"-suffix; a string is a "
+     "regular expression matched against the whole dotted name. The help lists the model's Linear names."},
+    {"PEFT005", Severity::error, ExitCode::findings, "A target module is of a type LoRA does not support",
+     "peft wraps torch.nn.Linear, Embedding, Conv1d/2d/3d, MultiheadAttention and transformers' Conv1D; a "
+     "target that matches anything else, typically a container such as self_attn or mlp, makes "
+     "get_peft_model raise \"ValueError: Target module ... is not supported\" (tuners/lora/model.py "
+     "_create_new_module, peft 0.20). Name the Linear layers inside it."},
+    {"PEFT006", Severity::error, ExitCode::unknown_model, "shardcheck cannot lay out this adapter yet",
+     "The adapter adds layers shardcheck does not build yet: target_parameters (ParamWrapper layers on "
+     "parameters, which peft 0.20 also creates by itself for the fused experts and router of transformers 5 "
+     "MoE models when target_modules names their 4.x projections or is all-linear: "
+     "utils/transformers_weight_conversion.py), LoRA on Conv1d or MultiheadAttention, or DoRA on an "
+     "embedding. Planning without them would put the adapter's parameters nowhere, so no plan is given "
+     "(exit code 11, like a model shardcheck cannot lay out). Target the attention projections only to plan "
+     "such a run."},
+    {"PEFT007", Severity::error, ExitCode::findings,
+     "DoRA under FSDP1 use_orig_params=True with the magnitude vector in another unit than lora_A",
+     "DoRA's DoraLinearLayer.forward (peft 0.20 tuners/lora/dora.py get_lora_weight) reads "
+     "lora_A.weight.shape[1] directly. With use_orig_params=True a parameter outside the unit that is "
+     "running is the rank's 1-D shard (torch/distributed/fsdp/_flat_param.py _use_sharded_views), and "
+     "peft's FSDP wrap policy, which transformers' Trainer installs, gives every leaf with a trainable "
+     "weight (lora_A, lora_B, the magnitude vector) a unit of its own: the first forward raises "
+     "\"IndexError: tuple index out of range\" (real peft 0.20 + torch 2.14.1, fixtures/peft-oracle "
+     "llama-dora-fsdp1-tf-orig-trainer-w4). use_orig_params=False, FSDP2, or a plain accelerate loop "
+     "(TRANSFORMER_BASED_WRAP keeps all of them in the decoder layer's unit) run."},
 
     // ---- memory fit (src/pipeline/preflight.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",

@@ -45,6 +45,17 @@ void check_tp_heads(const ModelConfig& config, const ModuleTree& tree, const Fsd
   }
 }
 
+// Who prepares a PEFT model. Most LoRA runs go through transformers' Trainer (TRL's trainers subclass
+// it), so that is the default. Under FSDP1 the Trainer replaces accelerate's policy with peft's
+// whatever the config says (trainer.py _prepare_for_training -> integrations/fsdp.py
+// update_fsdp_plugin_peft, transformers 5.12.1); under FSDP2 it never calls it (delay_optimizer_creation
+// is off), so accelerate's own policy stays.
+void apply_peft_caller(FsdpSettings& s) {
+  if (s.trainer.source == "default") s.trainer = {true, "default (a PEFT adapter: transformers Trainer)"};
+  if (s.trainer.value && s.fsdp_version.value == 1)
+    s.policy = {WrapPolicyKind::peft, "transformers Trainer with a PEFT model (update_fsdp_plugin_peft)"};
+}
+
 }  // namespace
 
 PreflightResult run_preflight(const PreflightRequest& req) {
@@ -111,9 +122,19 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     }
   }
 
+  std::optional<LoraAdapter> adapter = req.adapter;
+  if (!req.adapter_path.empty()) {
+    adapter = load_adapter_config(req.adapter_path, r.sink);
+    if (!adapter) return r;
+  }
   LoadedTree loaded = load_module_tree(req.model, req.config_only, req.rules_dir, resolve, r.sink);
   r.tree = std::move(loaded.tree);
   if (!r.tree) return r;
+  if (adapter) {
+    r.peft = attach_lora_adapter(*r.tree, *adapter, req.rules_dir, r.sink);
+    if (!r.peft) return r;
+    apply_peft_caller(r.settings);
+  }
   check_stack_versions(versions, *version_rules, r.tree->model_type, r.tree->since,
                        r.settings.fsdp_version.value == 2 && r.settings.fsdp2_caller.value == Fsdp2Caller::transformers,
                        r.tree->config_path, r.sink);
@@ -126,6 +147,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   r.plan = r.settings.fsdp_version.value == 2 ? plan_fsdp2(*r.tree, r.settings, r.sink)
                                               : plan_fsdp1(*r.tree, r.settings, r.sink);
   if (!wrap_failed) check_plan_coverage(*r.tree, r.settings, *r.plan, r.sink);
+  if (r.peft && !wrap_failed) check_peft_plan(*r.tree, r.settings, *r.plan, r.sink);
   if (r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1 && loaded.inputs)
     check_tp_heads(loaded.inputs->config, *r.tree, r.settings, r.sink);
   if (r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1) {
@@ -150,7 +172,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     if (d.severity == Severity::error) {
       r.memory.verdict = FitVerdict::withheld;
       // ARCH/CFG/MT: shardcheck cannot lay out this model; anything else: torch or accelerate stops it.
-      const bool undescribed = d.code.starts_with("ARCH") || d.code.starts_with("CFG") || d.code.starts_with("MT");
+      const bool undescribed = d.code.starts_with("ARCH") || d.code.starts_with("CFG") || d.code.starts_with("MT") ||
+                               d.code == "PEFT006";
       r.memory.verdict_reason = fmt::format("{} ({}: {})",
                                             undescribed ? "shardcheck cannot lay out this model as the job builds it"
                                                         : "the job fails before training",

@@ -71,6 +71,13 @@ class TextTree {
     for (const auto& [dt, n] : tree_.dtype_numel)
       dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", dtype_name(dt), fmt::group_digits(n));
     out_ += fmt::format("; {}\n", dtypes.empty() ? "no parameters" : dtypes);
+    if (tree_.trainable_params)  // peft's print_trainable_parameters line
+      out_ += fmt::format("LoRA adapter {}: trainable params: {} || all params: {} || trainable%: {:.4f}\n",
+                          tree_.adapter_source, fmt::group_digits(*tree_.trainable_params),
+                          fmt::group_digits(tree_.num_params),
+                          tree_.num_params ? 100.0 * static_cast<double>(*tree_.trainable_params) /
+                                                 static_cast<double>(tree_.num_params)
+                                           : 0.0);
     out_ += fmt::format("source: {}{}\n",
                         tree_.from_checkpoint ? "safetensors headers" : "config.json only (shapes from the registry)",
                         tree_.dequantized ? "; quantised weights loaded dequantised (quantization_config.dequantize)" : "");

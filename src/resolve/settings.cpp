@@ -35,6 +35,7 @@ const char* policy_name(WrapPolicyKind k) {
     case WrapPolicyKind::transformer: return "TRANSFORMER_BASED_WRAP";
     case WrapPolicyKind::size: return "SIZE_BASED_WRAP";
     case WrapPolicyKind::none: return "NO_WRAP";
+    case WrapPolicyKind::peft: return "PEFT_WRAP (peft fsdp_auto_wrap_policy)";
   }
   return "NO_WRAP";
 }

@@ -47,7 +47,37 @@ Diagnostic diag(std::string code, Severity sev, const std::string& source, const
 
 }  // namespace
 
+// peft 0.20 utils/other.py fsdp_auto_wrap_policy: the names in FSDP_TRANSFORMER_CLS_TO_WRAP (which
+// accelerate launch exports from fsdp_transformer_layer_cls_to_wrap), else the model's
+// _no_split_modules (transformers >= 5.1: model._no_split_modules as it is), split on ','; empty names
+// skipped (since peft 0.14); each looked up by get_module_class_from_name, and a missing one raises
+// TypeError (a plain Exception before peft 0.20) with no class named.
+static void resolve_peft_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSink& sink) {
+  if (s.wrap_classes.value.empty()) s.wrap_classes = {tree.no_split_modules, "model _no_split_modules"};
+  std::vector<std::string> names;
+  for (const auto& n : s.wrap_classes.value)
+    if (!n.empty()) names.push_back(n);
+  s.wrap_classes.value = names;
+  std::set<std::string> present;
+  for (const auto& m : tree.modules) present.insert(m.cls);
+  for (const auto& name : names) {
+    if (present.count(name)) continue;
+    std::string blocks;
+    for (const auto& b : block_classes(tree)) blocks += (blocks.empty() ? "" : ",") + b;
+    sink.report(diag("PLAN012", Severity::error, s.wrap_classes.source, tree,
+                     fmt::format("TypeError: Could not find the transformer layer class to wrap in the model. (peft's "
+                                 "FSDP wrap policy, which transformers' Trainer installs for a PEFT model, cannot find "
+                                 "class {})",
+                                 name),
+                     fmt::format("set fsdp_transformer_layer_cls_to_wrap: {} (accelerate launch passes it to peft as "
+                                 "FSDP_TRANSFORMER_CLS_TO_WRAP)",
+                                 blocks)));
+    return;
+  }
+}
+
 void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSink& sink) {
+  if (s.policy.value == WrapPolicyKind::peft) return resolve_peft_classes(tree, s, sink);
   if (s.policy.value != WrapPolicyKind::transformer) return;
   const Version& acc = s.accelerate_version.value;
   if (s.wrap_classes.value.empty()) {

@@ -83,13 +83,13 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
 
   std::int64_t total = 0;
   auto add_padding = [&](std::int64_t n) {
-    unit.layout.push_back(FlatSlot{"", total, n, true});
+    unit.layout.push_back(FlatSlot{"", total, n, true, false});
     total += n;
   };
   for (int pidx : owned) {
     const ParamEntry& p = params[pidx];
     if (orig && total % align != 0) add_padding(align - total % align);
-    unit.layout.push_back(FlatSlot{p.fqn, total, p.numel, false});
+    unit.layout.push_back(FlatSlot{p.fqn, total, p.numel, false, p.requires_grad});
     unit.params.push_back(p.fqn);
     unit.param_numels.push_back(p.numel);
     unit.numel += p.numel;

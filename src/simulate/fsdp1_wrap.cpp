@@ -80,6 +80,19 @@ class Fsdp1Wrapper {
     const Module& mod = tree_.modules[m];
     switch (s_.policy.value) {
       case WrapPolicyKind::none: return false;
+      case WrapPolicyKind::peft: {
+        // peft utils/other.py fsdp_auto_wrap_policy: _or_policy(lambda_auto_wrap_policy(leaf with a
+        // trainable `weight`), transformer_auto_wrap_policy(classes)); both answer True to recurse.
+        if (recurse) return true;
+        if (mod.children.empty()) {
+          const std::string weight = mod.path.empty() ? "weight" : mod.path + ".weight";
+          for (int pidx : params_.by_module(m))
+            if (params_[pidx].fqn == weight && params_[pidx].requires_grad) return true;
+        }
+        for (const auto& cls : s_.wrap_classes.value)
+          if (tree_.is_instance(mod, cls)) return true;
+        return false;
+      }
       case WrapPolicyKind::transformer: {
         // transformer_auto_wrap_policy: recurse always; wrap iff isinstance(module, classes).
         if (recurse) return true;

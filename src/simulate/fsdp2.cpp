@@ -456,6 +456,8 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       ParamShard ps;
       ps.fqn = p.fqn;
       ps.shape = p.shape;
+      ps.dtype = p.dtype;
+      ps.requires_grad = p.requires_grad;
       const std::int64_t d0 = p.shape.front();
       ps.row_numel = d0 > 0 ? p.numel / d0 : 0;
       if (d0 == 0) {

@@ -23,25 +23,31 @@ struct Dtypes {
 
 Dtypes dtypes_of(const ShardUnit& u, const FsdpSettings&) { return {u.dtype, u.compute_dtype, u.reduce_dtype}; }
 
-// Real (non-padding) elements of a FlatParameter that fall in rank r's slice [r*S, (r+1)*S).
-std::int64_t real_in_rank(const ShardUnit& u, int r) {
+// Real (non-padding) elements of a FlatParameter's trainable parameters that fall in rank r's slice
+// [r*S, (r+1)*S): with use_orig_params=True each original parameter is a view of that part, and only
+// parameters with a gradient get optimizer states.
+std::int64_t trainable_in_rank(const ShardUnit& u, int r) {
   const std::int64_t lo = static_cast<std::int64_t>(r) * u.shard_numel, hi = lo + u.shard_numel;
   std::int64_t n = 0;
   for (const auto& slot : u.layout) {
-    if (slot.padding) continue;
+    if (slot.padding || !slot.requires_grad) continue;
     n += std::max<std::int64_t>(0, std::min(hi, slot.offset + slot.numel) - std::max(lo, slot.offset));
   }
   return n;
 }
 
-// FSDP2: the unpadded local rows of every parameter on rank r (zeros_like(DTensor) for Adam).
-std::int64_t real_rows_numel(const ShardUnit& u, int r) {
-  std::int64_t n = 0;
-  for (const auto& ps : u.shards) {
-    const std::int64_t d0 = ps.shape.empty() ? 1 : ps.shape.front();
-    n += std::clamp<std::int64_t>(d0 - static_cast<std::int64_t>(r) * ps.rows_per_rank, 0, ps.rows_per_rank) *
+// FSDP2: the unpadded local rows of one parameter on rank r (zeros_like(DTensor) for Adam).
+std::int64_t real_rows_numel(const ParamShard& ps, int r) {
+  const std::int64_t d0 = ps.shape.empty() ? 1 : ps.shape.front();
+  return std::clamp<std::int64_t>(d0 - static_cast<std::int64_t>(r) * ps.rows_per_rank, 0, ps.rows_per_rank) *
          ps.row_numel;
-  }
+}
+
+// Elements of a unit's trainable parameters (NO_SHARD keeps every original whole).
+std::int64_t trainable_numel(const ShardUnit& u) {
+  std::int64_t n = 0;
+  for (const auto& slot : u.layout)
+    if (!slot.padding && slot.requires_grad) n += slot.numel;
   return n;
 }
 
@@ -211,16 +217,31 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
     std::uint64_t params = 0, grads = 0, optim = 0;
     for (const auto& u : plan.units) {
       if (u.params.empty()) continue;
+      if (plan.fsdp_version == 2) {
+        // Per parameter (_fsdp_param.py): a padded local shard each, a padded sharded gradient for
+        // those that train, and optimizer states over the unpadded local rows of those (a LoRA group
+        // holds frozen base weights beside trainable adapters, possibly in another dtype).
+        for (const auto& ps : u.shards) {
+          const std::uint64_t local = bytes(ps.rows_per_rank * ps.row_numel, ps.dtype);
+          params += local;
+          if (!ps.requires_grad) continue;
+          grads += local;
+          optim += static_cast<std::uint64_t>(opts.optimizer_states) * bytes(real_rows_numel(ps, r), ps.dtype);
+        }
+        continue;
+      }
       const DType p = u.dtype;
       params += bytes(u.shard_numel, p);
+      // A FlatParameter with any trainable parameter requires grad and gets a whole sharded gradient
+      // (torch warns of "higher than expected gradient memory" for frozen ones in it).
       if (!u.requires_grad) continue;
       grads += bytes(u.shard_numel, p);
       std::int64_t opt_numel = u.shard_numel;
-      if (plan.fsdp_version == 2) opt_numel = real_rows_numel(u, r);
-      // use_orig_params=True: the optimizer gets the original parameters, so its states cover their
-      // elements on this rank and none of the alignment or world-size padding; NO_SHARD (also a shard
-      // group of one) keeps every original whole (torch 2.14.1 oracle, *-noshard-orig-*).
-      else if (orig) opt_numel = plan.strategy == ShardingStrategy::no_shard ? u.numel : real_in_rank(u, r);
+      // use_orig_params=True: the optimizer gets the original parameters that train, so its states
+      // cover their elements on this rank and none of the alignment or world-size padding; NO_SHARD
+      // (also a shard group of one) keeps every original whole (torch 2.14.1 oracles, *-noshard-orig-*,
+      // fixtures/peft-oracle *-orig-accelerate-*).
+      if (orig) opt_numel = plan.strategy == ShardingStrategy::no_shard ? trainable_numel(u) : trainable_in_rank(u, r);
       optim += static_cast<std::uint64_t>(opts.optimizer_states) * bytes(opt_numel, p);
     }
     if (offload) {

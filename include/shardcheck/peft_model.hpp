@@ -1,0 +1,48 @@
+#pragma once
+// Stage "resolve": the module tree peft's get_peft_model builds around a transformers model for a
+// LoRA adapter (peft 0.20: tuners/tuners_utils.py BaseTuner.inject_adapter, tuners/lora/layer.py,
+// utils/other.py ModulesToSaveWrapper), so that FSDP is simulated on the model the job really wraps:
+// paths under `base_model.model.`, each targeted layer holding its `base_layer` and the adapters,
+// modules_to_save as a frozen original beside a trainable copy, and which parameters train.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcheck/adapter.hpp"
+#include "shardcheck/diagnostics.hpp"
+#include "shardcheck/module_tree.hpp"
+
+namespace shardcheck {
+
+// rules/peft.yaml: peft's defaults that depend on the model (utils/constants.py
+// TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING: the target_modules a LoraConfig without any
+// gets for a model_type).
+struct PeftRules {
+  std::map<std::string, ModuleSelector> default_targets;
+  // transformers 5 MoE model_type -> the 4.x module names peft turns into target_parameters
+  // (utils/transformers_weight_conversion.py _convert_peft_config_moe).
+  std::map<std::string, std::vector<std::string>> moe_converted_names;
+  static std::optional<PeftRules> load(const std::string& rules_dir, DiagnosticSink& sink);
+};
+
+struct PeftSummary {
+  std::string adapter;                    // where the adapter came from
+  std::vector<std::string> targeted;      // base-model module paths that got LoRA layers
+  std::vector<std::string> saved;         // modules_to_save wrappers
+  std::int64_t trainable = 0;             // peft's get_nb_trainable_parameters
+  std::int64_t total = 0;
+};
+
+// Rewrites `tree` into the PeftModel. Returns nullopt (findings in `sink`) where peft itself would
+// raise (no module matched, an unsupported module type) or where shardcheck cannot lay the adapter
+// out (target_parameters on MoE experts, DoRA on an embedding).
+std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules,
+                                              DiagnosticSink& sink);
+// The same with rules/peft.yaml read from `rules_dir`: what inspect, plan and check call.
+std::optional<PeftSummary> attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,
+                                               DiagnosticSink& sink);
+
+}  // namespace shardcheck

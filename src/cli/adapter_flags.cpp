@@ -1,0 +1,89 @@
+#include "cli/adapter_flags.hpp"
+
+#include <fmt/format.h>
+
+#include "shardcheck/text.hpp"
+
+namespace shardcheck::cli {
+
+bool AdapterFlags::any_lora_flag() const {
+  return r || alpha || dropout || !target_modules.empty() || !modules_to_save.empty() || !exclude_modules.empty() ||
+         !bias.empty() || use_dora || use_rslora || lora_bias;
+}
+
+void add_adapter_flags(CLI::App* cmd, AdapterFlags& f) {
+  cmd->add_option("--adapter", f.adapter,
+                  "A PEFT LoRA adapter (a directory with adapter_config.json, or the file): plan the PeftModel");
+  cmd->add_option("--lora-r", f.r, "LoRA rank of a run with no adapter saved yet (peft default 8)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--lora-alpha", f.alpha, "LoRA alpha (peft default 8)");
+  cmd->add_option("--lora-dropout", f.dropout, "LoRA dropout (peft default 0)");
+  cmd->add_option("--lora-target-modules", f.target_modules,
+                  "Comma-separated module names, all-linear, or a regular expression (peft's target_modules; "
+                  "default: peft's for the model_type)");
+  cmd->add_option("--lora-modules-to-save", f.modules_to_save, "Comma-separated modules trained in full and saved");
+  cmd->add_option("--lora-exclude-modules", f.exclude_modules, "Comma-separated module names LoRA skips");
+  cmd->add_option("--lora-bias", f.bias, "none, all or lora_only")->check(CLI::IsMember({"none", "all", "lora_only"}));
+  cmd->add_flag("--use-dora", f.use_dora, "DoRA (a magnitude vector per LoRA layer)");
+  cmd->add_flag("--use-rslora", f.use_rslora, "rank-stabilised LoRA scaling (no change to the layout)");
+  cmd->add_flag("--lora-bias-param", f.lora_bias, "peft's lora_bias: a bias on every lora_B");
+}
+
+namespace {
+
+// A comma list, or one pattern: peft takes a list of names or one regex string; on the command line a
+// value with a comma or made only of name characters is a list.
+ModuleSelector selector(const std::string& text, bool allow_all_linear) {
+  ModuleSelector s;
+  std::string lower = text;
+  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (allow_all_linear && lower == "all-linear") {
+    s.kind = ModuleSelector::Kind::all_linear;
+    return s;
+  }
+  const bool plain = text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,") ==
+                     std::string::npos;
+  if (plain || text.find(',') != std::string::npos) {
+    s.kind = ModuleSelector::Kind::names;
+    for (auto& n : python_split(text, ','))
+      if (!n.empty()) s.names.push_back(n);
+    return s;
+  }
+  s.kind = ModuleSelector::Kind::regex;
+  s.regex = text;
+  return s;
+}
+
+}  // namespace
+
+std::optional<LoraAdapter> adapter_from_flags(const AdapterFlags& f, std::string& error) {
+  if (!f.any_lora_flag()) return std::nullopt;
+  if (!f.adapter.empty()) {
+    error = "--adapter reads the LoRA settings from adapter_config.json; drop the --lora-* flags, or --adapter";
+    return std::nullopt;
+  }
+  LoraAdapter a;
+  a.source = "command line";
+  a.task_type = "CAUSAL_LM";
+  if (f.r) {
+    a.r = *f.r;
+    a.field_sources.emplace_back("r", "--lora-r");
+  }
+  if (f.alpha) a.lora_alpha = *f.alpha;
+  if (f.dropout) a.lora_dropout = *f.dropout;
+  if (!f.target_modules.empty()) {
+    a.target_modules = selector(f.target_modules, true);
+    a.field_sources.emplace_back("target_modules", "--lora-target-modules");
+  }
+  if (!f.exclude_modules.empty()) a.exclude_modules = selector(f.exclude_modules, false);
+  for (auto& n : python_split(f.modules_to_save, ','))
+    if (!n.empty()) a.modules_to_save.push_back(n);
+  if (!f.bias.empty()) a.bias = f.bias;
+  a.use_dora = f.use_dora;
+  a.use_rslora = f.use_rslora;
+  a.lora_bias = f.lora_bias;
+  if (a.use_dora) a.field_sources.emplace_back("use_dora", "--use-dora");
+  return a;
+}
+
+}  // namespace shardcheck::cli

@@ -1,0 +1,263 @@
+// adapter_config.json as peft reads it back (config.py PeftConfigMixin.from_pretrained, then
+// tuners/lora/config.py LoraConfig, peft 0.20): unknown keys are ignored, as peft ignores keys a
+// newer release wrote; a known key of the wrong type is an error here because peft would either
+// raise on it or silently build something else.
+#include "shardcheck/adapter.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace shardcheck {
+namespace {
+
+// ordered_json keeps the file's key order: peft looks rank_pattern and alpha_pattern keys up in
+// dict order, and the first matching key wins.
+using json = nlohmann::ordered_json;
+
+struct Reader {
+  const std::string& label;
+  std::string_view text;
+  DiagnosticSink& sink;
+  bool ok = true;
+
+  // The 1-based line of a top-level key: the first `"key"` followed by a colon. adapter_config.json
+  // is one flat object as peft writes it, so the first occurrence is the key itself.
+  int line_of(const std::string& key) const {
+    const std::string quoted = "\"" + key + "\"";
+    for (std::size_t at = text.find(quoted); at != std::string_view::npos; at = text.find(quoted, at + 1)) {
+      std::size_t after = at + quoted.size();
+      while (after < text.size() && (text[after] == ' ' || text[after] == '\t' || text[after] == '\n' || text[after] == '\r'))
+        ++after;
+      if (after < text.size() && text[after] == ':')
+        return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    }
+    return 0;
+  }
+
+  void fail(const std::string& code, const std::string& key, std::string message, std::string help = {}) {
+    Diagnostic d;
+    d.code = code;
+    d.severity = Severity::error;
+    d.location.file = label;
+    if (!key.empty()) d.location.line = line_of(key);
+    d.message = std::move(message);
+    d.help = std::move(help);
+    d.exit_code = ExitCode::bad_adapter;
+    sink.report(std::move(d));
+    ok = false;
+  }
+
+  void wrong(const std::string& key, const char* expected, const json& found) {
+    fail("PEFT002", key, fmt::format("adapter_config.json field `{}`: expected {}, found {} `{}`", key, expected,
+                                     found.type_name(), found.dump().substr(0, 60)));
+  }
+
+  std::string source(const std::string& key) const {
+    const int line = line_of(key);
+    return line > 0 ? fmt::format("{}:{}", label, line) : label;
+  }
+};
+
+// A list of strings, or (when `allow_string`) one string: the two shapes of target_modules.
+bool read_selector(Reader& rd, const json& doc, const std::string& key, ModuleSelector& out, bool all_linear) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return true;
+  if (it->is_string()) {
+    const std::string value = it->get<std::string>();
+    std::string lower = value;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (all_linear && lower == "all-linear") out.kind = ModuleSelector::Kind::all_linear;
+    else {
+      out.kind = ModuleSelector::Kind::regex;
+      out.regex = value;
+    }
+    return true;
+  }
+  if (it->is_array()) {
+    out.kind = ModuleSelector::Kind::names;
+    for (const auto& v : *it) {
+      if (!v.is_string()) {
+        rd.wrong(key, "a list of module names or one regular expression", *it);
+        return false;
+      }
+      out.names.push_back(v.get<std::string>());
+    }
+    return true;
+  }
+  rd.wrong(key, "a list of module names or one regular expression", *it);
+  return false;
+}
+
+bool read_strings(Reader& rd, const json& doc, const std::string& key, std::vector<std::string>& out) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return true;
+  if (it->is_string()) {  // peft accepts one name for layers_pattern
+    out.push_back(it->get<std::string>());
+    return true;
+  }
+  if (!it->is_array()) {
+    rd.wrong(key, "a list of strings", *it);
+    return false;
+  }
+  for (const auto& v : *it) {
+    if (!v.is_string()) {
+      rd.wrong(key, "a list of strings", *it);
+      return false;
+    }
+    out.push_back(v.get<std::string>());
+  }
+  return true;
+}
+
+template <class T>
+bool read_pattern(Reader& rd, const json& doc, const std::string& key, std::vector<std::pair<std::string, T>>& out) {
+  const auto it = doc.find(key);
+  if (it == doc.end() || it->is_null()) return true;
+  if (!it->is_object()) {
+    rd.wrong(key, "an object of module-name patterns to numbers", *it);
+    return false;
+  }
+  for (const auto& [k, v] : it->items()) {
+    if (!v.is_number()) {
+      rd.wrong(key, "an object of module-name patterns to numbers", *it);
+      return false;
+    }
+    out.emplace_back(k, v.template get<T>());
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string LoraAdapter::source_of(const std::string& field) const {
+  for (const auto& [f, s] : field_sources)
+    if (f == field) return s;
+  return source;
+}
+
+std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std::string& label, DiagnosticSink& sink) {
+  Reader rd{label, text, sink};
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    rd.fail("PEFT001", "", fmt::format("adapter_config.json is not valid JSON: {}", e.what()),
+            "peft writes this file with save_pretrained; write it again or fix the JSON");
+    return std::nullopt;
+  }
+  if (!doc.is_object()) {
+    rd.fail("PEFT001", "", fmt::format("expected a JSON object at the top of adapter_config.json, found {}", doc.type_name()));
+    return std::nullopt;
+  }
+  LoraAdapter a;
+  a.source = label;
+  auto str = [&](const char* key, std::string& out) {
+    const auto it = doc.find(key);
+    if (it == doc.end() || it->is_null()) return;
+    if (!it->is_string()) return rd.wrong(key, "a string", *it);
+    out = it->get<std::string>();
+    a.field_sources.emplace_back(key, rd.source(key));
+  };
+  auto boolean = [&](const char* key, bool& out) {
+    const auto it = doc.find(key);
+    if (it == doc.end() || it->is_null()) return;
+    if (!it->is_boolean()) return rd.wrong(key, "true or false", *it);
+    out = it->get<bool>();
+    a.field_sources.emplace_back(key, rd.source(key));
+  };
+  auto number = [&](const char* key, double& out) {
+    const auto it = doc.find(key);
+    if (it == doc.end() || it->is_null()) return;
+    if (!it->is_number()) return rd.wrong(key, "a number", *it);
+    out = it->get<double>();
+    a.field_sources.emplace_back(key, rd.source(key));
+  };
+  str("peft_type", a.peft_type);
+  if (rd.ok && a.peft_type != "LORA") {
+    rd.fail("PEFT003", "peft_type",
+            fmt::format("adapter_config.json has peft_type `{}`; shardcheck models LoRA (peft_type LORA, with DoRA and "
+                        "rsLoRA) only",
+                        a.peft_type),
+            "plan the run without --adapter to see the base model's units; its trainable parameters will differ");
+    return std::nullopt;
+  }
+  str("task_type", a.task_type);
+  if (const auto it = doc.find("r"); it != doc.end()) {
+    if (!it->is_number_integer()) rd.wrong("r", "a positive integer", *it);
+    else if (it->get<std::int64_t>() <= 0 || it->get<std::int64_t>() > 1'000'000)
+      rd.fail("PEFT002", "r", fmt::format("adapter_config.json field `r`: expected a positive integer, found {} "
+                                          "(peft: \"`r` should be a positive integer value\")",
+                                          it->dump()));
+    else a.r = static_cast<int>(it->get<std::int64_t>());
+    a.field_sources.emplace_back("r", rd.source("r"));
+  }
+  number("lora_alpha", a.lora_alpha);
+  number("lora_dropout", a.lora_dropout);
+  str("bias", a.bias);
+  if (rd.ok && a.bias != "none" && a.bias != "all" && a.bias != "lora_only")
+    rd.fail("PEFT002", "bias",
+            fmt::format("adapter_config.json field `bias`: expected none, all or lora_only, found `{}` (peft: "
+                        "NotImplementedError: Requested bias: {}, is not implemented.)",
+                        a.bias, a.bias));
+  boolean("use_dora", a.use_dora);
+  boolean("use_rslora", a.use_rslora);
+  boolean("lora_bias", a.lora_bias);
+  boolean("fan_in_fan_out", a.fan_in_fan_out);
+  if (read_selector(rd, doc, "target_modules", a.target_modules, true))
+    a.field_sources.emplace_back("target_modules", rd.source("target_modules"));
+  read_selector(rd, doc, "exclude_modules", a.exclude_modules, false);
+  read_strings(rd, doc, "modules_to_save", a.modules_to_save);
+  read_strings(rd, doc, "target_parameters", a.target_parameters);
+  read_strings(rd, doc, "layers_pattern", a.layers_pattern);
+  if (const auto it = doc.find("layers_to_transform"); it != doc.end() && !it->is_null()) {
+    std::vector<int> layers;
+    if (it->is_number_integer()) layers.push_back(it->get<int>());
+    else if (it->is_array()) {
+      for (const auto& v : *it) {
+        if (!v.is_number_integer()) {
+          rd.wrong("layers_to_transform", "a layer index or a list of them", *it);
+          break;
+        }
+        layers.push_back(v.get<int>());
+      }
+    } else {
+      rd.wrong("layers_to_transform", "a layer index or a list of them", *it);
+    }
+    a.layers_to_transform = std::move(layers);
+  }
+  read_pattern(rd, doc, "rank_pattern", a.rank_pattern);
+  read_pattern(rd, doc, "alpha_pattern", a.alpha_pattern);
+  for (const auto& [k, v] : a.rank_pattern)
+    if (v <= 0) rd.fail("PEFT002", "rank_pattern", fmt::format("adapter_config.json rank_pattern `{}`: expected a positive rank, found {}", k, v));
+  if (!rd.ok) return std::nullopt;
+  return a;
+}
+
+std::optional<LoraAdapter> load_adapter_config(const std::string& path, DiagnosticSink& sink) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path file = path;
+  if (fs::is_directory(file, ec)) file /= "adapter_config.json";
+  std::ifstream in(file, std::ios::binary);
+  if (!in || fs::is_directory(file, ec)) {
+    Diagnostic d;
+    d.code = "IO005";
+    d.location.file = file.string();
+    d.message = fmt::format("cannot read the adapter's config `{}`: {}", file.string(),
+                            fs::exists(file, ec) ? "not a readable file" : "no such file");
+    d.help = "--adapter takes a PEFT adapter directory (holding adapter_config.json, as save_pretrained writes it) "
+             "or the adapter_config.json itself";
+    d.exit_code = ExitCode::io;
+    sink.report(std::move(d));
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_adapter_config(text.str(), file.string(), sink);
+}
+
+}  // namespace shardcheck

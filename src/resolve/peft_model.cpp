@@ -1,0 +1,582 @@
+// get_peft_model(model, LoraConfig) as a module tree (shardcheck/peft_model.hpp). Reproduces peft 0.20
+// (checked against real peft 0.20.1.dev0 on transformers 5.12.1: fixtures/peft-oracle/adapters/*/record*.json):
+//   * which modules get LoRA: tuners/tuners_utils.py BaseTuner.inject_adapter over the base model's
+//     named_modules() as they were before any replacement, each key tested by
+//     check_target_module_exists (exclude_modules, then modules_to_save, then target_modules with
+//     layers_to_transform), "all-linear" resolved by _maybe_include_all_linear_layers;
+//   * the layer each becomes: tuners/lora/layer.py LoraLayer.__init__ registers base_layer,
+//     lora_dropout, lora_A, lora_B, lora_embedding_A, lora_embedding_B, lora_magnitude_vector in that
+//     order; Linear.update_layer adds lora_A[name] = Linear(in, r, bias=False), lora_B[name] =
+//     Linear(r, out, bias=lora_bias); Embedding.update_layer the ParameterDict entries [r, V] and
+//     [D, r]; DoRA (variants.py DoraLinearVariant.init) lora_magnitude_vector[name] = DoraLinearLayer
+//     with weight [out]; transformers' Conv1D is a Linear target with fan_in_fan_out (its weight is
+//     [in, out]);
+//   * the ranks: rank_pattern/alpha_pattern looked up by utils/other.py get_pattern_key;
+//   * modules_to_save: utils/other.py _set_trainable over named_modules(remove_duplicate=False) of the
+//     model after injection, matched by key.endswith(name), wrapped in ModulesToSaveWrapper
+//     (original_module + modules_to_save[name], a deepcopy);
+//   * what trains: _mark_only_adapters_as_trainable (adapters and wrapper copies; bias "all": every
+//     `.bias`; "lora_only": the LoRA layers' base biases);
+//   * dtypes: adapters are created in float32, moved to the base layer's float dtype, then
+//     cast_adapter_dtype (autocast_adapter_dtype=True) upcasts fp16/bf16/fp8 to float32: so float32,
+//     or float64 over a float64 base; wrapper copies keep the module's dtype.
+#include "shardcheck/peft_model.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <regex>
+#include <set>
+#include <unordered_map>
+
+#include "resolve/registry_yaml.hpp"
+#include "resolve/tree_internal.hpp"
+
+namespace shardcheck {
+namespace {
+
+using registry_yaml::Node;
+
+// Python's re.fullmatch / re.match for the simple patterns peft configs hold. std::regex's ECMAScript
+// grammar reads them alike for everything but Python-only syntax, which throws regex_error here (and
+// becomes a finding) rather than matching something else.
+bool fullmatch(const std::string& pattern, const std::string& s) { return std::regex_match(s, std::regex(pattern)); }
+bool match_prefix(const std::string& pattern, const std::string& s, std::smatch* m = nullptr) {
+  std::smatch local;
+  return std::regex_search(s, m ? *m : local, std::regex(pattern), std::regex_constants::match_continuous);
+}
+
+bool ends_with_component(const std::string& key, const std::string& name) {
+  return key == name || (key.size() > name.size() && key.ends_with(name) && key[key.size() - name.size() - 1] == '.');
+}
+
+std::string python_list(const std::vector<std::string>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", '" : "'") + v[i] + "'";
+  return s + "]";
+}
+
+std::string selector_text(const ModuleSelector& sel) {
+  switch (sel.kind) {
+    case ModuleSelector::Kind::names: return python_list(sel.names);
+    case ModuleSelector::Kind::regex: return sel.regex;
+    case ModuleSelector::Kind::all_linear: return "all-linear";
+    case ModuleSelector::Kind::unset: return "None";
+  }
+  return "";
+}
+
+Diagnostic finding(const std::string& code, Severity sev, const LoraAdapter& a, const std::string& field,
+                   std::string message, std::string help, ExitCode exit) {
+  Diagnostic d;
+  d.code = code;
+  d.severity = sev;
+  d.location = setting_location(a.source_of(field), a.source, nullptr);
+  d.message = std::move(message);
+  d.help = std::move(help);
+  d.exit_code = exit;
+  return d;
+}
+
+enum class Target { none, excluded, lora };
+
+class Injector {
+ public:
+  Injector(const ModuleTree& base, const LoraAdapter& a, ModuleSelector targets)
+      : base_(base), a_(a), targets_(std::move(targets)) {}
+
+  // check_target_module_exists for one base-model key.
+  Target check(const std::string& key) const {
+    const ModuleSelector& ex = a_.exclude_modules;
+    if (ex.kind == ModuleSelector::Kind::regex && fullmatch(ex.regex, key)) return Target::excluded;
+    if (ex.kind == ModuleSelector::Kind::names)
+      for (const auto& n : ex.names)
+        if (ends_with_component(key, n)) return Target::excluded;
+    for (const auto& m : a_.modules_to_save)
+      if (match_prefix("(^|.*\\.)" + m + "($|\\..*)", key)) return Target::excluded;
+    if (targets_.kind == ModuleSelector::Kind::unset) return Target::none;
+    if (targets_.kind == ModuleSelector::Kind::regex) return fullmatch(targets_.regex, key) ? Target::lora : Target::none;
+    // A list (or "all-linear", resolved to a set of full names): exact names skip layers_to_transform.
+    if (std::find(targets_.names.begin(), targets_.names.end(), key) != targets_.names.end()) return Target::lora;
+    bool found = false;
+    for (const auto& t : targets_.names) found = found || key.ends_with("." + t);
+    if (!found || !a_.layers_to_transform || a_.layers_to_transform->empty()) return found ? Target::lora : Target::none;
+    std::smatch m;
+    bool indexed = false;
+    if (a_.layers_pattern.empty()) indexed = match_prefix(R"(.*?\.[^.]*\.(\d+)\.)", key, &m);
+    for (const auto& p : a_.layers_pattern)
+      if ((indexed = match_prefix(".*?\\." + p + "\\.(\\d+)\\.", key, &m))) break;
+    if (!indexed) return Target::none;
+    const int layer = std::stoi(m[1].str());
+    const auto& want = *a_.layers_to_transform;
+    return std::find(want.begin(), want.end(), layer) != want.end() ? Target::lora : Target::none;
+  }
+
+  template <class T>
+  T pattern_value(const std::vector<std::pair<std::string, T>>& patterns, const std::string& key, T fallback) const {
+    for (const auto& [pat, v] : patterns)
+      if (fullmatch("(.*\\.)?(" + pat + ")", key)) return v;
+    return fallback;
+  }
+
+ private:
+  const ModuleTree& base_;
+  const LoraAdapter& a_;
+  ModuleSelector targets_;
+};
+
+// The new tree, built in pre-order with a renaming of every parameter for tied aliases.
+class Builder {
+ public:
+  explicit Builder(ModuleTree& out) : out_(out) {}
+
+  int add(int parent, const std::string& name, const std::string& cls) {
+    Module m;
+    m.name = name;
+    m.cls = cls;
+    m.parent = parent;
+    if (parent >= 0) {
+      const std::string& pp = out_.modules[static_cast<std::size_t>(parent)].path;
+      m.path = pp.empty() ? name : pp + "." + name;
+    }
+    const int idx = static_cast<int>(out_.modules.size());
+    out_.modules.push_back(std::move(m));
+    if (parent >= 0) out_.modules[static_cast<std::size_t>(parent)].children.push_back(idx);
+    return idx;
+  }
+
+  ParamInfo& param(int module, const std::string& name, std::vector<std::int64_t> shape, DType dtype) {
+    ParamInfo p;
+    p.name = name;
+    p.numel = 1;
+    for (auto d : shape) p.numel *= d;
+    p.shape = std::move(shape);
+    p.dtype = dtype;
+    p.requires_grad = true;
+    return out_.modules[static_cast<std::size_t>(module)].params.emplace_back(std::move(p));
+  }
+
+  // Copies `old` (a module of `base`) and its subtree under `parent` as `name`. A copy (`deep`) is
+  // deepcopy: new storages, trainable, ties to outside the subtree dropped.
+  int copy(const ModuleTree& base, int old, int parent, const std::string& name, bool deep) {
+    const Module& src = base.modules[static_cast<std::size_t>(old)];
+    const int m = add(parent, name, src.cls);
+    const std::string& path = out_.modules[static_cast<std::size_t>(m)].path;
+    for (ParamInfo p : src.params) {
+      const std::string old_full = src.path.empty() ? p.name : src.path + "." + p.name;
+      const std::string new_full = path + "." + p.name;
+      if (deep) {
+        p.tied_to.clear();
+        p.requires_grad = true;
+        copied_.insert(new_full);
+      } else {
+        renamed_[old_full] = new_full;
+      }
+      out_.modules[static_cast<std::size_t>(m)].params.push_back(std::move(p));
+    }
+    for (int c : src.children) copy(base, c, m, base.modules[static_cast<std::size_t>(c)].name, deep);
+    return m;
+  }
+
+  void rename(const std::string& old_full, const std::string& new_full) { renamed_[old_full] = new_full; }
+  const std::unordered_map<std::string, std::string>& renamed() const { return renamed_; }
+  bool is_copy(const std::string& full) const { return copied_.count(full) > 0; }
+
+ private:
+  ModuleTree& out_;
+  std::unordered_map<std::string, std::string> renamed_;
+  std::set<std::string> copied_;
+};
+
+const ParamInfo* weight_of(const Module& m) {
+  for (const auto& p : m.params)
+    if (p.name == "weight" && !p.buffer) return &p;
+  return nullptr;
+}
+
+DType adapter_dtype(const ParamInfo* base_weight) {
+  return base_weight && base_weight->dtype == DType::F64 ? DType::F64 : DType::F32;
+}
+
+}  // namespace
+
+std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, DiagnosticSink& sink) {
+  static thread_local std::string path;
+  path = rules_dir + "/peft.yaml";
+  registry_yaml::Arena arena;
+  auto bad = [&](const Node* at, std::string message) {
+    Diagnostic d;
+    d.code = "REG006";
+    d.location.file = path;
+    if (at && at->line >= 0) {
+      d.location.line = at->line + 1;
+      d.location.column = at->column + 1;
+    }
+    d.message = std::move(message);
+    d.exit_code = ExitCode::bad_rules;
+    sink.report(std::move(d));
+    return std::nullopt;
+  };
+  try {
+    const Node* root = registry_yaml::parse_file(&path, arena);
+    if (!root || !root->is_map()) return bad(root, "expected a mapping");
+    PeftRules rules;
+    const Node* targets = root->get("default_lora_targets");
+    if (!targets || !targets->is_map()) return bad(root, "expected `default_lora_targets`, a mapping of model_type to targets");
+    for (const auto& [k, v] : targets->entries) {
+      ModuleSelector sel;
+      if (v->is_scalar()) {
+        sel.kind = ModuleSelector::Kind::regex;
+        sel.regex = v->text;
+      } else if (v->is_sequence()) {
+        sel.kind = ModuleSelector::Kind::names;
+        for (const Node* n : v->items) {
+          if (!n->is_scalar()) return bad(n, "expected a module name");
+          sel.names.push_back(n->text);
+        }
+      } else {
+        return bad(v, "expected a list of module names or a regular expression");
+      }
+      rules.default_targets[k->text] = std::move(sel);
+    }
+    if (const Node* moe = root->get("moe_target_conversion")) {
+      const Node* fam = moe->get("families");
+      const Node* types = moe->get("model_types");
+      if (!fam || !fam->is_map() || !types || !types->is_map())
+        return bad(moe, "expected `families` and `model_types` mappings");
+      std::map<std::string, std::vector<std::string>> names;
+      for (const auto& [k, v] : fam->entries) {
+        if (!v->is_sequence()) return bad(v, "expected a list of 4.x module names");
+        for (const Node* n : v->items) names[k->text].push_back(n->text);
+      }
+      for (const auto& [k, v] : types->entries) {
+        if (!names.count(v->text)) return bad(v, fmt::format("family `{}` is not under `families`", v->text));
+        rules.moe_converted_names[k->text] = names[v->text];
+      }
+    }
+    return rules;
+  } catch (const registry_yaml::SyntaxError& e) {
+    Diagnostic d;
+    d.code = "REG006";
+    d.location.file = path;
+    d.location.line = e.line + 1;
+    d.location.column = e.column + 1;
+    d.message = e.message;
+    d.exit_code = ExitCode::bad_rules;
+    sink.report(std::move(d));
+    return std::nullopt;
+  }
+}
+
+std::optional<PeftSummary> attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,
+                                               DiagnosticSink& sink) {
+  const auto rules = PeftRules::load(rules_dir, sink);
+  if (!rules) return std::nullopt;
+  return apply_lora_adapter(tree, adapter, *rules, sink);
+}
+
+std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules& rules,
+                                              DiagnosticSink& sink) {
+  const ModuleTree& base = tree;
+  PeftSummary summary;
+  summary.adapter = a.source;
+  if (!a.target_parameters.empty()) {
+    sink.report(finding("PEFT006", Severity::error, a, "target_parameters",
+                        fmt::format("the adapter targets parameters ({}): peft wraps them in ParamWrapper layers, "
+                                    "which shardcheck does not lay out yet",
+                                    python_list(a.target_parameters)),
+                        "plan without --adapter for the base model's units; the adapter's own parameters are missing",
+                        ExitCode::unknown_model));
+    return std::nullopt;
+  }
+  // The targets: the file's, else peft's default for the model_type.
+  ModuleSelector targets = a.target_modules;
+  if (targets.kind == ModuleSelector::Kind::unset) {
+    const auto it = rules.default_targets.find(tree.model_type);
+    if (it == rules.default_targets.end()) {
+      sink.report(finding("PEFT004", Severity::error, a, "target_modules",
+                          fmt::format("ValueError: Please specify `target_modules` in `peft_config` (peft has no "
+                                      "default LoRA targets for model_type {})",
+                                      tree.model_type),
+                          "set target_modules (--lora-target-modules), e.g. all-linear", ExitCode::findings));
+      return std::nullopt;
+    }
+    targets = it->second;
+  }
+  // transformers 5 MoE experts: peft rewrites targets naming the 4.x projections into target_parameters.
+  if (tree.transformers >= Version{5, 0, 0})
+    if (const auto moe = rules.moe_converted_names.find(tree.model_type); moe != rules.moe_converted_names.end()) {
+      bool hits = targets.kind == ModuleSelector::Kind::all_linear;
+      for (const auto& old : moe->second) {
+        for (const auto& t : targets.names) hits = hits || ends_with_component(t, old);
+        hits = hits || (targets.kind == ModuleSelector::Kind::regex && targets.regex.find(old) != std::string::npos);
+      }
+      if (hits) {
+        sink.report(finding(
+            "PEFT006", Severity::error, a, "target_modules",
+            fmt::format("target_modules {} reaches the experts or the router of this transformers 5 {} model, which "
+                        "peft turns into target_parameters ({}: ParamWrapper layers on the fused expert weights); "
+                        "shardcheck does not lay those out yet",
+                        selector_text(targets), tree.model_type, python_list(moe->second)),
+            "target the attention projections only (e.g. [q_proj, k_proj, v_proj, o_proj]) to plan this run",
+            ExitCode::unknown_model));
+        return std::nullopt;
+      }
+    }
+  if (targets.kind == ModuleSelector::Kind::all_linear) {
+    // _maybe_include_all_linear_layers: every Linear/Conv1D but get_output_embeddings().
+    ModuleSelector resolved;
+    resolved.kind = ModuleSelector::Kind::names;
+    for (const auto& m : base.modules)
+      if (!m.path.empty() && (base.is_instance(m, "Linear") || base.is_instance(m, "Conv1D")) &&
+          m.path != base.output_embeddings)
+        resolved.names.push_back(m.path);
+    targets = std::move(resolved);
+  }
+
+  // Matching, over the base model's modules as they were (inject_adapter's key list).
+  Injector inj(base, a, targets);
+  std::vector<Target> target(base.modules.size(), Target::none);
+  bool any_excluded = false, any_unmatched = false;
+  try {
+    for (std::size_t i = 1; i < base.modules.size(); ++i) {
+      target[i] = inj.check(base.modules[i].path);
+      if (target[i] == Target::excluded) any_excluded = true;
+      if (target[i] == Target::none) any_unmatched = true;
+    }
+  } catch (const std::regex_error& e) {
+    sink.report(finding("PEFT002", Severity::error, a, "target_modules",
+                        fmt::format("a module pattern of the adapter is not a regular expression shardcheck can read ({})",
+                                    e.what()),
+                        "", ExitCode::bad_adapter));
+    return std::nullopt;
+  }
+  for (std::size_t i = 1; i < base.modules.size(); ++i) {
+    if (target[i] != Target::lora) continue;
+    const Module& m = base.modules[i];
+    const bool linear = base.is_instance(m, "Linear") || base.is_instance(m, "Conv1D");
+    const bool embedding = base.is_instance(m, "Embedding");
+    if (!linear && !embedding) {
+      const bool known_to_peft = base.is_instance(m, "Conv1d") || base.is_instance(m, "MultiheadAttention");
+      sink.report(finding(
+          known_to_peft ? "PEFT006" : "PEFT005", Severity::error, a, "target_modules",
+          known_to_peft
+              ? fmt::format("LoRA on '{}' ({}) is not laid out by shardcheck yet", m.path, m.cls)
+              : fmt::format("ValueError: Target module {} is not supported. Currently, only the following modules are "
+                            "supported: `torch.nn.Linear`, `torch.nn.Embedding`, `torch.nn.Conv1d`, `torch.nn.Conv2d`, "
+                            "`torch.nn.Conv3d`, `transformers.pytorch_utils.Conv1D`, `torch.nn.MultiheadAttention.`. "
+                            "('{}' matched target_modules {})",
+                            m.cls, m.path, selector_text(targets)),
+          known_to_peft ? "" : "name the layers inside it (e.g. its q_proj, v_proj) instead of the container",
+          known_to_peft ? ExitCode::unknown_model : ExitCode::findings));
+      return std::nullopt;
+    }
+    if (embedding && a.use_dora) {
+      sink.report(finding("PEFT006", Severity::error, a, "use_dora",
+                          fmt::format("DoRA on the embedding '{}' is not laid out by shardcheck yet", m.path), "",
+                          ExitCode::unknown_model));
+      return std::nullopt;
+    }
+    if (!weight_of(m)) {
+      sink.report(finding("PEFT006", Severity::error, a, "target_modules",
+                          fmt::format("'{}' ({}) has no weight shardcheck knows", m.path, m.cls), "", ExitCode::unknown_model));
+      return std::nullopt;
+    }
+    summary.targeted.push_back(m.path);
+  }
+  if (summary.targeted.empty()) {
+    std::string message;
+    std::string extra;
+    if (a.layers_to_transform) {
+      std::string layers;
+      for (int l : *a.layers_to_transform) layers += (layers.empty() ? "" : ", ") + std::to_string(l);
+      extra += fmt::format(" Note: You specified 'layers_to_transform': [{}].", layers);
+    }
+    if (!a.layers_pattern.empty()) extra += fmt::format(" You also specified 'layers_pattern': {}.", python_list(a.layers_pattern));
+    if (any_excluded && !any_unmatched)
+      message = "All modules were excluded. This is likely unintended. Check your `target_modules`, `exclude_modules` "
+                "and `modules_to_save` configuration.";
+    else if (!any_excluded)
+      message = fmt::format("Target modules {} not found in the base model. Please check the target modules and try "
+                            "again.{}",
+                            selector_text(a.target_modules.kind == ModuleSelector::Kind::unset ? targets : a.target_modules),
+                            extra);
+    else
+      message = "No modules were targeted for adaptation. This might be caused by a combination of mismatched target "
+                "modules and excluded modules." + extra;
+    std::vector<std::string> leaves;
+    std::set<std::string> seen;
+    for (const auto& m : base.modules)
+      if (!m.name.empty() && (base.is_instance(m, "Linear") || base.is_instance(m, "Conv1D")) && seen.insert(m.name).second)
+        leaves.push_back(m.name);
+    sink.report(finding("PEFT004", Severity::error, a, "target_modules", "NoMatchingPeftModuleError: " + message,
+                        fmt::format("this {} model's Linear layers are named {}", base.architecture, python_list(leaves)),
+                        ExitCode::findings));
+    return std::nullopt;
+  }
+
+  // modules_to_save, matched after injection by key.endswith(name) (_set_trainable): the targets of
+  // LoRA are excluded from it above, so a saved module is one of the base model's modules.
+  std::vector<char> saved(base.modules.size(), 0);
+  for (std::size_t i = 1; i < base.modules.size(); ++i)
+    for (const auto& name : a.modules_to_save)
+      if (base.modules[i].path.ends_with(name)) {
+        // An ancestor already wrapped: peft wraps the outermost match, whose copy then holds this one.
+        bool inside = false;
+        for (int p = base.modules[i].parent; p > 0; p = base.modules[static_cast<std::size_t>(p)].parent)
+          inside = inside || saved[static_cast<std::size_t>(p)];
+        if (!inside) {
+          saved[i] = 1;
+          summary.saved.push_back(base.modules[i].path);
+        }
+      }
+
+  // Build the PeftModel.
+  ModuleTree out;
+  Builder b(out);
+  const std::string root_cls = a.task_type == "CAUSAL_LM" ? "PeftModelForCausalLM"
+                               : a.task_type == "SEQ_CLS" ? "PeftModelForSequenceClassification"
+                                                          : "PeftModel";
+  const int root = b.add(-1, "", root_cls);
+  const int lora_model = b.add(root, "base_model", "LoraModel");
+  std::vector<std::string> adapter_params;  // full names of the adapters' own parameters
+  // Emits base module `old` (and its subtree) as `name` under `parent`.
+  std::function<void(int, int, const std::string&)> emit = [&](int old, int parent, const std::string& name) {
+    const Module& src = base.modules[static_cast<std::size_t>(old)];
+    if (saved[static_cast<std::size_t>(old)]) {
+      const int w = b.add(parent, name, "ModulesToSaveWrapper");
+      b.copy(base, old, w, "original_module", false);
+      const int dict = b.add(w, "modules_to_save", "ModuleDict");
+      b.copy(base, old, dict, a.name, true);
+      return;
+    }
+    if (target[static_cast<std::size_t>(old)] != Target::lora) {
+      const int m = b.add(parent, name, src.cls);
+      const std::string& path = out.modules[static_cast<std::size_t>(m)].path;
+      for (const ParamInfo& p : src.params) {
+        out.modules[static_cast<std::size_t>(m)].params.push_back(p);
+        const std::string old_full = src.path.empty() ? p.name : src.path + "." + p.name;
+        b.rename(old_full, path.empty() ? p.name : path + "." + p.name);
+      }
+      for (int c : src.children) emit(c, m, base.modules[static_cast<std::size_t>(c)].name);
+      return;
+    }
+    const bool embedding = base.is_instance(src, "Embedding");
+    const bool conv1d = base.is_instance(src, "Conv1D");
+    const ParamInfo* w = weight_of(src);
+    const int r = inj.pattern_value(a.rank_pattern, src.path, a.r);
+    const DType dt = adapter_dtype(w);
+    const int layer = b.add(parent, name, embedding ? "lora.Embedding" : "lora.Linear");
+    b.copy(base, old, layer, "base_layer", false);
+    const std::string layer_path = out.modules[static_cast<std::size_t>(layer)].path;
+    // Children in LoraLayer.__init__'s order, each ModuleDict's entry right after it (pre-order).
+    b.add(b.add(layer, "lora_dropout", "ModuleDict"), a.name, a.lora_dropout > 0 ? "Dropout" : "Identity");
+    // nn.Linear weight [out, in]; transformers' Conv1D weight [in, out]; Embedding [V, D].
+    const std::int64_t in = embedding ? w->shape.at(0) : conv1d ? w->shape.at(0) : w->shape.at(1);
+    const std::int64_t outf = embedding ? w->shape.at(1) : conv1d ? w->shape.at(1) : w->shape.at(0);
+    const int la = b.add(layer, "lora_A", "ModuleDict");
+    if (!embedding) {
+      b.param(b.add(la, a.name, "Linear"), "weight", {r, in}, dt);
+      adapter_params.push_back(layer_path + ".lora_A." + a.name + ".weight");
+    }
+    const int lb = b.add(layer, "lora_B", "ModuleDict");
+    if (!embedding) {
+      const int b_lin = b.add(lb, a.name, "Linear");
+      b.param(b_lin, "weight", {outf, r}, dt);
+      adapter_params.push_back(layer_path + ".lora_B." + a.name + ".weight");
+      if (a.lora_bias) {
+        b.param(b_lin, "bias", {outf}, dt);
+        adapter_params.push_back(layer_path + ".lora_B." + a.name + ".bias");
+      }
+    }
+    const int ea = b.add(layer, "lora_embedding_A", "ParameterDict");
+    const int eb = b.add(layer, "lora_embedding_B", "ParameterDict");
+    if (embedding) {
+      b.param(ea, a.name, {r, in}, dt);
+      b.param(eb, a.name, {outf, r}, dt);
+      adapter_params.push_back(layer_path + ".lora_embedding_A." + a.name);
+      adapter_params.push_back(layer_path + ".lora_embedding_B." + a.name);
+    }
+    const int mag = b.add(layer, "lora_magnitude_vector", "ModuleDict");
+    if (a.use_dora) {
+      b.param(b.add(mag, a.name, "DoraLinearLayer"), "weight", {outf}, dt);
+      adapter_params.push_back(layer_path + ".lora_magnitude_vector." + a.name + ".weight");
+    }
+  };
+  emit(0, lora_model, "model");
+
+  // What trains (_mark_only_adapters_as_trainable), then tied aliases follow their storage.
+  const std::set<std::string> adapters(adapter_params.begin(), adapter_params.end());
+  std::set<std::string> lora_base_biases;
+  for (const auto& m : out.modules)
+    if (m.cls == "lora.Linear" || m.cls == "lora.Embedding") lora_base_biases.insert(m.path + ".base_layer.bias");
+  std::unordered_map<std::string, bool> grad_of;
+  for (auto& m : out.modules)
+    for (auto& p : m.params) {
+      const std::string full = m.path.empty() ? p.name : m.path + "." + p.name;
+      if (!p.tied_to.empty()) {
+        const auto it = b.renamed().find(p.tied_to);
+        p.tied_to = it != b.renamed().end() ? it->second : p.tied_to;
+      }
+      bool trains = adapters.count(full) > 0 || b.is_copy(full);
+      if (p.name == "bias" && !p.buffer) {
+        if (a.bias == "all") trains = true;
+        if (a.bias == "lora_only" && lora_base_biases.count(full)) trains = true;
+      }
+      p.requires_grad = trains;
+      grad_of[full] = trains;
+    }
+  for (auto& m : out.modules)
+    for (auto& p : m.params)
+      if (!p.tied_to.empty())
+        if (const auto it = grad_of.find(p.tied_to); it != grad_of.end()) p.requires_grad = it->second;
+
+  // Everything the rest of shardcheck reads from the tree, under the new paths.
+  auto moved = [](const std::string& path) { return path.empty() ? std::string("base_model.model") : "base_model.model." + path; };
+  out.model_type = base.model_type;
+  out.config_path = base.config_path;
+  out.architecture = base.architecture;
+  out.transformers = base.transformers;
+  out.since = base.since;
+  out.attn_implementation = base.attn_implementation;
+  out.dequantized = base.dequantized;
+  out.class_chains = base.class_chains;
+  out.class_chains["lora.Linear"] = {"lora.Linear", "LoraLayer", "BaseTunerLayer", "Module"};
+  out.class_chains["lora.Embedding"] = {"lora.Embedding", "LoraLayer", "BaseTunerLayer", "Module"};
+  out.class_chains["ModulesToSaveWrapper"] = {"ModulesToSaveWrapper", "AuxiliaryTrainingWrapper", "Module"};
+  out.class_chains["DoraLinearLayer"] = {"DoraLinearLayer", "Module"};
+  out.class_chains["LoraModel"] = {"LoraModel", "BaseTuner", "Module"};
+  out.class_chains[root_cls] = {root_cls, "PeftModel", "PushToHubMixin", "Module"};
+  out.no_split_modules = base.no_split_modules;  // PeftModel forwards _no_split_modules to the base model
+  for (TiedWeight t : base.tied) {
+    if (auto it = b.renamed().find(t.alias); it != b.renamed().end()) t.alias = it->second;
+    if (auto it = b.renamed().find(t.target); it != b.renamed().end()) t.target = it->second;
+    out.tied.push_back(std::move(t));
+  }
+  out.input_embeddings = base.input_embeddings.empty() ? "" : moved(base.input_embeddings);
+  out.output_embeddings = base.output_embeddings.empty() ? "" : moved(base.output_embeddings);
+  // getattr(peft_model, base_model_prefix) (accelerate's _find_final_norm, fsdp_utils.py 1.14) goes
+  // through PeftModel.__getattr__ and LoraModel.__getattr__ to LoraModel.model: the whole
+  // transformers model, not its base model, so no final norm is found among its children.
+  out.base_model_path = "base_model.model";
+  out.classes_guessed = base.classes_guessed;
+  out.from_checkpoint = base.from_checkpoint;
+  out.checkpoint_only_numel = base.checkpoint_only_numel;
+  out.checkpoint_only_tensors = base.checkpoint_only_tensors;
+  out.activations = base.activations;
+  for (const auto& [path, style] : base.fsdp_plan) out.fsdp_plan.emplace_back(moved(path), style);
+  finalize_counts(out);
+  for (const auto& m : out.modules)
+    for (const auto& p : m.params) {
+      if (p.buffer || !p.tied_to.empty()) continue;
+      summary.total += p.numel;
+      if (p.requires_grad) summary.trainable += p.numel;
+    }
+  out.trainable_params = summary.trainable;
+  out.adapter_source = a.source;
+  tree = std::move(out);
+  return summary;
+}
+
+}  // namespace shardcheck

@@ -1,0 +1,60 @@
+// Failures of a PEFT model that depend on how FSDP split it into units (shardcheck/shard_plan.hpp
+// check_peft_plan). Each is reproduced by fixtures/peft-oracle.
+#include <fmt/format.h>
+
+#include "shardcheck/shard_plan.hpp"
+
+namespace shardcheck {
+namespace {
+
+// The unit whose forward manages module m: its own, else its nearest ancestor's.
+int managing_unit(const ModuleTree& tree, const std::vector<int>& unit_at, int m) {
+  while (m >= 0 && unit_at[static_cast<std::size_t>(m)] < 0) m = tree.modules[static_cast<std::size_t>(m)].parent;
+  return m < 0 ? -1 : unit_at[static_cast<std::size_t>(m)];
+}
+
+int find_module(const ModuleTree& tree, const std::string& path) {
+  for (std::size_t i = 0; i < tree.modules.size(); ++i)
+    if (tree.modules[i].path == path) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink) {
+  // PEFT007: DoRA reads lora_A.weight.shape outside lora_A's unit (peft 0.20 tuners/lora/dora.py
+  // DoraLinearLayer.get_lora_weight); with use_orig_params=True (torch >= 2.0) and a sharded strategy
+  // that parameter is the rank's 1-D shard there.
+  if (plan.fsdp_version != 1 || !s.use_orig_params.value || s.torch_version.value < Version{2, 0, 0} ||
+      plan.strategy == ShardingStrategy::no_shard)
+    return;
+  std::vector<int> unit_at(tree.modules.size(), -1);
+  for (std::size_t u = 0; u < plan.units.size(); ++u)
+    if (plan.units[u].module >= 0) unit_at[static_cast<std::size_t>(plan.units[u].module)] = static_cast<int>(u);
+  for (std::size_t i = 0; i < tree.modules.size(); ++i) {
+    const Module& mag = tree.modules[i];
+    if (mag.cls != "DoraLinearLayer") continue;
+    // <layer>.lora_magnitude_vector.<adapter>  ->  <layer>.lora_A.<adapter>
+    const std::string layer = tree.modules[static_cast<std::size_t>(tree.modules[static_cast<std::size_t>(mag.parent)].parent)].path;
+    const int lora_a = find_module(tree, layer + ".lora_A." + mag.name);
+    if (lora_a < 0) continue;
+    const int mag_unit = managing_unit(tree, unit_at, static_cast<int>(i));
+    const int a_unit = managing_unit(tree, unit_at, lora_a);
+    if (mag_unit == a_unit) continue;
+    Diagnostic d;
+    d.code = "PEFT007";
+    d.location.file = tree.config_path;
+    d.location.model_path = mag.path;
+    d.message = fmt::format(
+        "IndexError: tuple index out of range at the first forward: DoRA's magnitude vector '{}' (unit '{}') reads "
+        "'{}.lora_A.{}.weight'.shape[1], which with use_orig_params=True is the rank's 1-D shard outside unit '{}'",
+        mag.path, module_label(plan.units[static_cast<std::size_t>(mag_unit)].path), layer, mag.name,
+        module_label(plan.units[static_cast<std::size_t>(a_unit)].path));
+    d.help = "use fsdp_use_orig_params: false, or FSDP2 (fsdp_version: 2)";
+    d.exit_code = ExitCode::findings;
+    sink.report(std::move(d));
+    return;  // the first forward stops at the first one
+  }
+}
+
+}  // namespace shardcheck
