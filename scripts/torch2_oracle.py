@@ -320,8 +320,17 @@ def step(model, c: dict) -> dict:
     out.loss.backward()
     opt.step()
     params = list(model.parameters())
+    grads = [p.grad for p in params]
+    if c["fsdp_version"] == 1:
+        # With use_orig_params=True the FlatParameters are not model parameters, and a rank whose
+        # shard holds no element of a trainable parameter has no gradient view into its flat
+        # gradient: count every FlatParameter and its .grad too (what the rank really holds).
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        flat = [m._handle.flat_param for m in model.modules() if isinstance(m, FSDP) and m._handle is not None]
+        params += flat
+        grads += [f.grad for f in flat]
     states = [v for s in opt.state.values() for k, v in s.items() if torch.is_tensor(v) and k != "step"]
-    return {"params": storage_bytes(params), "grads": storage_bytes(p.grad for p in params),
+    return {"params": storage_bytes(params), "grads": storage_bytes(grads),
             "optimizer": storage_bytes(states), "loss_finite": bool(torch.isfinite(out.loss).item())}
 
 
