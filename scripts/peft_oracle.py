@@ -35,10 +35,15 @@ import json
 import os
 import sys
 import time
+import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 PEFT_SRC = os.environ.get("PEFT_SRC", "/opt/peft/src")
 sys.path.insert(0, PEFT_SRC)
+# bitsandbytes (not packaged by Debian either): its pure-PyTorch CPU backend quantizes 4-bit weights
+# exactly as the CUDA kernels lay them out (bitsandbytes/backends/default/ops.py).
+BNB_SRC = os.environ.get("BNB_SRC", "/opt/bnb")
+sys.path.insert(0, BNB_SRC)
 
 import torch2_oracle as o  # noqa: E402
 import torch  # noqa: E402
@@ -76,22 +81,49 @@ PLAN = {
 }
 
 
+# QLoRA: transformers BitsAndBytesConfig(load_in_4bit=True, ...) and the dtype the model is loaded in.
+QUANTS = {
+    "nf4u8": dict(quant_type="nf4", storage="uint8", compute="bfloat16", double=False, load="bfloat16"),
+    "nf4bf16": dict(quant_type="nf4", storage="bfloat16", compute="bfloat16", double=False, load="bfloat16"),
+    "nf4dqbf16": dict(quant_type="nf4", storage="bfloat16", compute="bfloat16", double=True, load="bfloat16"),
+    # float32 storage and load: everything gloo all-gathers is float32, so these cases also step.
+    "fp4f32": dict(quant_type="fp4", storage="float32", compute="float32", double=False, load="float32"),
+    "nf4u8f32": dict(quant_type="nf4", storage="uint8", compute="float32", double=True, load="float32"),
+}
+
+
 def lora_config(adapter: str) -> LoraConfig:
     return LoraConfig(**ADAPTERS[adapter])
 
 
+def load_base(model_name: str, dtype: str = "float32", quant: str | None = None):
+    if not quant:
+        return o.load_model(model_name, dtype=getattr(torch, dtype))
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    q = QUANTS[quant]
+    cfg = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=q["quant_type"],
+                             bnb_4bit_quant_storage=getattr(torch, q["storage"]),
+                             bnb_4bit_compute_dtype=getattr(torch, q["compute"]),
+                             bnb_4bit_use_double_quant=q["double"])
+    return AutoModelForCausalLM.from_pretrained(os.path.join(o.OUT, "models", model_name), quantization_config=cfg,
+                                                dtype=getattr(torch, q["load"]), device_map="cpu")
+
+
 def load_peft(c: dict):
-    dtype = getattr(torch, c.get("load_dtype", "float32"))
     torch.manual_seed(0)
-    model = o.load_model(c["model"], dtype=dtype)
+    model = load_base(c["model"], c.get("load_dtype", "float32"), c.get("quant"))
+    if c.get("kbit"):
+        from peft import prepare_model_for_kbit_training
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
     return get_peft_model(model, lora_config(c["adapter"]))
 
 
 def trainer_policy(model, c: dict, plugin) -> None:
-    """transformers 5.12.1 integrations/fsdp.py update_fsdp_plugin_peft (FSDP1 only)."""
+    """transformers' own integrations/fsdp.py update_fsdp_plugin_peft (5.12.1; the Trainer calls it
+    for FSDP1 only): peft's wrap policy, and a floating bnb_4bit_quant_storage as mixed precision."""
     if c.get("caller") == "trainer":
-        from peft.utils.other import fsdp_auto_wrap_policy
-        plugin.auto_wrap_policy = fsdp_auto_wrap_policy(model)
+        from transformers.integrations.fsdp import update_fsdp_plugin_peft
+        update_fsdp_plugin_peft(model, types.SimpleNamespace(state=types.SimpleNamespace(fsdp_plugin=plugin)))
 
 
 o.LOAD_HOOK = load_peft
@@ -100,29 +132,33 @@ o.PLUGIN_HOOK = trainer_policy
 
 # Also recorded loaded in bfloat16 (record-bf16.json): the dtypes peft gives adapters and wrappers.
 RECORD_BF16 = {("llama", "qv"), ("llama", "mts"), ("llama", "dora"), ("qwen2", "biasall")}
+# And quantized to 4 bits with each of QUANTS (record-<quant>.json).
+RECORD_QUANT = {("llama", "qv"), ("llama", "alllinear"), ("qwen2", "qv")}
 
 
-def record(model_name: str, adapter: str, dtype: str = "float32") -> dict:
+def record(model_name: str, adapter: str, dtype: str = "float32", quant: str | None = None) -> dict:
     """Save the adapter (float32 only) and describe the PeftModel peft builds."""
     torch.manual_seed(0)
-    pm = get_peft_model(o.load_model(model_name, dtype=getattr(torch, dtype)), lora_config(adapter))
+    pm = get_peft_model(load_base(model_name, dtype, quant), lora_config(adapter))
     d = os.path.join(OUT, "adapters", f"{model_name}-{adapter}")
     os.makedirs(d, exist_ok=True)
-    if dtype == "float32":
+    if dtype == "float32" and not quant:
         pm.save_pretrained(d, safe_serialization=True)
         for extra in os.listdir(d):
             if extra not in ("adapter_config.json", "adapter_model.safetensors") and not extra.startswith("record"):
                 os.remove(os.path.join(d, extra))
     trainable, total = pm.get_nb_trainable_parameters()
     rec = {
-        "model": model_name, "adapter": adapter, "lora_config": ADAPTERS[adapter], "load_dtype": dtype,
+        "model": model_name, "adapter": adapter, "lora_config": ADAPTERS[adapter],
+        "load_dtype": QUANTS[quant]["load"] if quant else dtype, "quant": QUANTS[quant] if quant else None,
         "versions": {"peft": peft.__version__, "torch": torch.__version__, "transformers": o.transformers.__version__},
         "class": type(pm).__name__, "trainable_params": int(trainable), "all_params": int(total),
         "modules": [[n, type(m).__name__] for n, m in pm.named_modules()],
         "params": [[n, list(p.shape), str(p.dtype).replace("torch.", ""), bool(p.requires_grad)]
                    for n, p in pm.named_parameters(remove_duplicate=False)],
     }
-    with open(os.path.join(d, "record.json" if dtype == "float32" else "record-bf16.json"), "w") as f:
+    name = f"record-{quant}.json" if quant else "record.json" if dtype == "float32" else "record-bf16.json"
+    with open(os.path.join(d, name), "w") as f:
         f.write(o.dump(rec))
     return rec
 
@@ -135,9 +171,15 @@ def case(model, adapter, fsdp, W, caller, **kw):
     parts.insert(-1, caller)
     if kw.get("load_dtype"):
         parts.insert(-1, "load" + kw["load_dtype"].replace("float", "f").replace("bfloat", "bf"))
+    if kw.get("quant"):
+        parts.insert(-1, kw["quant"])
+        c["load_dtype"] = QUANTS[kw["quant"]]["load"]
+        c["quant_config"] = QUANTS[kw["quant"]]
+    if kw.get("kbit"):
+        parts.insert(-1, "kbit")
     c["case"] = "-".join(parts)
     c.update(adapter=adapter, caller=caller)
-    if kw.get("load_dtype", "float32") != "float32":
+    if c.get("load_dtype", "float32") != "float32":
         c["step"] = False  # gloo rejects bf16/fp16 all-gathers
     return c
 
@@ -160,6 +202,17 @@ def all_cases() -> list:
         cs.append(case(model, a, 1, 3, "trainer", mixed_precision="bf16"))
         cs.append(case(model, a, 2, 3, "accelerate", mixed_precision="bf16"))
         cs.append(case(model, a, 2, 3, "accelerate", load_dtype="bfloat16", mixed_precision="bf16"))
+    # QLoRA: 4-bit base weights in each storage dtype, the Trainer's and plain accelerate's preparation.
+    for q in QUANTS:
+        for a in ("qv", "alllinear"):
+            cs.append(case("llama", a, 1, 3, "trainer", quant=q))
+            cs.append(case("llama", a, 1, 3, "trainer", quant=q, use_orig_params=True))
+            cs.append(case("llama", a, 1, 2, "accelerate", quant=q, use_orig_params=True))
+            cs.append(case("llama", a, 2, 3, "accelerate", quant=q))
+        cs.append(case("qwen2", "qv", 1, 3, "trainer", quant=q))
+        cs.append(case("qwen2", "qv", 2, 3, "accelerate", quant=q))
+        cs.append(case("llama", "qv", 1, 3, "trainer", quant=q, kbit=True))
+        cs.append(case("llama", "qv", 2, 3, "accelerate", quant=q, kbit=True))
     seen, out = set(), []
     for c in cs:
         if c["case"] not in seen:
@@ -186,6 +239,9 @@ def main() -> int:
         print("adapter", *pair, rec["trainable_params"], "of", rec["all_params"], file=sys.stderr)
         if pair in RECORD_BF16:
             record(*pair, dtype="bfloat16")
+        if pair in RECORD_QUANT:
+            for q in QUANTS:
+                record(*pair, quant=q)
     t0 = time.time()
     for i, c in enumerate(cases):
         res = o.run_case(c, a.timeout)

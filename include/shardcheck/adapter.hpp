@@ -41,6 +41,9 @@ struct LoraAdapter {
   bool use_rslora = false;
   bool lora_bias = false;
   bool fan_in_fan_out = false;
+  // peft's prepare_model_for_kbit_training(model) before get_peft_model (not in adapter_config.json):
+  // every fp16/bf16 parameter but Params4bit becomes float32 (utils/other.py).
+  bool prepare_kbit = false;
   // Per-module rank and alpha: the first key (a regex) for which re.match(r"(.*\.)?(KEY)$", name)
   // succeeds (utils/other.py get_pattern_key), in the file's order.
   std::vector<std::pair<std::string, int>> rank_pattern;

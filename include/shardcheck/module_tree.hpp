@@ -15,6 +15,7 @@
 #include "shardcheck/dtype.hpp"
 #include "shardcheck/expr.hpp"
 #include "shardcheck/model_config.hpp"
+#include "shardcheck/quantization.hpp"
 #include "shardcheck/registry.hpp"
 
 namespace shardcheck {
@@ -32,6 +33,10 @@ struct ParamInfo {
   // tensors it is built from, globs relative to its module whose `*` is the expert index. Per
   // index, the tensors of each glob in turn, concatenated along dim 0; then stacked by index.
   std::vector<std::string> fused_from;
+  // A bitsandbytes Params4bit (shardcheck/quantization.hpp): `shape` is the packed storage
+  // [rows, 1]; this is the nn.Linear weight it stands for ([out, in]). Empty otherwise.
+  std::vector<std::int64_t> unpacked_shape;
+  bool packed_4bit() const { return !unpacked_shape.empty(); }
 };
 
 struct Module {
@@ -53,6 +58,7 @@ struct ModuleTree {
   std::string since;                 // the registry's first transformers release with this model_type
   std::string attn_implementation;
   bool dequantized = false;          // quantised checkpoint loaded dequantised (--dequantize)
+  bool quantized_4bit = false;       // loaded in 4 bits by bitsandbytes (shardcheck/quantization.hpp)
   std::vector<Module> modules;       // modules[0] is the root; parents precede children (pre-order)
   std::map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
   std::vector<std::string> no_split_modules;
@@ -87,6 +93,8 @@ struct ResolveOptions {
   // from_pretrained(dtype=...): "auto", a dtype name (float32, bfloat16, float16), or "" for the
   // release's default ("auto" from transformers 5.0, float32 before).
   std::string load_dtype;
+  // from_pretrained(quantization_config=BitsAndBytesConfig(load_in_4bit=True, ...)) (QLoRA).
+  std::optional<Bnb4bitConfig> bnb_4bit;
 };
 
 // Builds the tree from the registry; with `ckpt`, every tensor is matched and checked. A model_type

@@ -36,6 +36,7 @@ struct PreflightRequest {
   // (--lora-*) when there is no file; the plan is then of the PeftModel.
   std::string adapter_path;
   std::optional<LoraAdapter> adapter;
+  bool prepare_kbit = false;            // peft's prepare_model_for_kbit_training before the adapter
 };
 
 struct PreflightResult {

@@ -11,6 +11,10 @@ bool AdapterFlags::any_lora_flag() const {
          !bias.empty() || use_dora || use_rslora || lora_bias;
 }
 
+void AdapterFlags::apply_to(std::optional<LoraAdapter>& a) const {
+  if (a) a->prepare_kbit = prepare_kbit;
+}
+
 void add_adapter_flags(CLI::App* cmd, AdapterFlags& f) {
   cmd->add_option("--adapter", f.adapter,
                   "A PEFT LoRA adapter (a directory with adapter_config.json, or the file): plan the PeftModel");
@@ -27,6 +31,31 @@ void add_adapter_flags(CLI::App* cmd, AdapterFlags& f) {
   cmd->add_flag("--use-dora", f.use_dora, "DoRA (a magnitude vector per LoRA layer)");
   cmd->add_flag("--use-rslora", f.use_rslora, "rank-stabilised LoRA scaling (no change to the layout)");
   cmd->add_flag("--lora-bias-param", f.lora_bias, "peft's lora_bias: a bias on every lora_B");
+  cmd->add_flag("--prepare-model-for-kbit-training", f.prepare_kbit,
+                "peft's prepare_model_for_kbit_training before the adapter: fp16/bf16 parameters become float32");
+  cmd->add_flag("--load-in-4bit", f.load_in_4bit, "QLoRA: load with BitsAndBytesConfig(load_in_4bit=True)");
+  const std::vector<std::string> dtypes{"uint8", "bfloat16", "float16", "float32"};
+  cmd->add_option("--bnb-4bit-quant-storage", f.quant_storage, "Params4bit storage dtype (default uint8)")
+      ->check(CLI::IsMember(dtypes));
+  cmd->add_option("--bnb-4bit-compute-dtype", f.compute_dtype, "4-bit compute dtype (default float32)")
+      ->check(CLI::IsMember({"bfloat16", "float16", "float32"}));
+  cmd->add_option("--bnb-4bit-quant-type", f.quant_type, "fp4 (default) or nf4")->check(CLI::IsMember({"fp4", "nf4"}));
+  cmd->add_flag("--bnb-4bit-use-double-quant", f.double_quant, "Quantize the quantization constants too");
+}
+
+std::optional<Bnb4bitConfig> bnb_from_flags(const AdapterFlags& f, std::string& error) {
+  if (!f.load_in_4bit) {
+    if (!f.quant_storage.empty() || !f.compute_dtype.empty() || !f.quant_type.empty() || f.double_quant)
+      error = "the --bnb-4bit-* flags describe a 4-bit load: add --load-in-4bit";
+    return std::nullopt;
+  }
+  Bnb4bitConfig c;
+  c.source = "--load-in-4bit";
+  if (!f.quant_storage.empty()) c.quant_storage = *parse_torch_dtype(f.quant_storage);
+  if (!f.compute_dtype.empty()) c.compute_dtype = *parse_torch_dtype(f.compute_dtype);
+  if (!f.quant_type.empty()) c.quant_type = f.quant_type;
+  c.double_quant = f.double_quant;
+  return c;
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "shardcheck/adapter.hpp"
+#include "shardcheck/quantization.hpp"
 
 namespace shardcheck::cli {
 
@@ -16,12 +17,20 @@ struct AdapterFlags {
   std::optional<double> alpha, dropout;
   std::string target_modules, modules_to_save, exclude_modules, bias;
   bool use_dora = false, use_rslora = false, lora_bias = false;
+  bool prepare_kbit = false;       // --prepare-model-for-kbit-training
+  // QLoRA: BitsAndBytesConfig(load_in_4bit=True, ...)
+  bool load_in_4bit = false, double_quant = false;
+  std::string quant_storage, compute_dtype, quant_type;
 
   bool any_lora_flag() const;
+  // What the flags add to an adapter however it was given (--prepare-model-for-kbit-training).
+  void apply_to(std::optional<LoraAdapter>& a) const;
 };
 
 void add_adapter_flags(CLI::App* cmd, AdapterFlags& f);
 // A LoraConfig from the --lora-* flags (nullopt when none is given); on a bad value `error` says why.
 std::optional<LoraAdapter> adapter_from_flags(const AdapterFlags& f, std::string& error);
+// BitsAndBytesConfig from --load-in-4bit and --bnb-4bit-* (nullopt without --load-in-4bit).
+std::optional<Bnb4bitConfig> bnb_from_flags(const AdapterFlags& f, std::string& error);
 
 }  // namespace shardcheck::cli

@@ -51,6 +51,7 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
 
   std::string flag_error;
   std::optional<LoraAdapter> adapter = adapter_from_flags(a.adapter, flag_error);
+  if (flag_error.empty()) opts.bnb_4bit = bnb_from_flags(a.adapter, flag_error);
   if (!flag_error.empty()) {
     std::fprintf(stderr, "shardcheck: %s\n", flag_error.c_str());
     return to_int(ExitCode::usage);
@@ -59,6 +60,7 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
     std::fputs(render_diagnostics_text(sink.items(), TextStyle{false}).c_str(), stderr);
     return to_int(sink.first_error_exit_code());
   }
+  a.adapter.apply_to(adapter);
   std::optional<ModuleTree> tree = load_module_tree(a.model, a.config_only, ctx.rules_dir, opts, sink).tree;
   // The PeftModel get_peft_model builds, with what trains; nothing is shown where peft would raise.
   if (tree && adapter && !attach_lora_adapter(*tree, *adapter, ctx.rules_dir, sink)) tree.reset();

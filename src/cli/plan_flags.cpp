@@ -135,7 +135,9 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   req.resolve.load_dtype = f.load_dtype;
   req.adapter_path = f.adapter.adapter;
   req.adapter = adapter_from_flags(f.adapter, error);
+  if (error.empty()) req.resolve.bnb_4bit = bnb_from_flags(f.adapter, error);
   if (!error.empty()) return std::nullopt;
+  req.prepare_kbit = f.adapter.prepare_kbit;
   if (!f.config.empty()) req.accelerate_config = f.config;
   for (auto [text, setting, flag] : {std::tuple{&f.torch_version, &req.versions.torch, "--torch-version"},
                                      std::tuple{&f.accelerate_version, &req.versions.accelerate, "--accelerate-version"},

@@ -50,10 +50,17 @@ void check_tp_heads(const ModelConfig& config, const ModuleTree& tree, const Fsd
 // whatever the config says (trainer.py _prepare_for_training -> integrations/fsdp.py
 // update_fsdp_plugin_peft, transformers 5.12.1); under FSDP2 it never calls it (delay_optimizer_creation
 // is off), so accelerate's own policy stays.
-void apply_peft_caller(FsdpSettings& s) {
+// For a bitsandbytes model with a floating bnb_4bit_quant_storage the same function also makes that
+// dtype the mixed precision (set_mixed_precision(quant_storage, override=True)).
+void apply_peft_caller(FsdpSettings& s, const std::optional<Bnb4bitConfig>& bnb) {
   if (s.trainer.source == "default") s.trainer = {true, "default (a PEFT adapter: transformers Trainer)"};
-  if (s.trainer.value && s.fsdp_version.value == 1)
-    s.policy = {WrapPolicyKind::peft, "transformers Trainer with a PEFT model (update_fsdp_plugin_peft)"};
+  if (!s.trainer.value || s.fsdp_version.value != 1) return;
+  s.policy = {WrapPolicyKind::peft, "transformers Trainer with a PEFT model (update_fsdp_plugin_peft)"};
+  if (bnb && dtype_is_floating(bnb->quant_storage)) {
+    const DType q = bnb->quant_storage;
+    s.mixed_precision = {q == DType::BF16 ? "bf16" : q == DType::F16 ? "fp16" : "fp32",
+                         "transformers Trainer: bnb_4bit_quant_storage (update_fsdp_plugin_peft)"};
+  }
 }
 
 }  // namespace
@@ -127,13 +134,14 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     adapter = load_adapter_config(req.adapter_path, r.sink);
     if (!adapter) return r;
   }
+  if (adapter) adapter->prepare_kbit = adapter->prepare_kbit || req.prepare_kbit;
   LoadedTree loaded = load_module_tree(req.model, req.config_only, req.rules_dir, resolve, r.sink);
   r.tree = std::move(loaded.tree);
   if (!r.tree) return r;
   if (adapter) {
     r.peft = attach_lora_adapter(*r.tree, *adapter, req.rules_dir, r.sink);
     if (!r.peft) return r;
-    apply_peft_caller(r.settings);
+    apply_peft_caller(r.settings, resolve.bnb_4bit);
   }
   check_stack_versions(versions, *version_rules, r.tree->model_type, r.tree->since,
                        r.settings.fsdp_version.value == 2 && r.settings.fsdp2_caller.value == Fsdp2Caller::transformers,

@@ -188,6 +188,7 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
   }
   apply_load_dtype(tree, config, state.options);
   finalize_counts(tree);
+  if (state.options.bnb_4bit) quantize_bnb_4bit(tree, *state.options.bnb_4bit);
   return std::move(tree);
 }
 

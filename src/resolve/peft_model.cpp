@@ -278,6 +278,12 @@ std::optional<PeftSummary> attach_lora_adapter(ModuleTree& tree, const LoraAdapt
 
 std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules& rules,
                                               DiagnosticSink& sink) {
+  if (a.prepare_kbit) {
+    for (auto& m : tree.modules)
+      for (auto& p : m.params)
+        if (!p.buffer && !p.packed_4bit() && (p.dtype == DType::F16 || p.dtype == DType::BF16)) p.dtype = DType::F32;
+    finalize_counts(tree);
+  }
   const ModuleTree& base = tree;
   PeftSummary summary;
   summary.adapter = a.source;
@@ -464,17 +470,20 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
     }
     const bool embedding = base.is_instance(src, "Embedding");
     const bool conv1d = base.is_instance(src, "Conv1D");
+    const bool four_bit = src.cls == "Linear4bit";  // peft tuners/lora/bnb.py dispatch_bnb_4bit: lora.Linear4bit
     const ParamInfo* w = weight_of(src);
     const int r = inj.pattern_value(a.rank_pattern, src.path, a.r);
     const DType dt = adapter_dtype(w);
-    const int layer = b.add(parent, name, embedding ? "lora.Embedding" : "lora.Linear");
+    const int layer = b.add(parent, name, embedding ? "lora.Embedding" : four_bit ? "lora.Linear4bit" : "lora.Linear");
     b.copy(base, old, layer, "base_layer", false);
     const std::string layer_path = out.modules[static_cast<std::size_t>(layer)].path;
     // Children in LoraLayer.__init__'s order, each ModuleDict's entry right after it (pre-order).
     b.add(b.add(layer, "lora_dropout", "ModuleDict"), a.name, a.lora_dropout > 0 ? "Dropout" : "Identity");
-    // nn.Linear weight [out, in]; transformers' Conv1D weight [in, out]; Embedding [V, D].
-    const std::int64_t in = embedding ? w->shape.at(0) : conv1d ? w->shape.at(0) : w->shape.at(1);
-    const std::int64_t outf = embedding ? w->shape.at(1) : conv1d ? w->shape.at(1) : w->shape.at(0);
+    // nn.Linear weight [out, in] (a Params4bit keeps it beside its packed storage); transformers'
+    // Conv1D weight [in, out]; Embedding [V, D].
+    const std::vector<std::int64_t>& ws = w->packed_4bit() ? w->unpacked_shape : w->shape;
+    const std::int64_t in = embedding ? ws.at(0) : conv1d ? ws.at(0) : ws.at(1);
+    const std::int64_t outf = embedding ? ws.at(1) : conv1d ? ws.at(1) : ws.at(0);
     const int la = b.add(layer, "lora_A", "ModuleDict");
     if (!embedding) {
       b.param(b.add(la, a.name, "Linear"), "weight", {r, in}, dt);
@@ -510,7 +519,7 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
   const std::set<std::string> adapters(adapter_params.begin(), adapter_params.end());
   std::set<std::string> lora_base_biases;
   for (const auto& m : out.modules)
-    if (m.cls == "lora.Linear" || m.cls == "lora.Embedding") lora_base_biases.insert(m.path + ".base_layer.bias");
+    if (m.cls.starts_with("lora.")) lora_base_biases.insert(m.path + ".base_layer.bias");
   std::unordered_map<std::string, bool> grad_of;
   for (auto& m : out.modules)
     for (auto& p : m.params) {
@@ -541,9 +550,11 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
   out.since = base.since;
   out.attn_implementation = base.attn_implementation;
   out.dequantized = base.dequantized;
+  out.quantized_4bit = base.quantized_4bit;
   out.class_chains = base.class_chains;
   out.class_chains["lora.Linear"] = {"lora.Linear", "LoraLayer", "BaseTunerLayer", "Module"};
   out.class_chains["lora.Embedding"] = {"lora.Embedding", "LoraLayer", "BaseTunerLayer", "Module"};
+  out.class_chains["lora.Linear4bit"] = {"lora.Linear4bit", "LoraLayer", "BaseTunerLayer", "Module"};
   out.class_chains["ModulesToSaveWrapper"] = {"ModulesToSaveWrapper", "AuxiliaryTrainingWrapper", "Module"};
   out.class_chains["DoraLinearLayer"] = {"DoraLinearLayer", "Module"};
   out.class_chains["LoraModel"] = {"LoraModel", "BaseTuner", "Module"};
@@ -570,8 +581,11 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
   for (const auto& m : out.modules)
     for (const auto& p : m.params) {
       if (p.buffer || !p.tied_to.empty()) continue;
-      summary.total += p.numel;
-      if (p.requires_grad) summary.trainable += p.numel;
+      // peft's get_nb_trainable_parameters counts a Params4bit as numel * 2 * itemsize: the
+      // elements it packs.
+      const std::int64_t n = p.packed_4bit() ? p.numel * 2 * std::max(1, dtype_bits(p.dtype) / 8) : p.numel;
+      summary.total += n;
+      if (p.requires_grad) summary.trainable += n;
     }
   out.trainable_params = summary.trainable;
   out.adapter_source = a.source;

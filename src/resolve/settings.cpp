@@ -90,6 +90,9 @@ std::optional<DType> FsdpSettings::reduce_dtype() const {
 std::optional<DType> FsdpSettings::param_dtype() const {
   if (mixed_precision.value == "bf16") return DType::BF16;
   if (mixed_precision.value == "fp16") return DType::F16;
+  // Only set internally: transformers' Trainer gives a QLoRA model with float32 bnb_4bit_quant_storage
+  // MixedPrecision(param_dtype=float32) (integrations/fsdp.py update_fsdp_plugin_peft).
+  if (mixed_precision.value == "fp32") return DType::F32;
   return std::nullopt;
 }
 

@@ -36,12 +36,18 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
       e.dtype = p.dtype;
       e.requires_grad = p.requires_grad && !(frozen && std::regex_search(e.fqn, *frozen));
       e.ignored = ignored_module_[static_cast<std::size_t>(m)];
+      // accelerate 1.14 fsdp2_prepare_model (PR #3987) with torch >= 2.7: frozen Params4bit of an
+      // integer storage dtype go to fully_shard's ignored_params and stay whole on every rank.
+      if (s.fsdp_version.value == 2 && p.packed_4bit() && !dtype_is_floating(p.dtype) && !e.requires_grad &&
+          s.accelerate_version.value >= Version{1, 14, 0} && s.torch_version.value >= Version{2, 7, 0})
+        e.ignored = true;
       // FSDP2: accelerate upcasts trainable low-precision parameters to fp32 before fully_shard when
       // mixed precision is on (fsdp_utils.py fsdp2_prepare_model, 1.14.0). FSDP1 upcasts each unit's
       // FlatParameter only after FSDP(model) (accelerator.py prepare_model), so the flattening sees the
       // loaded dtypes (flat_unit).
+      // Not when the model holds any Params4bit (model_has_params4bit).
       if (s.fsdp_version.value == 2 && s.param_dtype() && e.requires_grad && dtype_is_floating(e.dtype) &&
-          e.dtype != DType::F32)
+          e.dtype != DType::F32 && !tree.quantized_4bit)
         e.dtype = DType::F32;
       const int idx = static_cast<int>(entries_.size());
       index.emplace(e.fqn, idx);

@@ -38,8 +38,20 @@ std::string dtype_label(DType d) {
     case DType::F32: return "float32";
     case DType::BF16: return "bfloat16";
     case DType::F16: return "float16";
+    case DType::U8: return "uint8";
     default: return std::string(dtype_name(d));
   }
+}
+
+// BitsAndBytesConfig as the oracle recorded it (scripts/peft_oracle.py QUANTS).
+std::optional<Bnb4bitConfig> bnb_of(const json& q) {
+  if (q.is_null()) return std::nullopt;
+  Bnb4bitConfig c;
+  c.quant_storage = *parse_torch_dtype(q.at("storage").get<std::string>());
+  c.compute_dtype = *parse_torch_dtype(q.at("compute").get<std::string>());
+  c.quant_type = q.at("quant_type").get<std::string>();
+  c.double_quant = q.at("double").get<bool>();
+  return c;
 }
 
 // peft's class names; shardcheck qualifies its LoRA layers ("lora.Linear") so that they are not taken
@@ -57,6 +69,7 @@ TEST_CASE("peft oracle: the PeftModel tree of every recorded adapter") {
       ResolveOptions opt;
       opt.transformers = *Version::parse("5.12.1");
       opt.load_dtype = rec.at("load_dtype").get<std::string>();
+      opt.bnb_4bit = bnb_of(rec.value("quant", json()));
       DiagnosticSink sink;
       LoadedTree loaded = load_module_tree((kModels / rec.at("model").get<std::string>()).string(), false,
                                            SHARDCHECK_SOURCE_DIR "/rules", opt, sink);
@@ -112,6 +125,8 @@ TEST_CASE("peft oracle: every case matches real FSDP1/FSDP2 on the PeftModel") {
     req.adapter_path = (kPeft / "adapters" / (c.at("model").get<std::string>() + "-" + c.at("adapter").get<std::string>())).string();
     req.defaults = settings_for(c);
     req.resolve.load_dtype = c.value("load_dtype", "float32");
+    req.resolve.bnb_4bit = bnb_of(c.value("quant_config", json()));
+    req.prepare_kbit = c.value("kbit", false);
     const json& v = c.at("versions");
     req.versions.torch = Setting<Version>{parse_version(v.at("torch").get<std::string>()), "oracle"};
     req.versions.transformers = Setting<Version>{parse_version(v.at("transformers").get<std::string>()), "oracle"};

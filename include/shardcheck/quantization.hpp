@@ -1,0 +1,36 @@
+#pragma once
+// Stage "resolve": a model loaded in 4 bits by bitsandbytes (QLoRA): from_pretrained with
+// BitsAndBytesConfig(load_in_4bit=True, ...) replaces every torch.nn.Linear (exactly that class) and
+// transformers Conv1D but the modules it keeps whole by Linear4bit, whose weight is a Params4bit
+// packing two 4-bit values per byte of the storage dtype (transformers 5.12.1
+// integrations/bitsandbytes.py replace_with_bnb_linear, quantizers/base.py get_keys_to_not_convert;
+// bitsandbytes 0.50 _ops.py quantize_4bit, nn/modules.py Params4bit).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shardcheck/dtype.hpp"
+
+namespace shardcheck {
+
+struct ModuleTree;
+
+struct Bnb4bitConfig {
+  DType quant_storage = DType::U8;   // bnb_4bit_quant_storage (transformers' default uint8)
+  DType compute_dtype = DType::F32;  // bnb_4bit_compute_dtype (default float32)
+  std::string quant_type = "fp4";    // fp4 | nf4 (no effect on the layout)
+  bool double_quant = false;         // bnb_4bit_use_double_quant (quant state only)
+  std::vector<std::string> skip_modules;  // llm_int8_skip_modules: kept whole besides the defaults
+  std::string source;                // "--load-in-4bit", for messages
+};
+
+// Rows of a Params4bit holding n elements: ((n + 1) // (itemsize(storage) * 2), 1).
+std::int64_t bnb_4bit_rows(std::int64_t n, DType storage);
+
+// Rewrites the tree as loaded in 4 bits. `tree` must be the model as transformers builds it (before
+// any PEFT adapter).
+void quantize_bnb_4bit(ModuleTree& tree, const Bnb4bitConfig& config);
+
+}  // namespace shardcheck

@@ -1,0 +1,75 @@
+// from_pretrained(..., quantization_config=BitsAndBytesConfig(load_in_4bit=True)) as a module tree
+// (shardcheck/quantization.hpp). Checked against real transformers 5.12.1 with bitsandbytes 0.50's
+// CPU backend: fixtures/peft-oracle/adapters/*/record-<quant>.json.
+#include <fmt/format.h>
+
+#include <regex>
+#include <set>
+
+#include "resolve/tree_internal.hpp"
+#include "shardcheck/module_tree.hpp"
+#include "shardcheck/quantization.hpp"
+
+namespace shardcheck {
+
+std::int64_t bnb_4bit_rows(std::int64_t n, DType storage) {
+  // bitsandbytes/_ops.py quantize_4bit fake: ((n + 1) // (quant_storage.itemsize * 2), 1).
+  const std::int64_t per_row = std::max(1, dtype_bits(storage) / 8) * 2;
+  return (n + 1) / per_row;
+}
+
+namespace {
+
+// quantizers/quantizers_utils.py should_convert_module: a pattern matching as a prefix with a dot, as a
+// regex from the start (re.match), or as a suffix of the module name keeps it whole.
+bool kept_whole(const std::string& name, const std::vector<std::string>& patterns) {
+  for (const auto& key : patterns) {
+    if (name.ends_with(key)) return true;
+    try {
+      if (std::regex_search(name, std::regex(key), std::regex_constants::match_continuous)) return true;
+    } catch (const std::regex_error&) {
+      if (name.starts_with(key)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void quantize_bnb_4bit(ModuleTree& tree, const Bnb4bitConfig& config) {
+  // get_keys_to_not_convert: tied parameters (both ends), the module of the last parameter, and the
+  // output embeddings; every name without ".weight".
+  std::vector<std::string> keep = config.skip_modules;
+  auto strip = [](std::string k) { return k.ends_with(".weight") ? k.substr(0, k.size() - 7) : k; };
+  for (const auto& t : tree.tied) {
+    keep.push_back(strip(t.alias));
+    keep.push_back(strip(t.target));
+  }
+  std::string last;
+  for (const auto& m : tree.modules)
+    for (const auto& p : m.params)
+      if (!p.buffer && p.tied_to.empty()) last = m.path.empty() ? p.name : m.path + "." + p.name;
+  if (!last.empty()) keep.push_back(strip(last));
+  if (!tree.output_embeddings.empty()) keep.push_back(tree.output_embeddings);
+
+  for (auto& m : tree.modules) {
+    // `type(module) is nn.Linear` (subclasses stay) or isinstance Conv1D.
+    const bool conv1d = tree.is_instance(m, "Conv1D");
+    if ((m.cls != "Linear" && !conv1d) || m.path.empty() || kept_whole(m.path, keep)) continue;
+    m.cls = "Linear4bit";
+    for (auto& p : m.params) {
+      if (p.name != "weight" || p.buffer) continue;
+      // The logical nn.Linear weight [out, in] (Conv1D's [in, out] transposed) stays known for LoRA.
+      p.unpacked_shape = conv1d ? std::vector<std::int64_t>{p.shape.at(1), p.shape.at(0)} : p.shape;
+      p.shape = {bnb_4bit_rows(p.numel, config.quant_storage), 1};
+      p.numel = p.shape[0];
+      p.dtype = config.quant_storage;
+      p.requires_grad = false;  // Params4bit(requires_grad=False)
+    }
+  }
+  tree.class_chains["Linear4bit"] = {"Linear4bit", "Linear", "Module"};
+  tree.quantized_4bit = true;
+  finalize_counts(tree);
+}
+
+}  // namespace shardcheck
