@@ -148,11 +148,21 @@ def record(model_name: str, adapter: str, dtype: str = "float32", quant: str | N
             if extra not in ("adapter_config.json", "adapter_model.safetensors") and not extra.startswith("record"):
                 os.remove(os.path.join(d, extra))
     trainable, total = pm.get_nb_trainable_parameters()
+    # bitsandbytes' quantization state (absmax, code; with double quant the quantized absmax, its
+    # offset and second-level state): not parameters, so whole on every rank; bytes of distinct storages.
+    quant_tensors = []
+    for p in pm.parameters():
+        qs = getattr(p, "quant_state", None)
+        if type(p).__name__ == "Params4bit" and qs is not None:
+            quant_tensors += [qs.absmax, qs.code]
+            if qs.nested:
+                quant_tensors += [qs.offset, qs.state2.absmax, qs.state2.code]
     rec = {
         "model": model_name, "adapter": adapter, "lora_config": ADAPTERS[adapter],
         "load_dtype": QUANTS[quant]["load"] if quant else dtype, "quant": QUANTS[quant] if quant else None,
         "versions": {"peft": peft.__version__, "torch": torch.__version__, "transformers": o.transformers.__version__},
         "class": type(pm).__name__, "trainable_params": int(trainable), "all_params": int(total),
+        "quant_state_bytes": o.storage_bytes(quant_tensors),
         "modules": [[n, type(m).__name__] for n, m in pm.named_modules()],
         "params": [[n, list(p.shape), str(p.dtype).replace("torch.", ""), bool(p.requires_grad)]
                    for n, p in pm.named_parameters(remove_duplicate=False)],
@@ -226,15 +236,17 @@ def main() -> int:
     ap.add_argument("--only", default="*")
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--records", action="store_true", help="(re)write every adapter and record, run no case")
     a = ap.parse_args()
     cases = [c for c in all_cases() if fnmatch.fnmatch(c["case"], a.only)]
+    pairs = sorted({(c["model"], c["adapter"]) for c in (all_cases() if a.records else cases)})
     if a.list:
         for c in cases:
             print(c["case"])
         print(len(cases), "cases", file=sys.stderr)
         return 0
     os.makedirs(OUT, exist_ok=True)
-    for pair in sorted({(c["model"], c["adapter"]) for c in cases}):
+    for pair in pairs:
         rec = record(*pair)
         print("adapter", *pair, rec["trainable_params"], "of", rec["all_params"], file=sys.stderr)
         if pair in RECORD_BF16:
@@ -242,6 +254,8 @@ def main() -> int:
         if pair in RECORD_QUANT:
             for q in QUANTS:
                 record(*pair, quant=q)
+    if a.records:
+        return 0
     t0 = time.time()
     for i, c in enumerate(cases):
         res = o.run_case(c, a.timeout)

@@ -47,7 +47,10 @@ struct RankMemory {
   std::uint64_t cpu = 0;           // pinned host memory with CPU offload
   std::uint64_t activations = 0;   // ActivationEstimate::total() when estimated, else 0
   std::uint64_t ignored = 0;       // ignored modules: whole parameters, grads and optimizer states
-  std::uint64_t total() const { return params + grads + optimizer + buffers + transient + activations + ignored; }
+  std::uint64_t quant_state = 0;   // bitsandbytes 4-bit quantization state, whole on every rank
+  std::uint64_t total() const {
+    return params + grads + optimizer + buffers + transient + activations + ignored + quant_state;
+  }
 };
 
 // What may be said about the fit (decided once, in the pipeline; renderers only print it).

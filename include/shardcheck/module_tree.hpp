@@ -59,6 +59,7 @@ struct ModuleTree {
   std::string attn_implementation;
   bool dequantized = false;          // quantised checkpoint loaded dequantised (--dequantize)
   bool quantized_4bit = false;       // loaded in 4 bits by bitsandbytes (shardcheck/quantization.hpp)
+  std::uint64_t quant_state_bytes = 0;  // its QuantState tensors: not parameters, never sharded
   std::vector<Module> modules;       // modules[0] is the root; parents precede children (pre-order)
   std::map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
   std::vector<std::string> no_split_modules;

@@ -28,6 +28,8 @@ struct Bnb4bitConfig {
 
 // Rows of a Params4bit holding n elements: ((n + 1) // (itemsize(storage) * 2), 1).
 std::int64_t bnb_4bit_rows(std::int64_t n, DType storage);
+// Bytes of the QuantState of a 4-bit weight of n elements (not parameters: whole on every rank).
+std::uint64_t bnb_4bit_state_bytes(std::int64_t n, bool double_quant);
 
 // Rewrites the tree as loaded in 4 bits. `tree` must be the model as transformers builds it (before
 // any PEFT adapter).

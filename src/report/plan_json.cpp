@@ -55,6 +55,7 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
     w.key("grads").value(r.grads);
     w.key("optimizer").value(r.optimizer);
     w.key("buffers").value(r.buffers);
+    if (r.quant_state) w.key("quant_state").value(r.quant_state);
     w.key("transient").value(r.transient);
     w.key("activations").value(r.activations);
     w.key("ignored").value(r.ignored);

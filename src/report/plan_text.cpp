@@ -122,6 +122,9 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     out += fmt::format("  {:<34} {:>14}\n", "sharded gradients", human_bytes(r.grads));
     out += fmt::format("  {:<34} {:>14}\n", "optimizer states (AdamW)", human_bytes(r.optimizer));
     out += fmt::format("  {:<34} {:>14}\n", "buffers", human_bytes(r.buffers));
+    if (r.quant_state)
+      out += fmt::format("  {:<34} {:>14}   absmax and codes of the 4-bit weights, whole on every rank\n",
+                         "4-bit quantization state", human_bytes(r.quant_state));
     out += fmt::format("  {:<34} {:>14}   estimate: {}\n", "unsharded params + grad buffers", human_bytes(r.transient),
                        mem.transient_note);
     const ActivationEstimate& act = mem.activations;

@@ -12,6 +12,18 @@
 
 namespace shardcheck {
 
+std::uint64_t bnb_4bit_state_bytes(std::int64_t n, bool double_quant) {
+  // bitsandbytes functional.py quantize_4bit (blocksize 64 for Params4bit): absmax, one float32 per
+  // block, and the 16-entry float32 code of the quant type, a tensor per weight. Double quant
+  // (compress_statistics) stores absmax - mean as uint8 blocks of 256 (quantize_blockwise): one byte
+  // per block, the float32 offset, a float32 absmax per 256 blocks and its own 256-entry float32
+  // dynamic code, again a tensor per weight. Checked with bitsandbytes 0.50 (fixtures/peft-oracle
+  // records' quant_state_bytes).
+  const auto blocks = static_cast<std::uint64_t>((n + 63) / 64);
+  if (!double_quant) return 4 * blocks + 64;
+  return blocks + 64 + 4 + 4 * ((blocks + 255) / 256) + 1024;
+}
+
 std::int64_t bnb_4bit_rows(std::int64_t n, DType storage) {
   // bitsandbytes/_ops.py quantize_4bit fake: ((n + 1) // (quant_storage.itemsize * 2), 1).
   const std::int64_t per_row = std::max(1, dtype_bits(storage) / 8) * 2;
@@ -61,6 +73,7 @@ void quantize_bnb_4bit(ModuleTree& tree, const Bnb4bitConfig& config) {
       if (p.name != "weight" || p.buffer) continue;
       // The logical nn.Linear weight [out, in] (Conv1D's [in, out] transposed) stays known for LoRA.
       p.unpacked_shape = conv1d ? std::vector<std::int64_t>{p.shape.at(1), p.shape.at(0)} : p.shape;
+      tree.quant_state_bytes += bnb_4bit_state_bytes(p.numel, config.double_quant);
       p.shape = {bnb_4bit_rows(p.numel, config.quant_storage), 1};
       p.numel = p.shape[0];
       p.dtype = config.quant_storage;

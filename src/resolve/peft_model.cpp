@@ -551,6 +551,7 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
   out.attn_implementation = base.attn_implementation;
   out.dequantized = base.dequantized;
   out.quantized_4bit = base.quantized_4bit;
+  out.quant_state_bytes = base.quant_state_bytes;
   out.class_chains = base.class_chains;
   out.class_chains["lora.Linear"] = {"lora.Linear", "LoraLayer", "BaseTunerLayer", "Module"};
   out.class_chains["lora.Embedding"] = {"lora.Embedding", "LoraLayer", "BaseTunerLayer", "Module"};

@@ -252,6 +252,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
       m.optimizer = optim;
     }
     m.buffers = buffer_bytes(tree);
+    m.quant_state = tree.quant_state_bytes;
     // Ignored parameters are plain tensors on every rank: FSDP neither shards nor offloads them.
     for (const auto& p : plan.ignored) {
       m.ignored += bytes(p.numel, p.dtype);

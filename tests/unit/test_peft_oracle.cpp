@@ -106,6 +106,7 @@ TEST_CASE("peft oracle: the PeftModel tree of every recorded adapter") {
       for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i].dump() == want[i].dump());
       CHECK(summary->trainable == rec.at("trainable_params").get<std::int64_t>());
       CHECK(summary->total == rec.at("all_params").get<std::int64_t>());
+      CHECK(t.quant_state_bytes == rec.at("quant_state_bytes").get<std::uint64_t>());
     }
   }
   MESSAGE("compared " << compared << " PeftModel records");
