@@ -48,6 +48,38 @@ std::string range_label(const std::string& first, const std::string& last) {
   return first + " .. " + last;
 }
 
+// What makes rows collapsible: the path with its first numeric component (the layer index) as "*",
+// and the unit's shape.
+std::string unit_key(const ShardUnit& u) {
+  std::string path;
+  bool replaced = false;
+  for (const auto& part : split_path(u.path)) {
+    const bool number = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+    path += (path.empty() ? "" : ".") + (number && !replaced ? std::string("*") : part);
+    replaced = replaced || number;
+  }
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}", path, u.cls, u.numel, u.shard_numel, fmt::join(u.rank_pad, ","),
+                     dtype_name(u.dtype), u.reshard_after_forward ? int(*u.reshard_after_forward) : -1);
+}
+
+// The longest repetition starting at i of a block of `period` units (a decoder layer followed by its
+// LoRA units repeats with period 1 + adapters per layer): {period, repetitions}.
+std::pair<std::size_t, std::size_t> repetition_at(const std::vector<std::string>& keys, std::size_t i) {
+  std::size_t best_p = 1, best_r = 1;
+  for (std::size_t p = 1; p <= 64 && i + 2 * p <= keys.size(); ++p) {
+    std::size_t r = 1;
+    while (i + (r + 1) * p <= keys.size() &&
+           std::equal(keys.begin() + static_cast<std::ptrdiff_t>(i), keys.begin() + static_cast<std::ptrdiff_t>(i + p),
+                      keys.begin() + static_cast<std::ptrdiff_t>(i + r * p)))
+      ++r;
+    if (r >= 2 && r * p > best_r * best_p) {
+      best_p = p;
+      best_r = r;
+    }
+  }
+  return {best_p, best_r};
+}
+
 }  // namespace
 
 std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan, const TextStyle& style) {
@@ -98,12 +130,8 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                      s.policy.value == WrapPolicyKind::transformer ? s.wrap_classes.source : s.policy.source);
   out += fmt::format("  {:<34} {:<30} {:>15} {:>15}  {:<6} {}\n", "unit", "class", "numel", "shard/rank", "dtype",
                      "padding by rank");
-  for (std::size_t i = 0; i < plan.units.size();) {
-    const ShardUnit& u = plan.units[i];
-    std::size_t run = 1;
-    while (i + run < plan.units.size() && same_shape(plan.units[i + run], u)) ++run;
-    const std::string label = run > 1 ? range_label(u.path, plan.units[i + run - 1].path)
-                                      : module_label(u.path);
+  auto row = [&](const ShardUnit& u, const ShardUnit& last, std::size_t run) {
+    const std::string label = run > 1 ? range_label(u.path, last.path) : module_label(u.path);
     std::string cls = run > 1 ? fmt::format("{} x {}", run, u.cls) : u.cls;
     if (u.modules.size() > 1) {
       cls.clear();
@@ -113,6 +141,22 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     out += fmt::format("  {:<34} {:<30} {:>15} {:>15}  {:<6} {}{}\n", label, cls, fmt::group_digits(u.numel),
                        fmt::group_digits(u.shard_numel), u.params.empty() ? "-" : dtype_name(u.dtype), pads(u.rank_pad),
                        u.reshard_after_forward && !*u.reshard_after_forward ? "  (kept after forward)" : "");
+  };
+  std::vector<std::string> keys;
+  for (const auto& u : plan.units) keys.push_back(unit_key(u));
+  for (std::size_t i = 0; i < plan.units.size();) {
+    // Identical consecutive units, or a repeated block of them (a layer and its LoRA units), collapse.
+    std::size_t run = 1;
+    while (i + run < plan.units.size() && same_shape(plan.units[i + run], plan.units[i]) &&
+           keys[i + run] == keys[i])
+      ++run;
+    const auto [period, reps] = repetition_at(keys, i);
+    if (reps >= 2 && period > 1 && period * reps > run) {
+      for (std::size_t k = 0; k < period; ++k) row(plan.units[i + k], plan.units[i + (reps - 1) * period + k], reps);
+      i += period * reps;
+      continue;
+    }
+    row(plan.units[i], plan.units[i + run - 1], run);
     i += run;
   }
   if (!mem.ranks.empty()) {

@@ -33,7 +33,12 @@ void validate_flattenable(const ModuleTree& tree, const ShardUnit& unit, const F
                            fmt::format("ValueError: {} (first parameter {} is {})",
                                        v113 ? "Integer parameters are unsupported" : "Cannot flatten integer dtype tensors",
                                        first.fqn, torch_dtype_name(first.dtype)),
-                           "FSDP cannot shard integer parameters; mark them as ignored or keep them out of FSDP"));
+                           tree.quantized_4bit
+                               ? "bitsandbytes stores 4-bit weights in bnb_4bit_quant_storage (uint8 by default), which "
+                                 "FSDP1 cannot flatten: set bnb_4bit_quant_storage to the dtype the model is loaded in "
+                                 "(e.g. bfloat16 with torch_dtype=bfloat16, peft's FSDP+QLoRA guide), or use FSDP2 "
+                                 "(accelerate >= 1.14 leaves integer 4-bit weights whole on every rank)"
+                               : "FSDP cannot shard integer parameters; mark them as ignored or keep them out of FSDP"));
     return;
   }
   for (int pidx : owned) {
@@ -45,7 +50,7 @@ void validate_flattenable(const ModuleTree& tree, const ShardUnit& unit, const F
                              torch_dtype_name(first.dtype), torch_dtype_name(p.dtype), first.fqn, p.fqn)
                : fmt::format("ValueError: Must flatten tensors with uniform dtype but got {} and {} ({} vs {})",
                              torch_dtype_name(first.dtype), torch_dtype_name(p.dtype), first.fqn, p.fqn),
-          mixed_dtype_help({first.dtype, p.dtype})));
+          mixed_dtype_help({first.dtype, p.dtype}, {first.fqn, p.fqn})));
       return;
     }
     if (!orig && p.requires_grad != first.requires_grad) {

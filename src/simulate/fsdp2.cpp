@@ -342,9 +342,11 @@ void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const st
   const bool trainable_only = s.torch_version.value >= Version{2, 8, 0};
   std::set<std::string> names;
   std::vector<DType> dtypes;
+  std::vector<std::string> fqns;
   for (int pidx : owned) {
     const ParamEntry& p = params[pidx];
     if (trainable_only && !p.requires_grad) continue;
+    fqns.push_back(p.fqn);
     if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end()) dtypes.push_back(p.dtype);
     names.insert(torch_dtype_name(p.dtype));
   }
@@ -357,7 +359,7 @@ void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const st
   d.message = fmt::format("AssertionError: FSDP expects uniform original parameter dtype but got {{{}}} (raised at the "
                           "first forward by this fully_shard group{})",
                           set, trainable_only ? ", over its parameters that require grad" : "");
-  d.help = mixed_dtype_help(dtypes);
+  d.help = mixed_dtype_help(dtypes, fqns);
   d.exit_code = ExitCode::findings;
   sink.report(std::move(d));
 }

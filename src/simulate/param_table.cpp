@@ -101,7 +101,15 @@ std::string torch_dtype_name(DType d) {
 
 static bool is_fp8(DType d) { return dtype_name(d).starts_with("F8_"); }
 
-std::string mixed_dtype_help(const std::vector<DType>& dtypes) {
+std::string mixed_dtype_help(const std::vector<DType>& dtypes, const std::vector<std::string>& names) {
+  const bool adapter = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+    return n.find(".lora_") != std::string::npos || n.find(".modules_to_save.") != std::string::npos;
+  });
+  if (adapter)
+    return "peft keeps LoRA adapters in float32 (get_peft_model's autocast_adapter_dtype) beside the base model's "
+           "dtype: under FSDP1 let transformers' Trainer prepare the model (peft's wrap policy gives each LoRA matrix "
+           "its own unit), or use FSDP2 with mixed_precision (accelerate upcasts trainable parameters), or load the "
+           "model in float32";
   if (std::any_of(dtypes.begin(), dtypes.end(), is_fp8))
     return "an FP8 checkpoint's quantised layers (transformers FP8Linear / FP8Experts) hold F8 weights beside F32 "
            "block scales, which FSDP cannot shard together, and transformers marks FP8 models as not trainable: load "

@@ -1,0 +1,95 @@
+"""CLI cases for PEFT LoRA / QLoRA (--adapter, --lora-*, --load-in-4bit). Numbers are hand arithmetic
+on fixtures/models/llama (hidden 20, 4 heads of 5, 2 key/value heads, intermediate 52, 3 layers,
+vocab 37, bf16, untied): per layer q 400, k 200, v 200, o 400, gate/up/down 1040 each, two norms of 20
+= 4360; embed 740, lm_head 740, norm 20: 14,580 in all. LoRA r=4 on q_proj and v_proj adds per layer
+q: A [4, 20] + B [20, 4] = 160, v: A [4, 20] + B [10, 4] = 120, so 840 in all (peft 0.20 on the real
+model says the same: "trainable params: 840 || all params: 15,420")."""
+import json
+
+LLAMA = "{src}/fixtures/models/llama"
+ADAPTERS = "{src}/fixtures/adapters"
+QV = ["--lora-target-modules", "q_proj,v_proj", "--lora-r", "4"]
+
+
+def units(doc):
+    return {u["path"]: u for u in doc["units"]}
+
+
+def trainer_fsdp1_w3(doc):
+    # peft's policy (the Trainer's default under FSDP1): the three layers, the root, and each lora_A /
+    # lora_B of q and v in a unit of its own: 1 + 3 + 3 * 4 = 16.
+    u = units(doc)
+    if len(u) != 16:
+        return f"{len(u)} units, expected 16"
+    qa = u.get("base_model.model.model.layers.0.self_attn.q_proj.lora_A.default")
+    if not qa or (qa["numel"], qa["shard_numel"], qa["dtype"], qa["requires_grad"]) != (80, 27, "F32", True):
+        return f"q_proj lora_A unit {qa}"
+    layer = u["base_model.model.model.layers.2"]
+    if (layer["numel"], layer["shard_numel"], layer["requires_grad"]) != (4360, 1454, False):
+        return f"layer 2 {layer['numel']} {layer['shard_numel']} {layer['requires_grad']}"
+    # params: root 1500 -> 500 x 2 B + layers 3 x 1454 x 2 B + LoRA f32 3 x (27 + 27 + 27 + 14) x 4 B
+    # = 1000 + 8724 + 1140 = 10864; only the LoRA units have gradients (1140) and AdamW states (2280).
+    m = doc["memory"]["per_rank_bytes"]
+    got = (m["params"], m["grads"], m["optimizer"])
+    return None if got == (10864, 1140, 2280) else f"memory {got}, expected (10864, 1140, 2280)"
+
+
+CASES = [
+    {"name": "inspect --lora-*: peft's trainable count",
+     "args": ["inspect", LLAMA] + QV,
+     "stdout": ["trainable params: 840 || all params: 15,420 || trainable%: 5.4475", "(q_proj): lora.Linear",
+                "(base_layer): Linear", "(lora_A): ModuleDict"]},
+    {"name": "plan --lora-*: the Trainer's peft policy gives every LoRA matrix a unit",
+     "args": ["plan", LLAMA, "--world-size", "3", "--format", "json"] + QV, "json": trainer_fsdp1_w3},
+    # A plain accelerate loop wraps whole decoder layers: the bf16 base weight and the float32 adapter
+    # (peft's autocast) meet in one FlatParameter, and torch checks dtypes before requires_grad.
+    {"name": "plan --caller accelerate: a bf16 decoder layer holds float32 adapters",
+     "args": ["plan", LLAMA, "--world-size", "3", "--caller", "accelerate"] + QV, "exit": 1,
+     "stderr": ["Must flatten tensors with uniform dtype but got torch.bfloat16 and torch.float32", "[PLAN002]",
+                "peft keeps LoRA adapters in float32"]},
+    {"name": "plan --caller accelerate in float32: frozen and trainable in one FlatParameter",
+     "args": ["plan", LLAMA, "--world-size", "3", "--caller", "accelerate", "--load-dtype", "float32"] + QV,
+     "exit": 1, "stderr": ["Must flatten tensors with uniform `requires_grad` when `use_orig_params=False`",
+                           "[PLAN003]"]},
+    {"name": "plan --caller accelerate in float32 with use_orig_params runs",
+     "args": ["plan", LLAMA, "--world-size", "3", "--caller", "accelerate", "--use-orig-params", "true",
+              "--load-dtype", "float32"] + QV,
+     "exit": 0, "stdout": ["3 x LlamaDecoderLayer"]},
+    {"name": "adapter_config.json that is not JSON",
+     "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/bad-json"], "exit": 12,
+     "stderr": ["adapter_config.json is not valid JSON", "[PEFT001]"]},
+    {"name": "a prefix-tuning adapter is refused, not planned as LoRA",
+     "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/prefix-tuning"], "exit": 12,
+     "stderr": ["peft_type `PREFIX_TUNING`", "[PEFT003]"]},
+    {"name": "r: -4 is named at its line",
+     "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/negative-rank"], "exit": 12,
+     "stderr": ["adapter_config.json:5:", "expected a positive integer, found -4", "[PEFT002]"]},
+    {"name": "a container as target: peft's ValueError",
+     "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/container-target"], "exit": 1,
+     "stderr": ["ValueError: Target module LlamaAttention is not supported", "[PEFT005]"]},
+    {"name": "targets of another architecture: peft's NoMatchingPeftModuleError",
+     "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/no-match"], "exit": 1,
+     "stderr": ["Target modules ['query', 'value'] not found in the base model", "q_proj", "[PEFT004]"]},
+    {"name": "no adapter at the path",
+     "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/nowhere"], "exit": 3, "stderr": ["[IO005]"]},
+    {"name": "--adapter and --lora-* together is a usage error",
+     "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/no-match", "--lora-r", "4"], "exit": 2},
+    {"name": "--bnb-4bit-* without --load-in-4bit is a usage error",
+     "args": ["plan", LLAMA, "--bnb-4bit-quant-storage", "bfloat16"], "exit": 2},
+    {"name": "inspect --load-in-4bit: Params4bit packs two values per byte",
+     # q_proj 20 x 20 = 400 elements -> (400 + 1) // 2 = 200 rows of uint8; lm_head is kept whole.
+     "args": ["inspect", LLAMA, "--load-in-4bit", "--lora-target-modules", "q_proj"],
+     "stdout": ["(q_proj): lora.Linear4bit", "(base_layer): Linear4bit", "weight[200, 1] U8",
+                "(lm_head): Linear"]},
+    # peft's policy leaves q_proj's 4-bit base weight first in each layer's FlatParameter.
+    {"name": "QLoRA with uint8 storage under FSDP1: torch cannot flatten the 4-bit weights",
+     "args": ["plan", LLAMA, "--world-size", "2", "--load-in-4bit"] + QV, "exit": 1,
+     "stderr": ["ValueError: Cannot flatten integer dtype tensors", "[PLAN001]", "bnb_4bit_quant_storage"]},
+    {"name": "QLoRA with bf16 storage under FSDP1 (peft's guide) plans",
+     "args": ["plan", LLAMA, "--world-size", "2", "--load-in-4bit", "--bnb-4bit-quant-storage", "bfloat16",
+              "--format", "json"] + QV,
+     # q_proj: 400 elements in bf16 storage -> (400 + 1) // 4 = 100 rows; the Trainer makes the storage
+     # dtype the mixed precision.
+     "json": lambda d: None if d["settings"]["mixed_precision"]["value"] == "bf16" and not d["diagnostics"]
+     else f"mixed precision {d['settings']['mixed_precision']}, diagnostics {d['diagnostics']}"},
+]
