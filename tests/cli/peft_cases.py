@@ -34,7 +34,35 @@ def trainer_fsdp1_w3(doc):
     return None if got == (10864, 1140, 2280) else f"memory {got}, expected (10864, 1140, 2280)"
 
 
+# peft's own FSDP+QLoRA example (examples/sft/run_peft_qlora_fsdp.sh with configs/fsdp_config_qlora.yaml,
+# corpus entry 016) on Llama-3.1-70B's config: all-linear r 8, nf4 with double quant, bf16 storage and
+# load dtype, 2048 tokens x 2, gradient checkpointing; FSDP1, offload, use_orig_params false.
+QLORA_EXAMPLE = ["check", "--no-env", "--config", "{src}/fixtures/configs/corpus/016_huggingface_peft_sft_fsdp_config_qlora.yaml",
+                 "{src}/fixtures/corpus-configs/meta-llama__Llama-3.1-70B-Instruct.json",
+                 "--lora-r", "8", "--lora-alpha", "16", "--lora-dropout", "0.1", "--lora-target-modules", "all-linear",
+                 "--load-in-4bit", "--bnb-4bit-quant-type", "nf4", "--bnb-4bit-use-double-quant",
+                 "--bnb-4bit-compute-dtype", "bfloat16", "--load-dtype", "bfloat16", "--seq-len", "2048",
+                 "--micro-batch", "2", "--activation-checkpointing", "true"]
+
+
+def qlora_example(doc):
+    # peft's policy: the root, 80 decoder layers, and lora_A + lora_B of the 7 Linear layers of each.
+    if len(doc["units"]) != 1 + 80 + 80 * 14:
+        return f"{len(doc['units'])} units, expected 1201"
+    if doc["diagnostics"]:
+        return f"diagnostics {[d['code'] for d in doc['diagnostics']]}"
+    if doc["settings"]["mixed_precision"]["value"] != "bf16":
+        return "the Trainer makes the bf16 storage dtype the mixed precision"
+    m = doc["memory"]
+    return None if m["verdict"] == "fits" else f"verdict {m['verdict']}"
+
+
 CASES = [
+    {"name": "check peft's FSDP+QLoRA example: runs, and fits in a 24 GB GPU as peft's guide says",
+     "args": QLORA_EXAMPLE + ["--bnb-4bit-quant-storage", "bfloat16", "--gpu-memory", "24GB", "--format", "json"],
+     "json": qlora_example},
+    {"name": "the same example with bitsandbytes' default uint8 storage cannot be flattened by FSDP1",
+     "args": QLORA_EXAMPLE, "exit": 1, "stdout": ["Cannot flatten integer dtype tensors", "[PLAN001]"]},
     {"name": "inspect --lora-*: peft's trainable count",
      "args": ["inspect", LLAMA] + QV,
      "stdout": ["trainable params: 840 || all params: 15,420 || trainable%: 5.4475", "(q_proj): lora.Linear",
