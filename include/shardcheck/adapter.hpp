@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "shardcheck/checkpoint.hpp"
 #include "shardcheck/diagnostics.hpp"
 
 namespace shardcheck {
@@ -29,6 +30,7 @@ struct LoraAdapter {
   std::string name = "default";       // the adapter name in module paths (lora_A.<name>)
   std::string peft_type = "LORA";
   std::string task_type;              // "CAUSAL_LM" gives PeftModelForCausalLM; "" a plain PeftModel
+  std::string base_model;             // base_model_name_or_path, as peft saved it
   int r = 8;
   double lora_alpha = 8;
   double lora_dropout = 0;
@@ -52,6 +54,9 @@ struct LoraAdapter {
   std::vector<std::string> layers_pattern;
   // Where each field was read ("adapter_config.json:LINE" or "--lora-r"), for findings.
   std::vector<std::pair<std::string, std::string>> field_sources;
+  // The saved weights beside adapter_config.json (adapter_model.safetensors: header only), when
+  // present: PeftModel.from_pretrained loads them into the PeftModel.
+  std::optional<SafetensorsFile> weights;
 
   std::string source_of(const std::string& field) const;
 };
@@ -61,5 +66,12 @@ struct LoraAdapter {
 // than LoRA.
 std::optional<LoraAdapter> load_adapter_config(const std::string& path, DiagnosticSink& sink);
 std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std::string& label, DiagnosticSink& sink);
+
+// A model argument that is a PEFT adapter directory (adapter_config.json and no config.json, as a
+// Trainer checkpoint of a LoRA run is): the model becomes its base_model_name_or_path and the
+// directory the adapter, as PeftModel.from_pretrained / AutoPeftModelForCausalLM would load them,
+// with a note (PEFT010) saying so. Returns false (and leaves both alone) otherwise; an adapter without
+// a base model is an error (PEFT002) and leaves `model` unchanged.
+bool split_adapter_model(std::string& model, std::string& adapter_path, DiagnosticSink& sink);
 
 }  // namespace shardcheck

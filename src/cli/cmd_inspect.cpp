@@ -56,12 +56,14 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
     std::fprintf(stderr, "shardcheck: %s\n", flag_error.c_str());
     return to_int(ExitCode::usage);
   }
-  if (!a.adapter.adapter.empty() && !(adapter = load_adapter_config(a.adapter.adapter, sink))) {
+  std::string model = a.model, adapter_path = a.adapter.adapter;
+  if (!adapter) split_adapter_model(model, adapter_path, sink);
+  if (sink.has_errors() || (!adapter_path.empty() && !(adapter = load_adapter_config(adapter_path, sink)))) {
     std::fputs(render_diagnostics_text(sink.items(), TextStyle{false}).c_str(), stderr);
     return to_int(sink.first_error_exit_code());
   }
   a.adapter.apply_to(adapter);
-  std::optional<ModuleTree> tree = load_module_tree(a.model, a.config_only, ctx.rules_dir, opts, sink).tree;
+  std::optional<ModuleTree> tree = load_module_tree(model, a.config_only, ctx.rules_dir, opts, sink).tree;
   // The PeftModel get_peft_model builds, with what trains; nothing is shown where peft would raise.
   if (tree && adapter && !attach_lora_adapter(*tree, *adapter, ctx.rules_dir, sink)) tree.reset();
   util::StageTimer timer("inspect: render");

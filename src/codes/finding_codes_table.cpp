@@ -560,6 +560,25 @@ constexpr FindingCode kCodes[] = {
      "llama-dora-fsdp1-tf-orig-trainer-w4). use_orig_params=False, FSDP2, or a plain accelerate loop "
      "(TRANSFORMER_BASED_WRAP keeps all of them in the decoder layer's unit) run."},
 
+    {"PEFT008", Severity::error, ExitCode::findings, "The saved adapter weights do not fit the layers its config builds",
+     "PeftModel.from_pretrained loads adapter_model.safetensors into the PeftModel with load_state_dict "
+     "(peft 0.20 utils/save_and_load.py set_peft_model_state_dict); a saved lora_A/lora_B/magnitude or "
+     "modules_to_save tensor whose shape differs from the layer the config builds is torch's \"RuntimeError: "
+     "Error(s) in loading state_dict ... size mismatch for ...\". It happens when an adapter trained on one "
+     "base model is loaded on another (another size of the family), or when r or the targets were edited "
+     "in adapter_config.json. shardcheck reads only the safetensors header."},
+    {"PEFT009", Severity::warning, ExitCode::ok, "Saved adapter tensors that the PeftModel has no place for",
+     "adapter_model.safetensors holds tensors for layers this adapter_config.json does not create; peft loads "
+     "with strict=False and drops them with a warning, so the run trains without them. The config and the "
+     "weights disagree, usually because target_modules or modules_to_save were edited after saving."},
+
+    {"PEFT010", Severity::note, ExitCode::ok, "The model argument is a PEFT adapter; its base model is planned with it",
+     "A LoRA run's checkpoints and outputs are adapter directories (adapter_config.json and "
+     "adapter_model.safetensors, no config.json). Given one as MODEL, shardcheck does what "
+     "AutoPeftModelForCausalLM.from_pretrained does: it loads the base model named by "
+     "base_model_name_or_path and the adapter on it. To plan the adapter on another base model, give that "
+     "as MODEL and the directory with --adapter."},
+
     // ---- memory fit (src/pipeline/preflight.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",
      "shardcheck adds up, per rank, the sharded parameters, gradients and optimizer states FSDP keeps plus "

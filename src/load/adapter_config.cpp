@@ -186,6 +186,7 @@ std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std
     return std::nullopt;
   }
   str("task_type", a.task_type);
+  str("base_model_name_or_path", a.base_model);
   if (const auto it = doc.find("r"); it != doc.end()) {
     if (!it->is_number_integer()) rd.wrong("r", "a positive integer", *it);
     else if (it->get<std::int64_t>() <= 0 || it->get<std::int64_t>() > 1'000'000)
@@ -257,7 +258,51 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return parse_adapter_config(text.str(), file.string(), sink);
+  auto adapter = parse_adapter_config(text.str(), file.string(), sink);
+  // PeftModel.from_pretrained reads adapter_model.safetensors from the same directory (peft
+  // utils/save_and_load.py load_peft_weights): its header says what the saved matrices are.
+  const fs::path weights = file.parent_path() / "adapter_model.safetensors";
+  if (adapter && fs::is_regular_file(weights, ec)) {
+    adapter->weights = read_safetensors_file(weights, weights.string(), sink);
+    if (!adapter->weights) return std::nullopt;
+  }
+  return adapter;
+}
+
+bool split_adapter_model(std::string& model, std::string& adapter_path, DiagnosticSink& sink) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = model;
+  if (!adapter_path.empty() || !fs::is_directory(dir, ec) || !fs::is_regular_file(dir / "adapter_config.json", ec) ||
+      fs::exists(dir / "config.json", ec))
+    return false;
+  DiagnosticSink scratch;
+  const auto a = load_adapter_config(model, scratch);
+  if (!a) {
+    sink.append(scratch);
+    return false;
+  }
+  const std::string config = (dir / "adapter_config.json").string();
+  Diagnostic d;
+  d.location.file = config;
+  if (a->base_model.empty()) {
+    d.code = "PEFT002";
+    d.message = fmt::format("{} is a PEFT adapter without base_model_name_or_path: the base model is unknown", model);
+    d.help = "give the base model as MODEL and the adapter with --adapter";
+    d.exit_code = ExitCode::bad_adapter;
+    sink.report(std::move(d));
+    return false;
+  }
+  d.code = "PEFT010";
+  d.severity = Severity::note;
+  d.message = fmt::format("{} is a PEFT adapter: planning its base model {} (base_model_name_or_path) with it", model,
+                          a->base_model);
+  d.help = "to plan another base model, give it as MODEL and this directory with --adapter";
+  d.exit_code = ExitCode::ok;
+  sink.report(std::move(d));
+  adapter_path = model;
+  model = a->base_model;
+  return true;
 }
 
 }  // namespace shardcheck

@@ -130,12 +130,16 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   }
 
   std::optional<LoraAdapter> adapter = req.adapter;
-  if (!req.adapter_path.empty()) {
-    adapter = load_adapter_config(req.adapter_path, r.sink);
+  std::string model = req.model, adapter_path = req.adapter_path;
+  const std::size_t errors_before_adapter = r.sink.count(Severity::error);
+  if (!adapter) split_adapter_model(model, adapter_path, r.sink);
+  if (r.sink.count(Severity::error) > errors_before_adapter) return r;
+  if (!adapter_path.empty()) {
+    adapter = load_adapter_config(adapter_path, r.sink);
     if (!adapter) return r;
   }
   if (adapter) adapter->prepare_kbit = adapter->prepare_kbit || req.prepare_kbit;
-  LoadedTree loaded = load_module_tree(req.model, req.config_only, req.rules_dir, resolve, r.sink);
+  LoadedTree loaded = load_module_tree(model, req.config_only, req.rules_dir, resolve, r.sink);
   r.tree = std::move(loaded.tree);
   if (!r.tree) return r;
   if (adapter) {

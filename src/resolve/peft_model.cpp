@@ -25,6 +25,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
+#include <span>
 #include <functional>
 #include <regex>
 #include <set>
@@ -213,6 +215,83 @@ const ParamInfo* weight_of(const Module& m) {
 
 DType adapter_dtype(const ParamInfo* base_weight) {
   return base_weight && base_weight->dtype == DType::F64 ? DType::F64 : DType::F32;
+}
+
+std::string torch_size(std::span<const std::int64_t> shape) {
+  std::string s;
+  for (auto d : shape) s += (s.empty() ? "" : ", ") + std::to_string(d);
+  return "torch.Size([" + s + "])";
+}
+
+// The parameter a key of adapter_model.safetensors loads into: peft saves the adapter's state dict
+// without the adapter name and set_peft_model_state_dict puts it back (utils/save_and_load.py):
+// "X.lora_A.weight" -> "X.lora_A.<name>.weight", "X.lora_magnitude_vector" ->
+// "X.lora_magnitude_vector.<name>.weight", "X.lora_embedding_A" -> "X.lora_embedding_A.<name>", and a
+// modules_to_save module's "X.weight" -> "X.modules_to_save.<name>.weight".
+std::string parameter_of_saved_key(const std::string& key, const std::string& name,
+                                   const std::set<std::string>& saved_modules) {
+  for (const char* part : {".lora_A.", ".lora_B."})
+    if (const auto at = key.rfind(part); at != std::string::npos)
+      return key.substr(0, at + std::strlen(part)) + name + "." + key.substr(at + std::strlen(part));
+  for (const char* part : {".lora_embedding_A", ".lora_embedding_B"})
+    if (key.ends_with(part)) return key + "." + name;
+  if (key.ends_with(".lora_magnitude_vector")) return key + "." + name + ".weight";
+  const auto dot = key.rfind('.');
+  if (dot != std::string::npos && saved_modules.count(key.substr(0, dot)))
+    return key.substr(0, dot) + ".modules_to_save." + name + key.substr(dot);
+  return key;
+}
+
+// PeftModel.from_pretrained -> set_peft_model_state_dict -> load_state_dict(strict=False): a saved
+// matrix whose shape differs from the layer this config builds is torch's size-mismatch error (an
+// adapter trained on another model size, or its config edited); one the model has no place for is
+// dropped with peft's warning.
+bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, DiagnosticSink& sink) {
+  std::unordered_map<std::string, const ParamInfo*> params;
+  std::set<std::string> saved_modules;
+  for (const auto& m : tree.modules) {
+    if (m.cls == "ModulesToSaveWrapper") saved_modules.insert(m.path);
+    for (const auto& p : m.params) params.emplace(m.path.empty() ? p.name : m.path + "." + p.name, &p);
+  }
+  const std::string& file = a.weights->path;
+  std::vector<std::string> mismatches, unexpected;
+  for (const TensorInfo& t : a.weights->tensors) {
+    const std::string key(t.name);
+    const auto it = params.find(parameter_of_saved_key(key, a.name, saved_modules));
+    if (it == params.end()) {
+      unexpected.push_back(key);
+      continue;
+    }
+    if (!std::equal(t.shape.begin(), t.shape.end(), it->second->shape.begin(), it->second->shape.end()))
+      mismatches.push_back(fmt::format("size mismatch for {}: copying a param with shape {} from checkpoint, the "
+                                       "shape in current model is {}.",
+                                       it->first, torch_size(t.shape), torch_size(it->second->shape)));
+  }
+  if (!mismatches.empty()) {
+    Diagnostic d;
+    d.code = "PEFT008";
+    d.location.file = file;
+    d.message = fmt::format("RuntimeError: Error(s) in loading state_dict: {}{}", mismatches.front(),
+                            mismatches.size() > 1 ? fmt::format(" (and {} more)", mismatches.size() - 1) : "");
+    d.help = "the saved adapter does not fit this model: it was trained on another base model (check "
+             "base_model_name_or_path in adapter_config.json) or its config no longer matches its weights";
+    d.exit_code = ExitCode::findings;
+    sink.report(std::move(d));
+    return false;
+  }
+  if (!unexpected.empty()) {
+    Diagnostic d;
+    d.code = "PEFT009";
+    d.severity = Severity::warning;
+    d.location.file = file;
+    d.message = fmt::format("{} saved tensor(s) have no place in the PeftModel this config builds and are not "
+                            "loaded, e.g. {}",
+                            unexpected.size(), unexpected.front());
+    d.help = "the adapter's config and weights disagree (target_modules or modules_to_save edited after saving?)";
+    d.exit_code = ExitCode::ok;
+    sink.report(std::move(d));
+  }
+  return true;
 }
 
 }  // namespace
@@ -620,6 +699,7 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
       summary.total += n;
       if (p.requires_grad) summary.trainable += n;
     }
+  if (a.weights && !check_saved_weights(out, a, sink)) return std::nullopt;
   out.trainable_params = summary.trainable;
   out.adapter_source = a.source;
   tree = std::move(out);

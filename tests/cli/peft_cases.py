@@ -98,6 +98,15 @@ CASES = [
     {"name": "targets of another architecture: peft's NoMatchingPeftModuleError",
      "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/no-match"], "exit": 1,
      "stderr": ["Target modules ['query', 'value'] not found in the base model", "q_proj", "[PEFT004]"]},
+    {"name": "saved weights of rank 3 under a config edited to r 4: torch's size mismatch at load",
+     "args": ["plan", "{src}/fixtures/oracle2/models/llama", "--adapter", ADAPTERS + "/rank-edited"], "exit": 1,
+     "stderr": ["size mismatch for base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight: copying a "
+                "param with shape torch.Size([3, 20]) from checkpoint, the shape in current model is "
+                "torch.Size([4, 20])", "[PEFT008]"]},
+    {"name": "an adapter directory as MODEL plans its base model with it",
+     "args": ["plan", "fixtures/adapters/lora-checkpoint", "--world-size", "3", "--format", "json"], "cwd": "{src}",
+     "json": lambda d: None if len(d["units"]) == 16 and [x["rule"] for x in d["diagnostics"]] == ["PEFT010"]
+     else f"{len(d['units'])} units, diagnostics {[x['rule'] for x in d['diagnostics']]}"},
     {"name": "no adapter at the path",
      "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/nowhere"], "exit": 3, "stderr": ["[IO005]"]},
     {"name": "--adapter and --lora-* together is a usage error",

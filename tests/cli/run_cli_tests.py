@@ -34,7 +34,7 @@ def run_case(binary, subst, case):
     env = dict(os.environ)
     env.update({k: v.format(**subst) for k, v in case.get("env", {}).items()})
     env.setdefault("NO_COLOR", "1")
-    proc = subprocess.run([binary] + args, capture_output=True, text=True, env=env,
+    proc = subprocess.run([binary] + args, capture_output=True, text=True, env=env, cwd=case.get("cwd", "").format(**subst) or None,
                           input=case.get("stdin"), timeout=case.get("timeout", 120))
     problems = []
     expected = case.get("exit", 0)  # a code, or a tuple of the codes that are all right

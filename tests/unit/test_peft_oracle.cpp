@@ -86,6 +86,9 @@ TEST_CASE("peft oracle: the PeftModel tree of every recorded adapter") {
         continue;
       }
       REQUIRE_MESSAGE(summary.has_value(), errors_of(sink));
+      // peft's own adapter_model.safetensors loads into the tree, every tensor in its place.
+      REQUIRE(adapter->weights.has_value());
+      for (const auto& d : sink.items()) CHECK_MESSAGE(d.code != "PEFT009", d.message);
       ++compared;
       const ModuleTree& t = *loaded.tree;
       std::vector<std::pair<std::string, std::string>> modules;
