@@ -20,6 +20,7 @@ seed_dir() {  # harness name -> directory of seed inputs
     fuzz_hub_text) echo fuzz/corpus/hub_text ;;
     fuzz_small_inputs) echo fuzz/corpus/small_inputs ;;
     fuzz_settings) echo fuzz/corpus/settings ;;
+    fuzz_adapter) echo fixtures/adapters fixtures/peft-oracle/adapters ;;
     *) echo fuzz/corpus ;;
   esac
 }

@@ -131,6 +131,8 @@ bool read_pattern(Reader& rd, const json& doc, const std::string& key, std::vect
   return true;
 }
 
+constexpr std::size_t kMaxAdapterPattern = 512;
+
 }  // namespace
 
 std::string LoraAdapter::source_of(const std::string& field) const {
@@ -232,6 +234,22 @@ std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std
   }
   read_pattern(rd, doc, "rank_pattern", a.rank_pattern);
   read_pattern(rd, doc, "alpha_pattern", a.alpha_pattern);
+  // std::regex matches by recursion: a pattern far longer than any peft config holds is refused
+  // rather than risked (module names are short; peft's own patterns are tens of characters).
+  std::vector<std::pair<std::string, std::string>> patterns;
+  if (a.target_modules.kind == ModuleSelector::Kind::regex) patterns.emplace_back("target_modules", a.target_modules.regex);
+  if (a.exclude_modules.kind == ModuleSelector::Kind::regex) patterns.emplace_back("exclude_modules", a.exclude_modules.regex);
+  for (const auto& m : a.modules_to_save) patterns.emplace_back("modules_to_save", m);
+  for (const auto& p : a.layers_pattern) patterns.emplace_back("layers_pattern", p);
+  for (const auto& [k, v] : a.rank_pattern) patterns.emplace_back("rank_pattern", k);
+  for (const auto& [k, v] : a.alpha_pattern) patterns.emplace_back("alpha_pattern", k);
+  for (const auto& [field, p] : patterns)
+    if (p.size() > kMaxAdapterPattern) {
+      rd.fail("PEFT002", field, fmt::format("adapter_config.json field `{}`: a pattern of {} characters; shardcheck "
+                                            "matches patterns up to {} characters",
+                                            field, p.size(), kMaxAdapterPattern));
+      break;
+    }
   for (const auto& [k, v] : a.rank_pattern)
     if (v <= 0) rd.fail("PEFT002", "rank_pattern", fmt::format("adapter_config.json rank_pattern `{}`: expected a positive rank, found {}", k, v));
   if (!rd.ok) return std::nullopt;

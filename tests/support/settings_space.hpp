@@ -38,6 +38,7 @@ class Chooser {
 struct Draw {
   PreflightRequest req;
   std::string description;  // for failure messages
+  bool peft = false;         // a LoRA / QLoRA run
 };
 
 inline Setting<Version> flag_version(int a, int b, int c, const char* flag) { return {Version{a, b, c}, flag}; }
@@ -95,12 +96,50 @@ inline Draw draw(Chooser& ch, const std::string& source_dir) {
     r.memory.micro_batch = ch.pick(std::vector<std::int64_t>{1, 3});
   }
   r.memory.gpu_memory = ch.pick(std::vector<std::uint64_t>{1, 10240, 80ull << 30});
+  // A LoRA / QLoRA run in a quarter of the draws: targets that exist, do not exist or are containers,
+  // every bias mode, DoRA, a saved head, 4-bit loading in each storage dtype, either caller.
+  std::string peft = "none";
+  if (ch.pick(std::vector<int>{0, 0, 0, 1}) == 1) {
+    static const std::vector<std::vector<std::string>> targets = {
+        {"q_proj", "v_proj"}, {"q_proj", "v_proj", "c_attn"}, {"q_proj", "v_proj"}, {"c_attn"}, {"query"},
+        {"self_attn"}, {"o_proj", "down_proj", "c_fc"}, {}};
+    LoraAdapter a;
+    a.source = "command line";
+    a.task_type = "CAUSAL_LM";
+    a.r = ch.pick(std::vector<int>{1, 4, 64});
+    const auto& t = ch.pick(targets);
+    if (!t.empty()) {
+      a.target_modules.kind = ModuleSelector::Kind::names;
+      a.target_modules.names = t;
+    } else if (ch.coin()) {
+      a.target_modules.kind = ModuleSelector::Kind::all_linear;
+    } else {
+      a.target_modules.kind = ModuleSelector::Kind::regex;
+      a.target_modules.regex = ch.pick(std::vector<std::string>{R"(.*\.(q|v)_proj)", "(", ".*"});
+    }
+    a.bias = ch.pick(std::vector<std::string>{"none", "all", "lora_only"});
+    a.use_dora = ch.coin();
+    if (ch.coin()) a.modules_to_save = {"lm_head"};
+    a.prepare_kbit = ch.coin();
+    r.adapter = a;
+    if (ch.coin()) {
+      Bnb4bitConfig q;
+      q.quant_storage = ch.pick(std::vector<DType>{DType::U8, DType::BF16, DType::F32});
+      q.double_quant = ch.coin();
+      r.resolve.bnb_4bit = q;
+    }
+    s.trainer = {ch.coin(), "--caller"};
+    d.peft = true;
+    peft = "lora r=" + std::to_string(a.r) + " bias=" + a.bias + (a.use_dora ? " dora" : "") +
+           (r.resolve.bnb_4bit ? " 4bit" : "") + (s.trainer.value ? " trainer" : " accelerate");
+  }
   d.description = model + " ws=" + std::to_string(s.world_size.value) + " nm=" + std::to_string(s.num_machines.value) +
                   " fsdp=" + std::to_string(s.fsdp_version.value) + " strat=" + strategy_name(s.sharding_strategy.value) +
                   " policy=" + policy_name(s.policy.value) + " min=" + std::to_string(s.min_num_params.value) +
                   " orig=" + std::to_string(s.use_orig_params.value) + " mp=" + s.mixed_precision.value +
                   " rep=" + std::to_string(s.dp_replicate.value) + " ign='" + s.ignored_modules.value + "'" +
-                  " cls=" + std::to_string(s.wrap_classes.value.size()) + " caller=" + caller_name(s.fsdp2_caller.value);
+                  " cls=" + std::to_string(s.wrap_classes.value.size()) + " caller=" + caller_name(s.fsdp2_caller.value) +
+                  " peft=" + peft;
   return d;
 }
 

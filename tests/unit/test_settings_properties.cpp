@@ -13,7 +13,7 @@
 
 TEST_CASE("settings properties: any settings give a clear finding or a plan that keeps FSDP's invariants") {
   std::mt19937 rng(20261125);
-  int plans = 0, refused = 0;
+  int plans = 0, refused = 0, peft_draws = 0, peft_plans = 0;
   const int draws = 3000;
   for (int i = 0; i < draws; ++i) {
     std::vector<std::uint8_t> bytes(48);
@@ -26,8 +26,15 @@ TEST_CASE("settings properties: any settings give a clear finding or a plan that
     const std::string broken = settings_space::plan_invariants(r);
     CHECK_MESSAGE(broken.empty(), broken);
     (r.plan ? plans : refused) += 1;
+    peft_draws += d.peft;
+    peft_plans += d.peft && r.plan;
   }
-  MESSAGE(plans << " plans, " << refused << " refused, of " << draws);
-  CHECK(plans > draws / 3);    // most draws reach the simulator
+  MESSAGE(plans << " plans, " << refused << " refused, of " << draws << "; LoRA: " << peft_plans << " plans of "
+                << peft_draws);
+  // Many draws reach the simulator, LoRA ones too: a quarter of the draws, refused by the settings
+  // checks as often as the others, and also by peft when the targets name modules the drawn model
+  // lacks (1 in 5).
+  CHECK(plans > draws / 4);
+  CHECK(peft_plans > peft_draws / 8);
   CHECK(refused > draws / 20); // and holds invalid ones
 }

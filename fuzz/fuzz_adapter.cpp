@@ -1,0 +1,31 @@
+// libFuzzer harness: adapter_config.json parsing, then building the PeftModel on a small Llama tree
+// (hostile target_modules / exclude_modules / modules_to_save / rank_pattern regexes, layer lists and
+// ranks must give findings, never a crash, a hang or an overflow).
+#include <cstdint>
+#include <string_view>
+
+#include "shardcheck/adapter.hpp"
+#include "shardcheck/load_tree.hpp"
+#include "shardcheck/peft_model.hpp"
+
+using namespace shardcheck;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const std::optional<ModuleTree> base = [] {
+    DiagnosticSink sink;
+    return load_module_tree(SHARDCHECK_SOURCE_DIR "/fixtures/models/llama/config.json", true, SHARDCHECK_DEFAULT_RULES_DIR,
+                            {}, sink)
+        .tree;
+  }();
+  static const std::optional<PeftRules> rules = [] {
+    DiagnosticSink sink;
+    return PeftRules::load(SHARDCHECK_DEFAULT_RULES_DIR, sink);
+  }();
+  DiagnosticSink sink;
+  const auto adapter = parse_adapter_config(std::string_view(reinterpret_cast<const char*>(data), size),
+                                            "adapter_config.json", sink);
+  if (!adapter || !base || !rules) return 0;
+  ModuleTree tree = *base;
+  (void)apply_lora_adapter(tree, *adapter, *rules, sink);
+  return 0;
+}
