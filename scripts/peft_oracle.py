@@ -223,12 +223,7 @@ def all_cases() -> list:
         cs.append(case("qwen2", "qv", 2, 3, "accelerate", quant=q))
         cs.append(case("llama", "qv", 1, 3, "trainer", quant=q, kbit=True))
         cs.append(case("llama", "qv", 2, 3, "accelerate", quant=q, kbit=True))
-    seen, out = set(), []
-    for c in cs:
-        if c["case"] not in seen:
-            seen.add(c["case"])
-            out.append(c)
-    return out
+    return o.unique(cs)
 
 
 def main() -> int:
@@ -258,13 +253,7 @@ def main() -> int:
         return 0
     t0 = time.time()
     for i, c in enumerate(cases):
-        res = o.run_case(c, a.timeout)
-        res["versions"]["peft"] = peft.__version__
-        with open(os.path.join(OUT, c["case"] + ".json"), "w") as f:
-            f.write(o.dump(res))
-        e = res.get("error")
-        print(f"[{i + 1}/{len(cases)} {time.time() - t0:.0f}s] {c['case']}: "
-              + (f"{e['stage']}: {e['type']}: {e['message'][:150]}" if e else "ok"), file=sys.stderr)
+        o.run_and_write(c, OUT, a.timeout, f"{i + 1}/{len(cases)} {time.time() - t0:.0f}s", {"peft": peft.__version__})
     return 0
 
 

@@ -563,6 +563,27 @@ def case(model, fsdp, W, policy, **kw):
     return c
 
 
+def run_and_write(c: dict, out_dir: str, timeout: float, progress: str, versions: dict | None = None) -> None:
+    """Runs one case, writes <out_dir>/<case>.json (with extra `versions`), prints one line."""
+    res = run_case(c, timeout)
+    res["versions"].update(versions or {})
+    with open(os.path.join(out_dir, c["case"] + ".json"), "w") as f:
+        f.write(dump(res))
+    e = res.get("error")
+    print(f"[{progress}] {c['case']}: " + (f"{e['stage']}: {e['type']}: {e['message'][:150]}" if e else "ok"),
+          file=sys.stderr)
+
+
+def unique(cases: list) -> list:
+    """Cases in order, the first of each name."""
+    seen, out = set(), []
+    for c in cases:
+        if c["case"] not in seen:
+            seen.add(c["case"])
+            out.append(c)
+    return out
+
+
 def TF(*classes):
     return {"kind": "transformer", "classes": list(classes) or None}
 
@@ -649,12 +670,7 @@ def all_cases() -> list:
         for W in (2, 7):
             cs.append(case(m, 1, W, TF(), use_orig_params=True))
             cs.append(case(m, 2, W, TF()))
-    seen, out = set(), []
-    for c in cs:
-        if c["case"] not in seen:
-            seen.add(c["case"])
-            out.append(c)
-    return out
+    return unique(cs)
 
 
 def main() -> int:
@@ -693,12 +709,7 @@ def main() -> int:
     for i, c in enumerate(cases):
         if c["model"] not in infos:
             continue
-        res = run_case(c, a.timeout)
-        with open(os.path.join(OUT, c["case"] + ".json"), "w") as f:
-            f.write(dump(res))
-        e = res.get("error")
-        print(f"[{i + 1}/{len(cases)} {time.time() - t0:.0f}s] {c['case']}: "
-              + (f"{e['stage']}: {e['type']}: {e['message'][:150]}" if e else "ok"), file=sys.stderr)
+        run_and_write(c, OUT, a.timeout, f"{i + 1}/{len(cases)} {time.time() - t0:.0f}s")
     return 0
 
 

@@ -301,16 +301,7 @@ std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, Diagnosti
   path = rules_dir + "/peft.yaml";
   registry_yaml::Arena arena;
   auto bad = [&](const Node* at, std::string message) {
-    Diagnostic d;
-    d.code = "REG006";
-    d.location.file = path;
-    if (at && at->line >= 0) {
-      d.location.line = at->line + 1;
-      d.location.column = at->column + 1;
-    }
-    d.message = std::move(message);
-    d.exit_code = ExitCode::bad_rules;
-    sink.report(std::move(d));
+    sink.report(registry_yaml::rules_error(path, std::move(message), at ? at->line : -1, at ? at->column : -1));
     return std::nullopt;
   };
   try {
@@ -352,14 +343,7 @@ std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, Diagnosti
     }
     return rules;
   } catch (const registry_yaml::SyntaxError& e) {
-    Diagnostic d;
-    d.code = "REG006";
-    d.location.file = path;
-    d.location.line = e.line + 1;
-    d.location.column = e.column + 1;
-    d.message = e.message;
-    d.exit_code = ExitCode::bad_rules;
-    sink.report(std::move(d));
+    sink.report(registry_yaml::rules_error(path, e.message, e.line, e.column));
     return std::nullopt;
   }
 }
@@ -652,45 +636,31 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
         if (const auto it = grad_of.find(p.tied_to); it != grad_of.end()) p.requires_grad = it->second;
 
   timer.lap("peft: finish");
-  // Everything the rest of shardcheck reads from the tree, under the new paths.
+  // The PeftModel's modules replace the tree's; what else the rest of shardcheck reads from the tree
+  // follows the new paths (config, versions, dtypes, activations and _no_split_modules stay:
+  // PeftModel forwards _no_split_modules to the base model).
   auto moved = [](const std::string& path) { return path.empty() ? std::string("base_model.model") : "base_model.model." + path; };
-  out.model_type = base.model_type;
-  out.config_path = base.config_path;
-  out.architecture = base.architecture;
-  out.transformers = base.transformers;
-  out.since = base.since;
-  out.attn_implementation = base.attn_implementation;
-  out.dequantized = base.dequantized;
-  out.quantized_4bit = base.quantized_4bit;
-  out.quant_state_bytes = base.quant_state_bytes;
-  out.class_chains = base.class_chains;
-  out.class_chains["lora.Linear"] = {"lora.Linear", "LoraLayer", "BaseTunerLayer", "Module"};
-  out.class_chains["lora.Embedding"] = {"lora.Embedding", "LoraLayer", "BaseTunerLayer", "Module"};
-  out.class_chains["lora.Linear4bit"] = {"lora.Linear4bit", "LoraLayer", "BaseTunerLayer", "Module"};
-  out.class_chains["ModulesToSaveWrapper"] = {"ModulesToSaveWrapper", "AuxiliaryTrainingWrapper", "Module"};
-  out.class_chains["DoraLinearLayer"] = {"DoraLinearLayer", "Module"};
-  out.class_chains["LoraModel"] = {"LoraModel", "BaseTuner", "Module"};
-  out.class_chains[root_cls] = {root_cls, "PeftModel", "PushToHubMixin", "Module"};
-  out.no_split_modules = base.no_split_modules;  // PeftModel forwards _no_split_modules to the base model
-  for (TiedWeight t : base.tied) {
+  for (TiedWeight& t : tree.tied) {
     if (auto it = b.renamed().find(t.alias); it != b.renamed().end()) t.alias = it->second;
     if (auto it = b.renamed().find(t.target); it != b.renamed().end()) t.target = it->second;
-    out.tied.push_back(std::move(t));
   }
-  out.input_embeddings = base.input_embeddings.empty() ? "" : moved(base.input_embeddings);
-  out.output_embeddings = base.output_embeddings.empty() ? "" : moved(base.output_embeddings);
+  if (!tree.input_embeddings.empty()) tree.input_embeddings = moved(tree.input_embeddings);
+  if (!tree.output_embeddings.empty()) tree.output_embeddings = moved(tree.output_embeddings);
   // getattr(peft_model, base_model_prefix) (accelerate's _find_final_norm, fsdp_utils.py 1.14) goes
   // through PeftModel.__getattr__ and LoraModel.__getattr__ to LoraModel.model: the whole
   // transformers model, not its base model, so no final norm is found among its children.
-  out.base_model_path = "base_model.model";
-  out.classes_guessed = base.classes_guessed;
-  out.from_checkpoint = base.from_checkpoint;
-  out.checkpoint_only_numel = base.checkpoint_only_numel;
-  out.checkpoint_only_tensors = base.checkpoint_only_tensors;
-  out.activations = base.activations;
-  for (const auto& [path, style] : base.fsdp_plan) out.fsdp_plan.emplace_back(moved(path), style);
-  finalize_counts(out);
-  for (const auto& m : out.modules)
+  tree.base_model_path = "base_model.model";
+  for (auto& [path, style] : tree.fsdp_plan) path = moved(path);
+  tree.class_chains["lora.Linear"] = {"lora.Linear", "LoraLayer", "BaseTunerLayer", "Module"};
+  tree.class_chains["lora.Embedding"] = {"lora.Embedding", "LoraLayer", "BaseTunerLayer", "Module"};
+  tree.class_chains["lora.Linear4bit"] = {"lora.Linear4bit", "LoraLayer", "BaseTunerLayer", "Module"};
+  tree.class_chains["ModulesToSaveWrapper"] = {"ModulesToSaveWrapper", "AuxiliaryTrainingWrapper", "Module"};
+  tree.class_chains["DoraLinearLayer"] = {"DoraLinearLayer", "Module"};
+  tree.class_chains["LoraModel"] = {"LoraModel", "BaseTuner", "Module"};
+  tree.class_chains[root_cls] = {root_cls, "PeftModel", "PushToHubMixin", "Module"};
+  tree.modules = std::move(out.modules);
+  finalize_counts(tree);
+  for (const auto& m : tree.modules)
     for (const auto& p : m.params) {
       if (p.buffer || !p.tied_to.empty()) continue;
       // peft's get_nb_trainable_parameters counts a Params4bit as numel * 2 * itemsize: the
@@ -699,10 +669,9 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
       summary.total += n;
       if (p.requires_grad) summary.trainable += n;
     }
-  if (a.weights && !check_saved_weights(out, a, sink)) return std::nullopt;
-  out.trainable_params = summary.trainable;
-  out.adapter_source = a.source;
-  tree = std::move(out);
+  tree.trainable_params = summary.trainable;
+  tree.adapter_source = a.source;
+  if (a.weights && !check_saved_weights(tree, a, sink)) return std::nullopt;
   return summary;
 }
 

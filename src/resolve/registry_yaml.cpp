@@ -115,6 +115,19 @@ class Builder : public YAML::EventHandler {
 
 }  // namespace
 
+Diagnostic rules_error(const std::string& path, std::string message, int line, int column) {
+  Diagnostic d;
+  d.code = "REG006";
+  d.location.file = path;
+  if (line >= 0) {
+    d.location.line = line + 1;
+    d.location.column = column + 1;
+  }
+  d.message = std::move(message);
+  d.exit_code = ExitCode::bad_rules;
+  return d;
+}
+
 Node* parse_file(const std::string* path, Arena& arena) {
   std::ifstream in(*path, std::ios::binary);
   if (!in) throw SyntaxError{-1, -1, "cannot open the file"};

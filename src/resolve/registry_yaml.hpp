@@ -15,6 +15,8 @@
 #include <string_view>
 #include <vector>
 
+#include "shardcheck/diagnostics.hpp"
+
 namespace shardcheck::registry_yaml {
 
 struct Node {
@@ -57,5 +59,8 @@ struct SyntaxError {
 // Parses the first document of the file at `*path` (the string must outlive the arena's use);
 // an empty file is a null node. Throws SyntaxError.
 Node* parse_file(const std::string* path, Arena& arena);
+
+// REG006: a rules file shardcheck cannot use, at the 0-based mark (line, column) when known.
+Diagnostic rules_error(const std::string& path, std::string message, int line = -1, int column = -1);
 
 }  // namespace shardcheck::registry_yaml

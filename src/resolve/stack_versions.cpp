@@ -61,25 +61,9 @@ std::optional<VersionRules> VersionRules::load(const std::filesystem::path& rule
         version_of(root->get("transformers_native_fsdp_absent_through"), "transformers_native_fsdp_absent_through");
     return r;
   } catch (const registry_yaml::SyntaxError& e) {
-    Diagnostic diag;
-    diag.code = "REG006";
-    diag.location.file = path;
-    diag.location.line = e.line + 1;
-    diag.location.column = e.column + 1;
-    diag.message = e.message;
-    diag.exit_code = ExitCode::bad_rules;
-    sink.report(std::move(diag));
+    sink.report(registry_yaml::rules_error(path, e.message, e.line, e.column));
   } catch (const BadRules& e) {
-    Diagnostic diag;
-    diag.code = "REG006";
-    diag.location.file = path;
-    if (e.at && e.at->line >= 0) {
-      diag.location.line = e.at->line + 1;
-      diag.location.column = e.at->column + 1;
-    }
-    diag.message = e.message;
-    diag.exit_code = ExitCode::bad_rules;
-    sink.report(std::move(diag));
+    sink.report(registry_yaml::rules_error(path, e.message, e.at ? e.at->line : -1, e.at ? e.at->column : -1));
   }
   return std::nullopt;
 }

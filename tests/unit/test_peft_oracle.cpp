@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "oracle_case.hpp"
+#include "simulate/plan_internal.hpp"
 #include "shardcheck/load_tree.hpp"
 #include "shardcheck/peft_model.hpp"
 #include "test_files.hpp"
@@ -33,15 +34,8 @@ std::vector<fs::path> json_files(const fs::path& dir, const std::string& prefix 
   return files;
 }
 
-std::string dtype_label(DType d) {
-  switch (d) {
-    case DType::F32: return "float32";
-    case DType::BF16: return "bfloat16";
-    case DType::F16: return "float16";
-    case DType::U8: return "uint8";
-    default: return std::string(dtype_name(d));
-  }
-}
+// "float32", as torch prints a dtype without its "torch." (plan_internal.hpp torch_dtype_name).
+std::string dtype_label(DType d) { return torch_dtype_name(d).substr(6); }
 
 // BitsAndBytesConfig as the oracle recorded it (scripts/peft_oracle.py QUANTS).
 std::optional<Bnb4bitConfig> bnb_of(const json& q) {
