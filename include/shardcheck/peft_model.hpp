@@ -14,6 +14,7 @@
 #include "shardcheck/adapter.hpp"
 #include "shardcheck/diagnostics.hpp"
 #include "shardcheck/module_tree.hpp"
+#include "shardcheck/stack_versions.hpp"
 
 namespace shardcheck {
 
@@ -25,6 +26,8 @@ struct PeftRules {
   // transformers 5 MoE model_type -> the 4.x module names peft turns into target_parameters
   // (utils/transformers_weight_conversion.py _convert_peft_config_moe).
   std::map<std::string, std::vector<std::string>> moe_converted_names;
+  // FSDP + QLoRA: package -> {">=" or ">", version} (peft's guide).
+  std::map<std::string, std::pair<std::string, Version>> fsdp_qlora_requires;
   static std::optional<PeftRules> load(const std::string& rules_dir, DiagnosticSink& sink);
 };
 
@@ -41,6 +44,10 @@ struct PeftSummary {
 // out (target_parameters on MoE experts, DoRA on an embedding).
 std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules,
                                               DiagnosticSink& sink);
+// FSDP + QLoRA with a release below peft's guide (PEFT011, a warning for each known one).
+void check_qlora_versions(const StackVersions& versions, const PeftRules& rules, const std::string& fallback_file,
+                          DiagnosticSink& sink);
+
 // The same with rules/peft.yaml read from `rules_dir`: what inspect, plan and check call.
 std::optional<PeftSummary> attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,
                                                DiagnosticSink& sink);

@@ -35,12 +35,15 @@ struct VersionRules {
 // environment (--python-env, or the active virtualenv / conda prefix).
 struct VersionRequest {
   std::optional<Setting<Version>> torch, transformers, accelerate;
+  std::optional<Setting<Version>> peft, bitsandbytes, trl;  // PEFT runs: flags only (else the environment)
   std::string python_env;         // "" when none is known
   std::string python_env_source;  // "--python-env", "env VIRTUAL_ENV", "env CONDA_PREFIX"
 };
 
 struct StackVersions {
   Setting<Version> torch, transformers, accelerate;
+  // Known only from a flag or the job's Python environment (no default: not every job has them).
+  std::optional<Setting<Version>> peft, bitsandbytes, trl;
 };
 
 // Each version from its flag, else the Python environment, else the default release set; a torch

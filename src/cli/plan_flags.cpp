@@ -85,6 +85,10 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
                   "accelerate release (default: the Python environment's, else 1.14.0)");
   cmd->add_option("--transformers-version", f.transformers_version,
                   "Module layout of this transformers release (default: the Python environment's, else 5.12.1)");
+  cmd->add_option("--peft-version", f.peft_version, "peft release of a LoRA run (default: the Python environment's)");
+  cmd->add_option("--bitsandbytes-version", f.bitsandbytes_version,
+                  "bitsandbytes release of a QLoRA run (default: the Python environment's)");
+  cmd->add_option("--trl-version", f.trl_version, "trl release, when TRL's trainers run the job");
   cmd->add_option("--python-env", f.python_env,
                   "The job's Python environment (a virtualenv or conda prefix, or site-packages): versions of torch, "
                   "transformers and accelerate are read from it (default: $VIRTUAL_ENV, else $CONDA_PREFIX)");
@@ -142,7 +146,11 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   for (auto [text, setting, flag] : {std::tuple{&f.torch_version, &req.versions.torch, "--torch-version"},
                                      std::tuple{&f.accelerate_version, &req.versions.accelerate, "--accelerate-version"},
                                      std::tuple{&f.transformers_version, &req.versions.transformers,
-                                                "--transformers-version"}}) {
+                                                "--transformers-version"},
+                                     std::tuple{&f.peft_version, &req.versions.peft, "--peft-version"},
+                                     std::tuple{&f.bitsandbytes_version, &req.versions.bitsandbytes,
+                                                "--bitsandbytes-version"},
+                                     std::tuple{&f.trl_version, &req.versions.trl, "--trl-version"}}) {
     if (text->empty()) continue;
     auto v = Version::parse(*text);
     if (!v) {

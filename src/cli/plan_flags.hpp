@@ -16,6 +16,7 @@ struct PlanFlags {
   std::string model, config, env_file, format = "text";
   bool no_env = false, config_only = false, no_tree = false, dequantize = false;
   std::string transformers_version, torch_version, accelerate_version, attn_implementation = "sdpa";
+  std::string peft_version, bitsandbytes_version, trl_version;
   std::string python_env;
   std::string load_dtype;  // --load-dtype: from_pretrained(dtype=...)
   std::string gpu;         // --gpu NAME: a preset of rules/gpus.yaml  // --python-env: the job's virtualenv / conda prefix / site-packages

@@ -579,6 +579,13 @@ constexpr FindingCode kCodes[] = {
      "base_model_name_or_path and the adapter on it. To plan the adapter on another base model, give that "
      "as MODEL and the directory with --adapter."},
 
+    {"PEFT011", Severity::warning, ExitCode::ok, "FSDP + QLoRA with a release below peft's guide",
+     "peft's FSDP+QLoRA guide (docs/source/accelerate/fsdp.md) lists the first releases that shard 4-bit "
+     "weights under FSDP: bitsandbytes >= 0.43.3 (the floating bnb_4bit_quant_storage), accelerate >= 1.0.1, "
+     "transformers > 4.44.2, trl > 0.11.4 and peft > 0.13.0 (rules/peft.yaml). A version known from a flag "
+     "or the job's Python environment below one of them gets this warning; shardcheck did not run those "
+     "releases, so it says what the guide says rather than predict the failure."},
+
     // ---- memory fit (src/pipeline/preflight.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",
      "shardcheck adds up, per rank, the sharded parameters, gradients and optimizer states FSDP keeps plus "

@@ -143,9 +143,13 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   r.tree = std::move(loaded.tree);
   if (!r.tree) return r;
   if (adapter) {
-    r.peft = attach_lora_adapter(*r.tree, *adapter, req.rules_dir, r.sink);
+    const auto peft_rules = PeftRules::load(req.rules_dir, r.sink);
+    if (!peft_rules) return r;
+    r.peft = apply_lora_adapter(*r.tree, *adapter, *peft_rules, r.sink);
     if (!r.peft) return r;
     apply_peft_caller(r.settings, resolve.bnb_4bit);
+    if (r.tree->quantized_4bit)
+      check_qlora_versions(versions, *peft_rules, req.accelerate_config.value_or(r.tree->config_path), r.sink);
   }
   check_stack_versions(versions, *version_rules, r.tree->model_type, r.tree->since,
                        r.settings.fsdp_version.value == 2 && r.settings.fsdp2_caller.value == Fsdp2Caller::transformers,

@@ -341,10 +341,39 @@ std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, Diagnosti
         rules.moe_converted_names[k->text] = names[v->text];
       }
     }
+    if (const Node* req = root->get("fsdp_qlora_requires")) {
+      if (!req->is_map()) return bad(req, "expected a mapping of package to a version requirement");
+      for (const auto& [k, v] : req->entries) {
+        const std::string text = v->is_scalar() ? v->text : "";
+        const std::string op = text.starts_with(">=") ? ">=" : text.starts_with(">") ? ">" : "";
+        const auto version = Version::parse(text.substr(op.size()));
+        if (op.empty() || !version) return bad(v, "expected '>=X.Y.Z' or '>X.Y.Z'");
+        rules.fsdp_qlora_requires[k->text] = {op, *version};
+      }
+    }
     return rules;
   } catch (const registry_yaml::SyntaxError& e) {
     sink.report(registry_yaml::rules_error(path, e.message, e.line, e.column));
     return std::nullopt;
+  }
+}
+
+void check_qlora_versions(const StackVersions& v, const PeftRules& rules, const std::string& fallback_file,
+                          DiagnosticSink& sink) {
+  const std::vector<std::pair<std::string, std::optional<Setting<Version>>>> known = {
+      {"bitsandbytes", v.bitsandbytes}, {"accelerate", v.accelerate}, {"transformers", v.transformers},
+      {"trl", v.trl}, {"peft", v.peft}};
+  for (const auto& [package, version] : known) {
+    const auto req = rules.fsdp_qlora_requires.find(package);
+    if (!version || req == rules.fsdp_qlora_requires.end() || version->source == "default") continue;
+    const auto& [op, min] = req->second;
+    const bool ok = op == ">=" ? !(version->value < min) : min < version->value;
+    if (ok) continue;
+    sink.report(setting_finding(
+        "PEFT011", Severity::warning, version->source, fallback_file,
+        fmt::format("{} {} is below what peft's FSDP+QLoRA guide requires ({} {}{})", package, version->value.str(),
+                    package, op, min.str()),
+        "upgrade it; the guide's releases are the first with FSDP support for 4-bit weights"));
   }
 }
 

@@ -91,6 +91,13 @@ StackVersions resolve_stack_versions(const VersionRequest& req, const VersionRul
   pick(v.torch, req.torch, "torch");
   pick(v.transformers, req.transformers, "transformers");
   pick(v.accelerate, req.accelerate, "accelerate");
+  for (auto [out, flag, package] : {std::tuple{&v.peft, &req.peft, "peft"},
+                                    std::tuple{&v.bitsandbytes, &req.bitsandbytes, "bitsandbytes"},
+                                    std::tuple{&v.trl, &req.trl, "trl"}}) {
+    Setting<Version> found{Version{}, ""};
+    pick(found, *flag, package);
+    if (!found.source.empty()) *out = found;
+  }
   // Only torch is known and the default transformers cannot run on it: assume the transformers of
   // that torch's time rather than a pairing that cannot exist.
   if (v.transformers.source == "default" && v.torch.source != "default")

@@ -107,6 +107,15 @@ CASES = [
      "args": ["plan", "fixtures/adapters/lora-checkpoint", "--world-size", "3", "--format", "json"], "cwd": "{src}",
      "json": lambda d: None if len(d["units"]) == 16 and [x["rule"] for x in d["diagnostics"]] == ["PEFT010"]
      else f"{len(d['units'])} units, diagnostics {[x['rule'] for x in d['diagnostics']]}"},
+    # peft's FSDP+QLoRA guide: bitsandbytes >= 0.43.3, peft > 0.13.0 (rules/peft.yaml).
+    {"name": "QLoRA with bitsandbytes and peft below peft's guide, read from the job's environment",
+     "args": ["plan", LLAMA, "--world-size", "2", "--load-in-4bit", "--bnb-4bit-quant-storage", "bfloat16",
+              "--python-env", "{src}/fixtures/python-env-qlora-old"] + QV, "exit": 0,
+     "stderr": ["bitsandbytes 0.42.0 is below what peft's FSDP+QLoRA guide requires (bitsandbytes >=0.43.3)",
+                "peft 0.12.0 is below", "[PEFT011]"]},
+    {"name": "a LoRA run without 4-bit weights is not held to the QLoRA guide",
+     "args": ["plan", LLAMA, "--world-size", "2", "--peft-version", "0.12.0"] + QV, "exit": 0,
+     "not_stderr": ["PEFT011"]},
     {"name": "no adapter at the path",
      "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/nowhere"], "exit": 3, "stderr": ["[IO005]"]},
     {"name": "--adapter and --lora-* together is a usage error",
