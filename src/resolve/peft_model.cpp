@@ -175,22 +175,17 @@ class Builder {
     return out_.modules[static_cast<std::size_t>(module)].params.emplace_back(std::move(p));
   }
 
-  // Copies `old` (a module of `base`) and its subtree under `parent` as `name`. A copy (`deep`) is
-  // deepcopy: new storages, trainable, ties to outside the subtree dropped.
+  // Copies `old` (a module of `base`) and its subtree under `parent` as `name`, frozen as
+  // _mark_only_adapters_as_trainable leaves the base model. A copy (`deep`) is deepcopy: new
+  // storages, trainable, ties to outside the subtree dropped.
   int copy(const ModuleTree& base, int old, int parent, const std::string& name, bool deep) {
     const Module& src = base.modules[static_cast<std::size_t>(old)];
     const int m = add(parent, name, src.cls);
     const std::string& path = out_.modules[static_cast<std::size_t>(m)].path;
     for (ParamInfo p : src.params) {
-      const std::string old_full = src.path.empty() ? p.name : src.path + "." + p.name;
-      const std::string new_full = path + "." + p.name;
-      if (deep) {
-        p.tied_to.clear();
-        p.requires_grad = true;
-        copied_.insert(new_full);
-      } else {
-        renamed_[old_full] = new_full;
-      }
+      p.requires_grad = deep;
+      if (deep) p.tied_to.clear();
+      else if (!p.buffer) renamed_[src.path.empty() ? p.name : src.path + "." + p.name] = path + "." + p.name;
       out_.modules[static_cast<std::size_t>(m)].params.push_back(std::move(p));
     }
     for (int c : src.children) copy(base, c, m, base.modules[static_cast<std::size_t>(c)].name, deep);
@@ -199,12 +194,10 @@ class Builder {
 
   void rename(const std::string& old_full, const std::string& new_full) { renamed_[old_full] = new_full; }
   const std::unordered_map<std::string, std::string>& renamed() const { return renamed_; }
-  bool is_copy(const std::string& full) const { return copied_.count(full) > 0; }
 
  private:
   ModuleTree& out_;
   std::unordered_map<std::string, std::string> renamed_;
-  std::set<std::string> copied_;
 };
 
 const ParamInfo* weight_of(const Module& m) {
@@ -568,7 +561,6 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
                                                           : "PeftModel";
   const int root = b.add(-1, "", root_cls);
   const int lora_model = b.add(root, "base_model", "LoraModel");
-  std::vector<std::string> adapter_params;  // full names of the adapters' own parameters
   // Emits base module `old` (and its subtree) as `name` under `parent`.
   std::function<void(int, int, const std::string&)> emit = [&](int old, int parent, const std::string& name) {
     const Module& src = base.modules[static_cast<std::size_t>(old)];
@@ -582,10 +574,10 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
     if (target[static_cast<std::size_t>(old)] != Target::lora) {
       const int m = b.add(parent, name, src.cls);
       const std::string& path = out.modules[static_cast<std::size_t>(m)].path;
-      for (const ParamInfo& p : src.params) {
-        out.modules[static_cast<std::size_t>(m)].params.push_back(p);
-        const std::string old_full = src.path.empty() ? p.name : src.path + "." + p.name;
-        b.rename(old_full, path.empty() ? p.name : path + "." + p.name);
+      for (ParamInfo p : src.params) {
+        if (!p.buffer) b.rename(src.path.empty() ? p.name : src.path + "." + p.name, path.empty() ? p.name : path + "." + p.name);
+        p.requires_grad = false;  // the base model is frozen
+        out.modules[static_cast<std::size_t>(m)].params.push_back(std::move(p));
       }
       for (int c : src.children) emit(c, m, base.modules[static_cast<std::size_t>(c)].name);
       return;
@@ -598,7 +590,6 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
     const DType dt = adapter_dtype(w);
     const int layer = b.add(parent, name, embedding ? "lora.Embedding" : four_bit ? "lora.Linear4bit" : "lora.Linear");
     b.copy(base, old, layer, "base_layer", false);
-    const std::string layer_path = out.modules[static_cast<std::size_t>(layer)].path;
     // Children in LoraLayer.__init__'s order, each ModuleDict's entry right after it (pre-order).
     b.add(b.add(layer, "lora_dropout", "ModuleDict"), a.name, a.lora_dropout > 0 ? "Dropout" : "Identity");
     // nn.Linear weight [out, in] (a Params4bit keeps it beside its packed storage); transformers'
@@ -607,62 +598,44 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
     const std::int64_t in = embedding ? ws.at(0) : conv1d ? ws.at(0) : ws.at(1);
     const std::int64_t outf = embedding ? ws.at(1) : conv1d ? ws.at(1) : ws.at(0);
     const int la = b.add(layer, "lora_A", "ModuleDict");
-    if (!embedding) {
-      b.param(b.add(la, a.name, "Linear"), "weight", {r, in}, dt);
-      adapter_params.push_back(layer_path + ".lora_A." + a.name + ".weight");
-    }
+    if (!embedding) b.param(b.add(la, a.name, "Linear"), "weight", {r, in}, dt);
     const int lb = b.add(layer, "lora_B", "ModuleDict");
     if (!embedding) {
       const int b_lin = b.add(lb, a.name, "Linear");
       b.param(b_lin, "weight", {outf, r}, dt);
-      adapter_params.push_back(layer_path + ".lora_B." + a.name + ".weight");
-      if (a.lora_bias) {
-        b.param(b_lin, "bias", {outf}, dt);
-        adapter_params.push_back(layer_path + ".lora_B." + a.name + ".bias");
-      }
+      if (a.lora_bias) b.param(b_lin, "bias", {outf}, dt);
     }
     const int ea = b.add(layer, "lora_embedding_A", "ParameterDict");
     const int eb = b.add(layer, "lora_embedding_B", "ParameterDict");
     if (embedding) {
       b.param(ea, a.name, {r, in}, dt);
       b.param(eb, a.name, {outf, r}, dt);
-      adapter_params.push_back(layer_path + ".lora_embedding_A." + a.name);
-      adapter_params.push_back(layer_path + ".lora_embedding_B." + a.name);
     }
     const int mag = b.add(layer, "lora_magnitude_vector", "ModuleDict");
-    if (a.use_dora) {
-      b.param(b.add(mag, a.name, "DoraLinearLayer"), "weight", {outf}, dt);
-      adapter_params.push_back(layer_path + ".lora_magnitude_vector." + a.name + ".weight");
-    }
+    if (a.use_dora) b.param(b.add(mag, a.name, "DoraLinearLayer"), "weight", {outf}, dt);
   };
   emit(0, lora_model, "model");
 
   timer.lap("peft: trainable");
-  // What trains (_mark_only_adapters_as_trainable), then tied aliases follow their storage.
-  const std::set<std::string> adapters(adapter_params.begin(), adapter_params.end());
-  std::set<std::string> lora_base_biases;
-  for (const auto& m : out.modules)
-    if (m.cls.starts_with("lora.")) lora_base_biases.insert(m.path + ".base_layer.bias");
-  std::unordered_map<std::string, bool> grad_of;
-  for (auto& m : out.modules)
-    for (auto& p : m.params) {
-      const std::string full = m.path.empty() ? p.name : m.path + "." + p.name;
-      if (!p.tied_to.empty()) {
-        const auto it = b.renamed().find(p.tied_to);
-        p.tied_to = it != b.renamed().end() ? it->second : p.tied_to;
-      }
-      bool trains = adapters.count(full) > 0 || b.is_copy(full);
-      if (p.name == "bias" && !p.buffer) {
-        if (a.bias == "all") trains = true;
-        if (a.bias == "lora_only" && lora_base_biases.count(full)) trains = true;
-      }
-      p.requires_grad = trains;
-      grad_of[full] = trains;
-    }
+  // What trains (_mark_only_adapters_as_trainable): the adapters and the saved copies were made
+  // trainable and the rest frozen as they were built; then the bias modes, and tied aliases follow
+  // their storage under its new name.
+  for (auto& m : out.modules) {
+    const bool lora_base = m.name == "base_layer" && m.parent >= 0 &&
+                           out.modules[static_cast<std::size_t>(m.parent)].cls.starts_with("lora.");
+    for (auto& p : m.params)
+      if (p.name == "bias" && !p.buffer && (a.bias == "all" || (a.bias == "lora_only" && lora_base)))
+        p.requires_grad = true;
+  }
+  std::vector<ParamInfo*> aliases;
   for (auto& m : out.modules)
     for (auto& p : m.params)
-      if (!p.tied_to.empty())
-        if (const auto it = grad_of.find(p.tied_to); it != grad_of.end()) p.requires_grad = it->second;
+      if (!p.tied_to.empty()) {
+        if (const auto it = b.renamed().find(p.tied_to); it != b.renamed().end()) p.tied_to = it->second;
+        aliases.push_back(&p);
+      }
+  for (ParamInfo* p : aliases)
+    if (const ParamInfo* target = find_param(out, p->tied_to)) p->requires_grad = target->requires_grad;
 
   timer.lap("peft: finish");
   // The PeftModel's modules replace the tree's; what else the rest of shardcheck reads from the tree
