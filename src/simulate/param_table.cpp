@@ -22,7 +22,11 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
     ignored_module_[m] = (mod.parent >= 0 && ignored_module_[static_cast<std::size_t>(mod.parent)]) ||
                          (ignored && std::regex_match(mod.path, *ignored));
   }
+  // Only the targets of tied aliases need finding by name (a PeftModel has ~10k parameters).
   std::unordered_map<std::string, int> index;
+  for (const auto& mod : tree.modules)
+    for (const auto& p : mod.params)
+      if (!p.tied_to.empty()) index.emplace(p.tied_to, -1);
   std::vector<std::string> alias_targets;
   for (int m = 0; m < static_cast<int>(tree.modules.size()); ++m) {
     const Module& mod = tree.modules[m];
@@ -50,7 +54,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
           e.dtype != DType::F32 && !tree.quantized_4bit)
         e.dtype = DType::F32;
       const int idx = static_cast<int>(entries_.size());
-      index.emplace(e.fqn, idx);
+      if (const auto it = index.find(e.fqn); it != index.end()) it->second = idx;
       alias_targets.push_back(p.tied_to);
       by_module_[static_cast<std::size_t>(m)].push_back(idx);
       entries_.push_back(std::move(e));
@@ -59,7 +63,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     entries_[i].storage = static_cast<int>(i);
     if (alias_targets[i].empty()) continue;
-    if (auto it = index.find(alias_targets[i]); it != index.end()) entries_[i].storage = it->second;
+    if (auto it = index.find(alias_targets[i]); it != index.end() && it->second >= 0) entries_[i].storage = it->second;
   }
 }
 
