@@ -20,6 +20,9 @@ struct TextStyle {
 
 // `print(model)`-like tree with parameter counts; identical consecutive layers collapsed.
 std::string render_tree_text(const ModuleTree& tree, const TextStyle& style = {});
+// "LoRA adapter SRC: trainable params: N || all params: M || trainable%: P" (peft's
+// print_trainable_parameters), in the tree and in the plan.
+std::string peft_trainable_line(const std::string& adapter, std::int64_t trainable, std::int64_t total);
 // The same print(model)-shaped tree, module lines only, with marks[i] after module i (one per module).
 std::string render_marked_tree_text(const ModuleTree& tree, const std::vector<std::string>& marks,
                                     const TextStyle& style = {});
@@ -37,6 +40,7 @@ std::string diagnostic_json(const Diagnostic& d);
 }  // namespace shardcheck
 
 #include "shardcheck/memory.hpp"
+#include "shardcheck/peft_model.hpp"
 #include "shardcheck/settings.hpp"
 #include "shardcheck/shard_plan.hpp"
 
@@ -44,11 +48,14 @@ namespace shardcheck {
 
 // `plan --format json`: {"world_size", "fsdp_version", "torch_version", "sharding_strategy",
 // "settings": {name: {"value", "source"}}, "units": [...], "diagnostics": [...]}.
+// With a PEFT adapter, "peft": {"adapter", "trainable_params", "all_params", "targeted", "saved"}.
 std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings, const MemoryEstimate& memory,
-                             const CommVolume& comm, const std::vector<Diagnostic>& diagnostics);
-// The unit table with repeated identical units collapsed, then memory per rank and the verdict.
+                             const CommVolume& comm, const std::vector<Diagnostic>& diagnostics,
+                             const PeftSummary* peft = nullptr);
+// The unit table with repeated identical units collapsed, then memory per rank and the verdict;
+// with a PEFT adapter, peft's trainable-parameter line first.
 std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& settings, const MemoryEstimate& memory,
-                             const CommVolume& comm, const TextStyle& style = {});
+                             const CommVolume& comm, const TextStyle& style = {}, const PeftSummary* peft = nullptr);
 
 }  // namespace shardcheck
 

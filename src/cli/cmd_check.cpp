@@ -77,7 +77,8 @@ int run_check(CheckFlags f, const CliContext& ctx) {
   PreflightResult r = run_preflight(*req);
   const auto& items = r.sink.items();
   if (f.format == "json") {
-    if (r.plan) std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, items).c_str(), stdout);
+    if (r.plan)
+      std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, items, r.peft ? &*r.peft : nullptr).c_str(), stdout);
     else std::fputs(render_diagnostics_json(items).c_str(), stdout);
   } else if (f.format == "sarif") {
     std::fputs(render_diagnostics_sarif(items, sarif_rules_for(items), SHARDCHECK_VERSION, f.uri_base).c_str(), stdout);
@@ -91,7 +92,9 @@ int run_check(CheckFlags f, const CliContext& ctx) {
     if (!r.planned_config_note.empty()) std::printf("\nnote: %s\n", r.planned_config_note.c_str());
     if (r.plan) {
       std::fputs("\n", stdout);
-      std::fputs(render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color}).c_str(), stdout);
+      std::fputs(
+          render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color}, r.peft ? &*r.peft : nullptr).c_str(),
+          stdout);
     }
     std::printf("\n%zu error(s), %zu warning(s)\n", r.sink.count(Severity::error), r.sink.count(Severity::warning));
   }

@@ -128,7 +128,8 @@ void comm_json(JsonWriter& w, const CommVolume& c) {
 }  // namespace
 
 std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings, const MemoryEstimate& memory,
-                             const CommVolume& comm, const std::vector<Diagnostic>& diagnostics) {
+                             const CommVolume& comm, const std::vector<Diagnostic>& diagnostics,
+                             const PeftSummary* peft) {
   std::string out;
   JsonWriter w(out);
   w.begin_object();
@@ -139,6 +140,15 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
   w.key("torch_version").value(plan.torch_version.str());
   w.key("sharding_strategy").value(strategy_name(plan.strategy));
   settings_json(w, settings);
+  if (peft) {
+    w.key("peft").begin_object();
+    w.key("adapter").value(peft->adapter);
+    w.key("trainable_params").value(peft->trainable);
+    w.key("all_params").value(peft->total);
+    w.key("targeted").array(peft->targeted);
+    w.key("saved").array(peft->saved);
+    w.end_object();
+  }
   w.key("units").begin_array();
   for (const auto& u : plan.units) {
     w.begin_object();

@@ -104,7 +104,7 @@ std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan,
 }
 
 std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const MemoryEstimate& mem,
-                             const CommVolume& comm, const TextStyle& style) {
+                             const CommVolume& comm, const TextStyle& style, const PeftSummary* peft) {
   std::string out;
   auto bold = [&](const std::string& x) { return style.color ? "\x1b[1m" + x + "\x1b[0m" : x; };
   out += bold(fmt::format("FSDP{} {}: {} {} over {} rank(s) per shard group", plan.fsdp_version,
@@ -122,12 +122,14 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                        s.accelerate_version.value.str(), s.use_orig_params.value ? "True" : "False");
   std::string classes;
   for (const auto& c : s.wrap_classes.value) classes += (classes.empty() ? "" : ",") + c;
-  out += fmt::format("policy {}{} [{}]\n\n", policy_name(s.policy.value),
+  out += fmt::format("policy {}{} [{}]\n", policy_name(s.policy.value),
                      s.policy.value == WrapPolicyKind::transformer ? " " + classes
                      : s.policy.value == WrapPolicyKind::size
                          ? fmt::format(" min_num_params={}", s.min_num_params.value)
                          : std::string(),
                      s.policy.value == WrapPolicyKind::transformer ? s.wrap_classes.source : s.policy.source);
+  if (peft) out += peft_trainable_line(peft->adapter, peft->trainable, peft->total) + "\n";
+  out += "\n";
   out += fmt::format("  {:<34} {:<30} {:>15} {:>15}  {:<6} {}\n", "unit", "class", "numel", "shard/rank", "dtype",
                      "padding by rank");
   auto row = [&](const ShardUnit& u, const ShardUnit& last, std::size_t run) {

@@ -71,13 +71,8 @@ class TextTree {
     for (const auto& [dt, n] : tree_.dtype_numel)
       dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", dtype_name(dt), fmt::group_digits(n));
     out_ += fmt::format("; {}\n", dtypes.empty() ? "no parameters" : dtypes);
-    if (tree_.trainable_params)  // peft's print_trainable_parameters line
-      out_ += fmt::format("LoRA adapter {}: trainable params: {} || all params: {} || trainable%: {:.4f}\n",
-                          tree_.adapter_source, fmt::group_digits(*tree_.trainable_params),
-                          fmt::group_digits(tree_.num_params),
-                          tree_.num_params ? 100.0 * static_cast<double>(*tree_.trainable_params) /
-                                                 static_cast<double>(tree_.num_params)
-                                           : 0.0);
+    if (tree_.trainable_params)
+      out_ += peft_trainable_line(tree_.adapter_source, *tree_.trainable_params, tree_.num_params) + "\n";
     out_ += fmt::format("source: {}{}\n",
                         tree_.from_checkpoint ? "safetensors headers" : "config.json only (shapes from the registry)",
                         tree_.dequantized ? "; quantised weights loaded dequantised (quantization_config.dequantize)" : "");
@@ -136,6 +131,13 @@ class TextTree {
 };
 
 }  // namespace
+
+// peft's print_trainable_parameters line.
+std::string peft_trainable_line(const std::string& adapter, std::int64_t trainable, std::int64_t total) {
+  return fmt::format("LoRA adapter {}: trainable params: {} || all params: {} || trainable%: {:.4f}", adapter,
+                     fmt::group_digits(trainable), fmt::group_digits(total),
+                     total ? 100.0 * static_cast<double>(trainable) / static_cast<double>(total) : 0.0);
+}
 
 std::string render_tree_text(const ModuleTree& tree, const TextStyle& style) { return TextTree(tree, style).render(); }
 

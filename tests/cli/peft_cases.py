@@ -21,6 +21,9 @@ def trainer_fsdp1_w3(doc):
     u = units(doc)
     if len(u) != 16:
         return f"{len(u)} units, expected 16"
+    peft = doc.get("peft", {})
+    if (peft.get("trainable_params"), peft.get("all_params"), len(peft.get("targeted", []))) != (840, 15420, 6):
+        return f"peft summary {peft}"
     qa = u.get("base_model.model.model.layers.0.self_attn.q_proj.lora_A.default")
     if not qa or (qa["numel"], qa["shard_numel"], qa["dtype"], qa["requires_grad"]) != (80, 27, "F32", True):
         return f"q_proj lora_A unit {qa}"
@@ -79,6 +82,10 @@ CASES = [
      "args": ["plan", LLAMA, "--world-size", "3", "--caller", "accelerate", "--load-dtype", "float32"] + QV,
      "exit": 1, "stderr": ["Must flatten tensors with uniform `requires_grad` when `use_orig_params=False`",
                            "[PLAN003]"]},
+    {"name": "check prints peft's trainable line above the unit table",
+     "args": ["check", "--no-env", LLAMA, "--world-size", "3"] + QV,
+     "stdout": ["LoRA adapter command line: trainable params: 840 || all params: 15,420 || trainable%: 5.4475",
+                "policy PEFT_WRAP"]},
     {"name": "plan --caller accelerate in float32 with use_orig_params runs",
      "args": ["plan", LLAMA, "--world-size", "3", "--caller", "accelerate", "--use-orig-params", "true",
               "--load-dtype", "float32"] + QV,
