@@ -1,5 +1,7 @@
 #include "cli/plan_flags.hpp"
 
+#include "shardcheck/training_args.hpp"
+
 #include <fmt/format.h>
 
 #include <yaml-cpp/yaml.h>
@@ -119,6 +121,9 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
       ->check(CLI::IsMember({"trainer", "accelerate"}));
   cmd->add_option("--dp-replicate", f.dp_replicate, "FSDP2 HSDP: replicas of the shard group (2-D mesh)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--training-args", f.training_args,
+                  "The run's Trainer / TRL config (YAML or JSON): per_device_train_batch_size and max_length (or "
+                  "max_seq_length) as the workload, gradient_checkpointing, bf16/fp16, torch_dtype; flags win");
   cmd->add_option("--seq-len", f.seq_len, "Tokens per sequence: with --micro-batch, estimate activations")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
   cmd->add_option("--micro-batch", f.micro_batch, "Sequences per rank per step (with --seq-len)")
@@ -205,6 +210,21 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
                         f.seq_len ? "--seq-len" : "--micro-batch");
     return std::nullopt;
   }
+  // The run's training arguments: what they state, under the flags.
+  std::optional<TrainingArgs> args;
+  if (!f.training_args.empty()) {
+    auto loaded = load_training_args(f.training_args);
+    if (const auto* message = std::get_if<std::string>(&loaded)) {
+      error = *message;
+      return std::nullopt;
+    }
+    args = std::get<TrainingArgs>(std::move(loaded));
+    if (!f.seq_len && args->seq_len && args->micro_batch) {
+      req.memory.seq_len = args->seq_len->value;
+      req.memory.micro_batch = args->micro_batch->value;
+    }
+    if (f.load_dtype.empty() && args->load_dtype) req.resolve.load_dtype = args->load_dtype->value;
+  }
   if (!f.bus_bandwidth.empty()) {
     // nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.
     std::string text;
@@ -237,7 +257,11 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   } else if (!f.no_env) {
     req.env = fsdp_environment_of_process();
   }
-  req.overrides = [f, strategy](FsdpSettings& s) {
+  req.overrides = [f, strategy, args](FsdpSettings& s) {
+    // The Trainer makes bf16/fp16 accelerate's mixed precision (over the accelerate config) and
+    // gradient_checkpointing checkpoints every layer; flags below still win.
+    if (args && args->gradient_checkpointing) s.activation_checkpointing = *args->gradient_checkpointing;
+    if (args && args->mixed_precision) s.mixed_precision = *args->mixed_precision;
     from_cli(s.world_size, f.world_size, "--world-size");
     from_cli(s.num_machines, f.num_machines, "--num-machines");
     from_cli(s.fsdp_version, f.fsdp_version, "--fsdp-version");

@@ -29,6 +29,7 @@ struct PlanFlags {
   std::optional<int> dp_replicate;
   AdapterFlags adapter;
   std::string caller;      // --caller trainer|accelerate: who prepares a PEFT model
+  std::string training_args;  // --training-args FILE: the Trainer / TRL config of the run
 };
 
 void add_plan_flags(CLI::App* cmd, PlanFlags& f);

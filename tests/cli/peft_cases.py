@@ -123,6 +123,23 @@ CASES = [
     {"name": "a LoRA run without 4-bit weights is not held to the QLoRA guide",
      "args": ["plan", LLAMA, "--world-size", "2", "--peft-version", "0.12.0"] + QV, "exit": 0,
      "not_stderr": ["PEFT011"]},
+    # fixtures/training-args/sft-qlora.yaml: 2048 tokens x 4 sequences, bf16, gradient checkpointing.
+    {"name": "--training-args: the workload, precision and checkpointing of a TRL recipe, each with its line",
+     "args": ["plan", LLAMA, "--world-size", "2", "--training-args", "{src}/fixtures/training-args/sft-qlora.yaml",
+              "--format", "json"] + QV,
+     "json": lambda d: None if (d["memory"]["activations"]["tokens"] == 8192
+                                and d["settings"]["mixed_precision"]["value"] == "bf16"
+                                and d["settings"]["mixed_precision"]["source"].endswith("sft-qlora.yaml:9")
+                                and d["settings"]["activation_checkpointing"]["value"] is True
+                                and d["settings"]["activation_checkpointing"]["source"].endswith("sft-qlora.yaml:10"))
+     else f"activations {d['memory'].get('activations')}, settings {d['settings']['mixed_precision']} "
+          f"{d['settings']['activation_checkpointing']}"},
+    {"name": "--training-args with bf16 and fp16 both true is refused as TrainingArguments refuses it",
+     "args": ["plan", LLAMA, "--training-args", "{src}/fixtures/training-args/both-precisions.yaml"], "exit": 2,
+     "stderr": ["both-precisions.yaml:3: bf16 and fp16 are both true"]},
+    {"name": "--training-args with a batch size that is not a number names its line",
+     "args": ["plan", LLAMA, "--training-args", "{src}/fixtures/training-args/bad-batch.yaml"], "exit": 2,
+     "stderr": ["bad-batch.yaml:2:30: expected a positive integer for per_device_train_batch_size, found 'four'"]},
     {"name": "no adapter at the path",
      "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/nowhere"], "exit": 3, "stderr": ["[IO005]"]},
     {"name": "--adapter and --lora-* together is a usage error",
