@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <type_traits>
 
 namespace shardcheck {
 namespace {
@@ -157,27 +158,17 @@ std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std
   }
   LoraAdapter a;
   a.source = label;
-  auto str = [&](const char* key, std::string& out) {
+  // One scalar field: absent or null keeps peft's default; the wrong JSON type is PEFT002.
+  auto field = [&](const char* key, auto& out, bool (json::*is_type)() const noexcept, const char* expected) {
     const auto it = doc.find(key);
     if (it == doc.end() || it->is_null()) return;
-    if (!it->is_string()) return rd.wrong(key, "a string", *it);
-    out = it->get<std::string>();
+    if (!((*it).*is_type)()) return rd.wrong(key, expected, *it);
+    out = it->template get<std::remove_reference_t<decltype(out)>>();
     a.field_sources.emplace_back(key, rd.source(key));
   };
-  auto boolean = [&](const char* key, bool& out) {
-    const auto it = doc.find(key);
-    if (it == doc.end() || it->is_null()) return;
-    if (!it->is_boolean()) return rd.wrong(key, "true or false", *it);
-    out = it->get<bool>();
-    a.field_sources.emplace_back(key, rd.source(key));
-  };
-  auto number = [&](const char* key, double& out) {
-    const auto it = doc.find(key);
-    if (it == doc.end() || it->is_null()) return;
-    if (!it->is_number()) return rd.wrong(key, "a number", *it);
-    out = it->get<double>();
-    a.field_sources.emplace_back(key, rd.source(key));
-  };
+  auto str = [&](const char* key, std::string& out) { field(key, out, &json::is_string, "a string"); };
+  auto boolean = [&](const char* key, bool& out) { field(key, out, &json::is_boolean, "true or false"); };
+  auto number = [&](const char* key, double& out) { field(key, out, &json::is_number, "a number"); };
   str("peft_type", a.peft_type);
   if (rd.ok && a.peft_type != "LORA") {
     rd.fail("PEFT003", "peft_type",
