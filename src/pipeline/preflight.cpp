@@ -187,9 +187,10 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   for (const auto& d : r.sink.items())
     if (d.severity == Severity::error) {
       r.memory.verdict = FitVerdict::withheld;
-      // ARCH/CFG/MT: shardcheck cannot lay out this model; anything else: torch or accelerate stops it.
-      const bool undescribed = d.code.starts_with("ARCH") || d.code.starts_with("CFG") || d.code.starts_with("MT") ||
-                               d.code == "PEFT006";
+      // An unknown model or adapter layout, a config.json without its fields, a checkpoint that
+      // disagrees: shardcheck cannot lay out this model; anything else: torch or accelerate stops it.
+      const bool undescribed = d.exit_code == ExitCode::unknown_model || d.exit_code == ExitCode::bad_model_config ||
+                               d.exit_code == ExitCode::model_mismatch;
       r.memory.verdict_reason = fmt::format("{} ({}: {})",
                                             undescribed ? "shardcheck cannot lay out this model as the job builds it"
                                                         : "the job fails before training",

@@ -17,11 +17,6 @@ std::string pads(const std::vector<std::int64_t>& v) {
   return s;
 }
 
-bool same_shape(const ShardUnit& a, const ShardUnit& b) {
-  return a.cls == b.cls && a.numel == b.numel && a.shard_numel == b.shard_numel && a.rank_pad == b.rank_pad &&
-         a.dtype == b.dtype && a.reshard_after_forward == b.reshard_after_forward;
-}
-
 // "model.layers.0.mlp" .. "model.layers.31.mlp" -> "model.layers.{0-31}.mlp": the one numeric
 // component that differs becomes a range.
 std::vector<std::string> split_path(const std::string& p) {
@@ -149,9 +144,7 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
   for (std::size_t i = 0; i < plan.units.size();) {
     // Identical consecutive units, or a repeated block of them (a layer and its LoRA units), collapse.
     std::size_t run = 1;
-    while (i + run < plan.units.size() && same_shape(plan.units[i + run], plan.units[i]) &&
-           keys[i + run] == keys[i])
-      ++run;
+    while (i + run < plan.units.size() && keys[i + run] == keys[i]) ++run;
     const auto [period, reps] = repetition_at(keys, i);
     if (reps >= 2 && period > 1 && period * reps > run) {
       for (std::size_t k = 0; k < period; ++k) row(plan.units[i + k], plan.units[i + (reps - 1) * period + k], reps);
