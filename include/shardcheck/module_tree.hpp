@@ -50,6 +50,16 @@ struct Module {
   std::int64_t total_numel = 0;      // subtree, every storage counted once
 };
 
+// What get_peft_model built (shardcheck/peft_model.hpp): the one home of peft's counts, which the
+// tree, the plan and the JSON all print.
+struct PeftSummary {
+  std::string adapter;                    // where the adapter came from
+  std::vector<std::string> targeted;      // base-model module paths that got LoRA layers
+  std::vector<std::string> saved;         // modules_to_save wrappers
+  std::int64_t trainable = 0;             // peft's get_nb_trainable_parameters
+  std::int64_t total = 0;
+};
+
 struct ModuleTree {
   std::string model_type;
   std::string config_path;           // the config.json it was built from (diagnostics)
@@ -70,11 +80,9 @@ struct ModuleTree {
   bool classes_guessed = false;      // fallback for an unknown model_type
   bool from_checkpoint = false;      // shapes/dtypes confirmed by safetensors headers
   std::int64_t num_params = 0;       // distinct parameter storages
-  // With a PEFT adapter (shardcheck/peft_model.hpp): the elements that train, as peft's
-  // print_trainable_parameters counts them, and where the adapter came from. nullopt: a full
-  // fine-tune, every parameter trains (unless plan --frozen says otherwise).
-  std::optional<std::int64_t> trainable_params;
-  std::string adapter_source;
+  // With a PEFT adapter: what it added and what trains. nullopt: a full fine-tune, every parameter
+  // trains (unless plan --frozen says otherwise).
+  std::optional<PeftSummary> peft;
   std::int64_t num_tensors = 0;      // distinct parameter tensors
   std::map<DType, std::int64_t> dtype_numel;   // parameter elements per dtype
   std::int64_t checkpoint_only_numel = 0;      // tensors on disk that transformers drops on load

@@ -31,25 +31,17 @@ struct PeftRules {
   static std::optional<PeftRules> load(const std::string& rules_dir, DiagnosticSink& sink);
 };
 
-struct PeftSummary {
-  std::string adapter;                    // where the adapter came from
-  std::vector<std::string> targeted;      // base-model module paths that got LoRA layers
-  std::vector<std::string> saved;         // modules_to_save wrappers
-  std::int64_t trainable = 0;             // peft's get_nb_trainable_parameters
-  std::int64_t total = 0;
-};
-
-// Rewrites `tree` into the PeftModel. Returns nullopt (findings in `sink`) where peft itself would
-// raise (no module matched, an unsupported module type) or where shardcheck cannot lay the adapter
-// out (target_parameters on MoE experts, DoRA on an embedding).
-std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules,
-                                              DiagnosticSink& sink);
+// Rewrites `tree` into the PeftModel, with `tree.peft` saying what was built. Returns false
+// (findings in `sink`) where peft itself would raise (no module matched, an unsupported module type)
+// or where shardcheck cannot lay the adapter out (target_parameters on MoE experts, DoRA on an
+// embedding).
+bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules, DiagnosticSink& sink);
 // FSDP + QLoRA with a release below peft's guide (PEFT011, a warning for each known one).
 void check_qlora_versions(const StackVersions& versions, const PeftRules& rules, const std::string& fallback_file,
                           DiagnosticSink& sink);
 
 // The same with rules/peft.yaml read from `rules_dir`: what inspect, plan and check call.
-std::optional<PeftSummary> attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,
-                                               DiagnosticSink& sink);
+bool attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,
+                         DiagnosticSink& sink);
 
 }  // namespace shardcheck

@@ -44,7 +44,6 @@ struct PreflightResult {
   std::optional<ConfigDoc> config_doc;  // for snippets in text output
   std::string planned_config_note;      // "planned with the fixes applied" when the file was broken
   std::optional<ModuleTree> tree;
-  std::optional<PeftSummary> peft;      // with an adapter: what get_peft_model built
   FsdpSettings settings;
   std::optional<ShardPlan> plan;
   MemoryEstimate memory;

@@ -78,7 +78,7 @@ int run_check(CheckFlags f, const CliContext& ctx) {
   const auto& items = r.sink.items();
   if (f.format == "json") {
     if (r.plan)
-      std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, items, r.peft ? &*r.peft : nullptr).c_str(), stdout);
+      std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, items, r.tree && r.tree->peft ? &*r.tree->peft : nullptr).c_str(), stdout);
     else std::fputs(render_diagnostics_json(items).c_str(), stdout);
   } else if (f.format == "sarif") {
     std::fputs(render_diagnostics_sarif(items, sarif_rules_for(items), SHARDCHECK_VERSION, f.uri_base).c_str(), stdout);
@@ -93,7 +93,7 @@ int run_check(CheckFlags f, const CliContext& ctx) {
     if (r.plan) {
       std::fputs("\n", stdout);
       std::fputs(
-          render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color}, r.peft ? &*r.peft : nullptr).c_str(),
+          render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color}, r.tree && r.tree->peft ? &*r.tree->peft : nullptr).c_str(),
           stdout);
     }
     std::printf("\n%zu error(s), %zu warning(s)\n", r.sink.count(Severity::error), r.sink.count(Severity::warning));

@@ -145,8 +145,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   if (adapter) {
     const auto peft_rules = PeftRules::load(req.rules_dir, r.sink);
     if (!peft_rules) return r;
-    r.peft = apply_lora_adapter(*r.tree, *adapter, *peft_rules, r.sink);
-    if (!r.peft) return r;
+    if (!apply_lora_adapter(*r.tree, *adapter, *peft_rules, r.sink)) return r;
     apply_peft_caller(r.settings, resolve.bnb_4bit);
     if (r.tree->quantized_4bit)
       check_qlora_versions(versions, *peft_rules, req.accelerate_config.value_or(r.tree->config_path), r.sink);
@@ -163,7 +162,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   r.plan = r.settings.fsdp_version.value == 2 ? plan_fsdp2(*r.tree, r.settings, r.sink)
                                               : plan_fsdp1(*r.tree, r.settings, r.sink);
   if (!wrap_failed) check_plan_coverage(*r.tree, r.settings, *r.plan, r.sink);
-  if (r.peft && !wrap_failed) check_peft_plan(*r.tree, r.settings, *r.plan, r.sink);
+  if (r.tree->peft && !wrap_failed) check_peft_plan(*r.tree, r.settings, *r.plan, r.sink);
   if (r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1 && loaded.inputs)
     check_tp_heads(loaded.inputs->config, *r.tree, r.settings, r.sink);
   if (r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1) {

@@ -14,9 +14,9 @@ std::string render_tree_json(const ModuleTree& tree, const std::vector<Diagnosti
   w.key("transformers_version").value(tree.transformers.str());
   w.key("num_params").value(tree.num_params);
   w.key("num_tensors").value(tree.num_tensors);
-  if (tree.trainable_params) {
-    w.key("trainable_params").value(*tree.trainable_params);
-    w.key("adapter").value(tree.adapter_source);
+  if (tree.peft) {
+    w.key("trainable_params").value(tree.peft->trainable);
+    w.key("adapter").value(tree.peft->adapter);
   }
   w.key("dtypes").begin_object();
   for (const auto& [dt, n] : tree.dtype_numel) w.key(dtype_name(dt)).value(n);
@@ -39,7 +39,7 @@ std::string render_tree_json(const ModuleTree& tree, const std::vector<Diagnosti
       w.key("dtype").value(dtype_name(p.dtype));
       if (!p.tied_to.empty()) w.key("tied_to").value(p.tied_to);
       if (p.buffer) w.key("buffer").value(true);
-      if (tree.trainable_params && !p.buffer) w.key("requires_grad").value(p.requires_grad);
+      if (tree.peft && !p.buffer) w.key("requires_grad").value(p.requires_grad);
       w.end_object();
     }
     w.end_array();

@@ -71,8 +71,7 @@ class TextTree {
     for (const auto& [dt, n] : tree_.dtype_numel)
       dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", dtype_name(dt), fmt::group_digits(n));
     out_ += fmt::format("; {}\n", dtypes.empty() ? "no parameters" : dtypes);
-    if (tree_.trainable_params)
-      out_ += peft_trainable_line(tree_.adapter_source, *tree_.trainable_params, tree_.num_params) + "\n";
+    if (tree_.peft) out_ += peft_trainable_line(tree_.peft->adapter, tree_.peft->trainable, tree_.peft->total) + "\n";
     out_ += fmt::format("source: {}{}\n",
                         tree_.from_checkpoint ? "safetensors headers" : "config.json only (shapes from the registry)",
                         tree_.dequantized ? "; quantised weights loaded dequantised (quantization_config.dequantize)" : "");

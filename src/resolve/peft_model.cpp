@@ -370,17 +370,16 @@ void check_qlora_versions(const StackVersions& v, const PeftRules& rules, const 
   }
 }
 
-std::optional<PeftSummary> attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,
-                                               DiagnosticSink& sink) {
+bool attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,
+                         DiagnosticSink& sink) {
   util::StageTimer timer("resolve: rules/peft.yaml");
   const auto rules = PeftRules::load(rules_dir, sink);
-  if (!rules) return std::nullopt;
+  if (!rules) return false;
   timer.lap("resolve: PEFT adapter");
   return apply_lora_adapter(tree, adapter, *rules, sink);
 }
 
-std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules& rules,
-                                              DiagnosticSink& sink) {
+bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules& rules, DiagnosticSink& sink) {
   if (a.prepare_kbit) {
     for (auto& m : tree.modules)
       for (auto& p : m.params)
@@ -397,7 +396,7 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
                                     python_list(a.target_parameters)),
                         "plan without --adapter for the base model's units; the adapter's own parameters are missing",
                         ExitCode::unknown_model));
-    return std::nullopt;
+    return false;
   }
   // The targets: the file's, else peft's default for the model_type.
   ModuleSelector targets = a.target_modules;
@@ -409,7 +408,7 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
                                       "default LoRA targets for model_type {})",
                                       tree.model_type),
                           "set target_modules (--lora-target-modules), e.g. all-linear", ExitCode::findings));
-      return std::nullopt;
+      return false;
     }
     targets = it->second;
   }
@@ -430,7 +429,7 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
                         selector_text(targets), tree.model_type, python_list(moe->second)),
             "target the attention projections only (e.g. [q_proj, k_proj, v_proj, o_proj]) to plan this run",
             ExitCode::unknown_model));
-        return std::nullopt;
+        return false;
       }
     }
   if (targets.kind == ModuleSelector::Kind::all_linear) {
@@ -462,7 +461,7 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
                         fmt::format("a module pattern of the adapter is not a regular expression shardcheck can read ({})",
                                     e.what()),
                         "", ExitCode::bad_adapter));
-    return std::nullopt;
+    return false;
   }
   for (std::size_t i = 1; i < base.modules.size(); ++i) {
     if (target[i] != Target::lora) continue;
@@ -482,18 +481,18 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
                             m.cls, m.path, selector_text(targets)),
           known_to_peft ? "" : "name the layers inside it (e.g. its q_proj, v_proj) instead of the container",
           known_to_peft ? ExitCode::unknown_model : ExitCode::findings));
-      return std::nullopt;
+      return false;
     }
     if (embedding && a.use_dora) {
       sink.report(finding("PEFT006", Severity::error, a, "use_dora",
                           fmt::format("DoRA on the embedding '{}' is not laid out by shardcheck yet", m.path), "",
                           ExitCode::unknown_model));
-      return std::nullopt;
+      return false;
     }
     if (!weight_of(m)) {
       sink.report(finding("PEFT006", Severity::error, a, "target_modules",
                           fmt::format("'{}' ({}) has no weight shardcheck knows", m.path, m.cls), "", ExitCode::unknown_model));
-      return std::nullopt;
+      return false;
     }
     summary.targeted.push_back(m.path);
   }
@@ -525,7 +524,7 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
     sink.report(finding("PEFT004", Severity::error, a, "target_modules", "NoMatchingPeftModuleError: " + message,
                         fmt::format("this {} model's Linear layers are named {}", base.architecture, python_list(leaves)),
                         ExitCode::findings));
-    return std::nullopt;
+    return false;
   }
 
   // modules_to_save, matched after injection by key.endswith(name) (_set_trainable): the targets of
@@ -671,10 +670,8 @@ std::optional<PeftSummary> apply_lora_adapter(ModuleTree& tree, const LoraAdapte
       summary.total += n;
       if (p.requires_grad) summary.trainable += n;
     }
-  tree.trainable_params = summary.trainable;
-  tree.adapter_source = a.source;
-  if (a.weights && !check_saved_weights(tree, a, sink)) return std::nullopt;
-  return summary;
+  tree.peft = std::move(summary);
+  return !a.weights || check_saved_weights(tree, a, sink);
 }
 
 }  // namespace shardcheck

@@ -149,8 +149,10 @@ CASES = [
     {"name": "inspect --load-in-4bit: Params4bit packs two values per byte",
      # q_proj 20 x 20 = 400 elements -> (400 + 1) // 2 = 200 rows of uint8; lm_head is kept whole.
      "args": ["inspect", LLAMA, "--load-in-4bit", "--lora-target-modules", "q_proj"],
+     # peft counts a Params4bit as the elements it packs: 14,580 + 3 x (8 x 20 + 20 x 8) = 15,540, as
+     # plan says too (one count).
      "stdout": ["(q_proj): lora.Linear4bit", "(base_layer): Linear4bit", "weight[200, 1] U8",
-                "(lm_head): Linear"]},
+                "(lm_head): Linear", "trainable params: 960 || all params: 15,540 || trainable%: 6.1776"]},
     # peft's policy leaves q_proj's 4-bit base weight first in each layer's FlatParameter.
     {"name": "QLoRA with uint8 storage under FSDP1: torch cannot flatten the 4-bit weights",
      "args": ["plan", LLAMA, "--world-size", "2", "--load-in-4bit"] + QV, "exit": 1,
