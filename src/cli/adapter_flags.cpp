@@ -99,7 +99,10 @@ std::optional<LoraAdapter> adapter_from_flags(const AdapterFlags& f, std::string
     a.field_sources.emplace_back("r", "--lora-r");
   }
   if (f.alpha) a.lora_alpha = *f.alpha;
-  if (f.dropout) a.lora_dropout = *f.dropout;
+  if (f.dropout) {
+    a.lora_dropout = *f.dropout;
+    a.field_sources.emplace_back("lora_dropout", "--lora-dropout");
+  }
   if (!f.target_modules.empty()) {
     a.target_modules = selector(f.target_modules, true);
     a.field_sources.emplace_back("target_modules", "--lora-target-modules");

@@ -1,8 +1,11 @@
 // Training arguments as transformers' TrainingArguments and TRL's configs name them (transformers
 // training_args.py: per_device_train_batch_size, gradient_checkpointing, bf16, fp16 — both at once is
 // refused there too; TRL SFTConfig/DPOConfig max_length, older SFTConfig max_seq_length; TRL
-// ModelConfig torch_dtype, renamed dtype). The Trainer hands bf16/fp16 to accelerate as its mixed
-// precision, over the accelerate config's.
+// ModelConfig torch_dtype, renamed dtype). transformers 5.12.1 TrainingArguments.__post_init__ starts
+// from ACCELERATE_MIXED_PRECISION (what accelerate launch exports from its config) and replaces it
+// with "fp16" or "bf16" when either is true; the Trainer builds its Accelerator with that
+// (trainer.py). A false value leaves the config's, so only true values are taken. Read from the
+// source, not run.
 #include "shardcheck/training_args.hpp"
 
 #include <fmt/format.h>

@@ -380,6 +380,15 @@ bool attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std
 }
 
 bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules& rules, DiagnosticSink& sink) {
+  // LoraLayer.update_layer builds nn.Dropout(p=lora_dropout) when it is above 0, and torch refuses a
+  // probability above 1 (torch/nn/modules/dropout.py); 0 or less is an Identity.
+  if (a.lora_dropout > 1) {
+    sink.report(finding("PEFT002", Severity::error, a, "lora_dropout",
+                        fmt::format("ValueError: dropout probability has to be between 0 and 1, but got {} (lora_dropout)",
+                                    a.lora_dropout),
+                        "lora_dropout is a probability, e.g. 0.05", ExitCode::bad_adapter));
+    return false;
+  }
   if (a.prepare_kbit) {
     for (auto& m : tree.modules)
       for (auto& p : m.params)
