@@ -6,7 +6,7 @@ Dev-time tool; CI never needs torch or peft. It runs inside the Debian unstable 
 scripts/oracle2_setup.sh, with peft's source (not packaged by Debian) put beside it by
 scripts/peft_oracle_setup.sh, and writes to fixtures/peft-oracle/:
 
-  scripts/peft_oracle_setup.sh PEFT_CHECKOUT               # once: peft's src/ into the chroot
+  scripts/peft_oracle_setup.sh PEFT_CHECKOUT BNB_CHECKOUT  # once: peft's and bitsandbytes' sources
   scripts/oracle2_run.sh python3 scripts/peft_oracle.py    # adapters + every case
   scripts/oracle2_run.sh python3 scripts/peft_oracle.py --only 'llama-qv-*' --list
 
