@@ -11,6 +11,7 @@
 
 #include "shardcheck/checkpoint.hpp"
 #include "shardcheck/diagnostics.hpp"
+#include "shardcheck/dtype.hpp"
 
 namespace shardcheck {
 
@@ -46,6 +47,10 @@ struct LoraAdapter {
   // peft's prepare_model_for_kbit_training(model) before get_peft_model (not in adapter_config.json):
   // every fp16/bf16 parameter but Params4bit becomes float32 (utils/other.py).
   bool prepare_kbit = false;
+  // A cast of every trainable parameter after get_peft_model (TRL's SFTTrainer does it to bfloat16 for
+  // a quantized model, trl >= 0.26), with where that rule comes from.
+  std::optional<DType> trainable_dtype;
+  std::string trainable_dtype_source;
   // Per-module rank and alpha: the first key (a regex) for which re.match(r"(.*\.)?(KEY)$", name)
   // succeeds (utils/other.py get_pattern_key), in the file's order.
   std::vector<std::pair<std::string, int>> rank_pattern;

@@ -23,9 +23,11 @@ namespace shardcheck {
 // gets for a model_type).
 struct PeftRules {
   std::map<std::string, ModuleSelector> default_targets;
-  // transformers 5 MoE model_type -> the 4.x module names peft turns into target_parameters
-  // (utils/transformers_weight_conversion.py _convert_peft_config_moe).
-  std::map<std::string, std::vector<std::string>> moe_converted_names;
+  // transformers 5 MoE model_type -> (4.x module name, 5.x parameter peft targets instead), in peft's
+  // order (utils/transformers_weight_conversion.py _convert_peft_config_moe).
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> moe_mapping;
+  // Expert classes whose 3-D parameters are [experts, in, out].
+  std::vector<std::string> transposed_expert_classes;
   // FSDP + QLoRA: package -> {">=" or ">", version} (peft's guide).
   std::map<std::string, std::pair<std::string, Version>> fsdp_qlora_requires;
   static std::optional<PeftRules> load(const std::string& rules_dir, DiagnosticSink& sink);
@@ -33,8 +35,8 @@ struct PeftRules {
 
 // Rewrites `tree` into the PeftModel, with `tree.peft` saying what was built. Returns false
 // (findings in `sink`) where peft itself would raise (no module matched, an unsupported module type)
-// or where shardcheck cannot lay the adapter out (target_parameters on MoE experts, DoRA on an
-// embedding).
+// or where shardcheck cannot lay the adapter out (DoRA on an embedding). target_parameters (given, or
+// peft's conversion of transformers 5 MoE targets) become nested ParamWrapper layers.
 bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules, DiagnosticSink& sink);
 // FSDP + QLoRA with a release below peft's guide (PEFT011, a warning for each known one).
 void check_qlora_versions(const StackVersions& versions, const PeftRules& rules, const std::string& fallback_file,

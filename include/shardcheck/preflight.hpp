@@ -16,6 +16,7 @@
 #include "shardcheck/settings.hpp"
 #include "shardcheck/shard_plan.hpp"
 #include "shardcheck/stack_versions.hpp"
+#include "shardcheck/training_args.hpp"
 
 namespace shardcheck {
 
@@ -37,6 +38,9 @@ struct PreflightRequest {
   std::string adapter_path;
   std::optional<LoraAdapter> adapter;
   bool prepare_kbit = false;            // peft's prepare_model_for_kbit_training before the adapter
+  // The run's training-arguments file (--training-args): its TRL ModelConfig fields give the LoRA and
+  // 4-bit settings and the load dtype when no flag does (trl_model_config.hpp).
+  std::optional<TrainingArgs> training_args;
 };
 
 struct PreflightResult {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "shardcheck/settings.hpp"
 
@@ -19,6 +20,25 @@ struct TrainingArgs {
   std::optional<Setting<bool>> gradient_checkpointing;    // TrainingArguments.gradient_checkpointing
   std::optional<Setting<std::string>> mixed_precision;    // "bf16" / "fp16" from bf16: true / fp16: true
   std::optional<Setting<std::string>> load_dtype;         // torch_dtype / dtype (TRL ModelConfig)
+
+  // TRL's ModelConfig (trl/trainer/model_config.py), which `trl sft --config FILE` reads from the same
+  // file: the LoRA and 4-bit settings TRL turns into peft's LoraConfig and transformers'
+  // BitsAndBytesConfig (trl/trainer/utils.py get_peft_config, get_quantization_config). As written;
+  // TRL's defaults and conversions are applied in stage "resolve" (trl_model_config.hpp).
+  struct Trl {
+    bool model_config = false;  // the file names any ModelConfig field (model_name_or_path, use_peft, ...)
+    std::optional<Setting<bool>> use_peft, use_rslora, use_dora, load_in_4bit, load_in_8bit, use_bnb_nested_quant;
+    std::optional<Setting<std::int64_t>> lora_r;
+    std::optional<Setting<double>> lora_alpha, lora_dropout;
+    // A list (list_given) or one string; TRL turns a one-element list into its string.
+    struct Names {
+      std::vector<std::string> items;
+      bool list_given = false;
+      std::string source;
+    };
+    std::optional<Names> lora_target_modules, lora_target_parameters, lora_modules_to_save;
+    std::optional<Setting<std::string>> bnb_4bit_quant_type, bnb_4bit_quant_storage;
+  } trl;
 };
 
 // The values with their "FILE:LINE" sources, or a message "FILE:LINE:COL: expected ..., found ...".

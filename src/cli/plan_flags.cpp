@@ -104,8 +104,8 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_flag("--dequantize", f.dequantize,
                 "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
   cmd->add_option("--gpu", f.gpu,
-                  "GPU preset: the memory PyTorch reports for it (rules/gpus.yaml: h100-80gb, a100-80gb, a100-40gb, "
-                  "h100-nvl)");
+                  "GPU preset: the memory PyTorch reports for it (rules/gpus.yaml: h100-80gb, h100-nvl, h200, "
+                  "a100-80gb, a100-40gb, mi300x)");
   cmd->add_option("--gpu-memory", f.gpu_memory,
                   "Memory of one GPU with its unit (default 80GiB; torch.cuda.mem_get_info()[1] gives the exact bytes)");
   cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
@@ -123,7 +123,8 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--training-args", f.training_args,
                   "The run's Trainer / TRL config (YAML or JSON): per_device_train_batch_size and max_length (or "
-                  "max_seq_length) as the workload, gradient_checkpointing, bf16/fp16, torch_dtype; flags win");
+                  "max_seq_length) as the workload, gradient_checkpointing, bf16/fp16, dtype, and TRL's use_peft, lora_* and "
+                  "load_in_4bit/bnb_4bit_*; flags win");
   cmd->add_option("--seq-len", f.seq_len, "Tokens per sequence: with --micro-batch, estimate activations")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
   cmd->add_option("--micro-batch", f.micro_batch, "Sequences per rank per step (with --seq-len)")
@@ -224,6 +225,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
       req.memory.micro_batch = args->micro_batch->value;
     }
     if (f.load_dtype.empty() && args->load_dtype) req.resolve.load_dtype = args->load_dtype->value;
+    req.training_args = args;
   }
   if (!f.bus_bandwidth.empty()) {
     // nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.

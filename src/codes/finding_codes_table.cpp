@@ -532,9 +532,10 @@ constexpr FindingCode kCodes[] = {
     {"PEFT004", Severity::error, ExitCode::findings, "No module of the model matches the adapter's target_modules",
      "get_peft_model raises before any training when target_modules (after exclude_modules, modules_to_save "
      "and layers_to_transform) matches no module: \"NoMatchingPeftModuleError: Target modules ... not found "
-     "in the base model\" (tuners/tuners_utils.py inject_adapter, peft 0.20), or \"Please specify "
-     "`target_modules` in `peft_config`\" when none is given and peft has no default for the model_type "
-     "(rules/peft.yaml). A list entry matches a module name exactly or as a \".\"-suffix; a string is a "
+     "in the base model\" (tuners/tuners_utils.py inject_adapter, peft 0.20), \"No `target_modules` passed but also no "
+     "`target_parameters` found\" when peft's transformers 5 MoE conversion left none (a converted MoE model "
+     "gets no default targets), or \"Please specify `target_modules` or `target_parameters`in `peft_config`\" "
+     "when none is given and peft has no default for the model_type (rules/peft.yaml). A list entry matches a module name exactly or as a \".\"-suffix; a string is a "
      "regular expression matched against the whole dotted name. The help lists the model's Linear names."},
     {"PEFT005", Severity::error, ExitCode::findings, "A target module is of a type LoRA does not support",
      "peft wraps torch.nn.Linear, Embedding, Conv1d/2d/3d, MultiheadAttention and transformers' Conv1D; a "
@@ -542,13 +543,11 @@ constexpr FindingCode kCodes[] = {
      "get_peft_model raise \"ValueError: Target module ... is not supported\" (tuners/lora/model.py "
      "_create_new_module, peft 0.20). Name the Linear layers inside it."},
     {"PEFT006", Severity::error, ExitCode::unknown_model, "shardcheck cannot lay out this adapter yet",
-     "The adapter adds layers shardcheck does not build yet: target_parameters (ParamWrapper layers on "
-     "parameters, which peft 0.20 also creates by itself for the fused experts and router of transformers 5 "
-     "MoE models when target_modules names their 4.x projections or is all-linear: "
-     "utils/transformers_weight_conversion.py), LoRA on Conv1d or MultiheadAttention, or DoRA on an "
-     "embedding. Planning without them would put the adapter's parameters nowhere, so no plan is given "
-     "(exit code 11, like a model shardcheck cannot lay out). Target the attention projections only to plan "
-     "such a run."},
+     "The adapter adds layers shardcheck does not build yet: LoRA on Conv1d or MultiheadAttention, DoRA on "
+     "an embedding, or bitsandbytes' 8-bit weights (load_in_8bit). Planning without them would put the "
+     "adapter's parameters nowhere, so no plan is given (exit code 11, like a model shardcheck cannot lay "
+     "out). target_parameters, and the fused experts and router of transformers 5 MoE models that peft "
+     "targets by itself, are laid out (ParamWrapper)."},
     {"PEFT007", Severity::error, ExitCode::findings,
      "DoRA under FSDP1 use_orig_params=True with the magnitude vector in another unit than lora_A",
      "DoRA's DoraLinearLayer.forward (peft 0.20 tuners/lora/dora.py get_lora_weight) reads "
@@ -585,6 +584,55 @@ constexpr FindingCode kCodes[] = {
      "transformers > 4.44.2, trl > 0.11.4 and peft > 0.13.0 (rules/peft.yaml). A version known from a flag "
      "or the job's Python environment below one of them gets this warning; shardcheck did not run those "
      "releases, so it says what the guide says rather than predict the failure."},
+
+    {"PEFT012", Severity::error, ExitCode::findings, "Only some of the 4.x projections fused into one 5.x parameter are targeted",
+     "transformers 5 fuses the gate and up projections of each expert (w1 and w3 in Mixtral, gate_proj and "
+     "up_proj in the Qwen2-MoE family) into one gate_up_proj parameter, and peft 0.20 converts 4.x "
+     "target_modules to it (utils/transformers_weight_conversion.py _convert_peft_config_moe). Naming only "
+     "one of them is peft's ValueError \"Cannot convert PEFT target(s) w1 without also targeting w3 because "
+     "they are fused into gate_up_proj\" (reproduced with peft 0.20 and transformers 5.12.1 on a tiny "
+     "Mixtral). Target both, or neither."},
+    {"PEFT013", Severity::error, ExitCode::findings, "peft's ParamWrapper refuses this LoRA configuration",
+     "Parameters targeted with target_parameters, and the fused experts and router of transformers 5 MoE "
+     "models that peft converts all-linear or 4.x projection names into, are wrapped in lora.ParamWrapper, "
+     "which raises for lora_dropout other than 0, fan_in_fan_out, lora_bias and DoRA (tuners/lora/layer.py "
+     "ParamWrapper.__init__), for a parameter of the top-level module, for a layer also targeted by "
+     "target_modules, and for parameters that are not 2-D or 3-D. TRL's default lora_dropout of 0.05 with "
+     "all-linear on a Mixtral or Qwen3-MoE model hits the first (reproduced with peft 0.20)."},
+    {"PEFT014", Severity::error, ExitCode::findings, "FSDP1 cannot train peft's ParamWrapper adapters",
+     "A ParamWrapper applies its LoRA delta through torch.nn.utils.parametrize on the wrapped parameter in "
+     "every forward, and under FSDP1 that parameter is a view into a FlatParameter. On the oracle's Qwen3-MoE "
+     "with all-linear (torch 2.14.1, accelerate 1.14.0) every FSDP1 setting fails in the first step: "
+     "\"Output 0 of View is a view and its base ... has been modified inplace\", or with use_orig_params and "
+     "the Trainer's policy \"inconsistent tensor size\" at the optimizer step (use_orig_params=False with "
+     "accelerate's policy stops earlier, at wrapping, on mixed requires_grad). FSDP2 runs the same model: "
+     "use fsdp_version: 2, or target the attention projections only."},
+
+    // ---- TRL's ModelConfig in --training-args (src/resolve/trl_model_config.cpp) ----
+    {"TRL001", Severity::note, ExitCode::ok, "TRL loads the model in float32 when the file names no dtype",
+     "The file holds TRL ModelConfig fields (use_peft, lora_*, load_in_4bit, model_name_or_path), so `trl sft "
+     "--config FILE` reads it with ModelConfig, whose dtype defaults to float32 from trl 0.27.0 "
+     "(trl/trainer/model_config.py); TRL's scripts pass it to from_pretrained, so the weights are loaded in "
+     "float32, twice the memory of a bfloat16 checkpoint, and a 4-bit load computes in float32. Before 0.27 "
+     "the default was None, which leaves transformers' own. shardcheck plans float32 unless a flag or the file "
+     "says otherwise; write dtype: bfloat16 (or auto) to load in the checkpoint's precision."},
+    {"TRL002", Severity::warning, ExitCode::ok, "A one-name lora_target_modules list becomes a regular expression",
+     "ModelConfig.__post_init__ turns a lora_target_modules list of one element into that string, and peft "
+     "reads a string target_modules as one regular expression re.fullmatch-ed against whole module paths "
+     "(tuners_utils.py check_target_module_exists), so [q_proj] matches only a top-level module named q_proj "
+     "and get_peft_model usually fails with 'Target modules q_proj not found in the base model' (PEFT004). "
+     "List two or more names, or write the pattern, e.g. '.*\\.q_proj'."},
+    {"TRL003", Severity::error, ExitCode::findings, "lora_modules_to_save given as a string",
+     "TrlParser makes the YAML value the argparse default as it is, so lora_modules_to_save: lm_head reaches "
+     "peft's LoraConfig as the string 'lm_head'; peft's _set_trainable tests key.endswith(name) for each name "
+     "it iterates, which for a string is each character, so nearly every module becomes a trainable copy. "
+     "Write it as a list: [lm_head]."},
+    {"TRL004", Severity::warning, ExitCode::ok, "QLoRA through a trl release before 0.26",
+     "trl before 0.26 prepared a 4-bit model in its prepare_peft_model: prepare_model_for_kbit_training, or "
+     "get_peft_model(autocast_adapter_dtype=False) when the Params4bit weights were still on the CPU or the "
+     "meta device (FSDP loading), which decides the adapters' dtype. shardcheck models the current rule "
+     "(trl >= 0.26: SFTTrainer casts every trainable parameter to bfloat16) and plans peft's float32 "
+     "adapters for the older releases, and says so with this warning."},
 
     // ---- memory fit (src/pipeline/preflight.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",

@@ -5,7 +5,8 @@
 // from ACCELERATE_MIXED_PRECISION (what accelerate launch exports from its config) and replaces it
 // with "fp16" or "bf16" when either is true; the Trainer builds its Accelerator with that
 // (trainer.py). A false value leaves the config's, so only true values are taken. Read from the
-// source, not run.
+// source, not run. TRL's ModelConfig fields (use_peft, lora_*, load_in_4bit, bnb_4bit_*) are read as
+// written, each with its line.
 #include "shardcheck/training_args.hpp"
 
 #include <fmt/format.h>
@@ -43,6 +44,82 @@ bool boolean(const std::string& path, const std::string& key, const YAML::Node& 
   return v;
 }
 
+double number(const std::string& path, const std::string& key, const YAML::Node& n) {
+  double v = 0;
+  if (!n.IsScalar() || !YAML::convert<double>::decode(n, v) || !(v >= 0) || v > 1e9)
+    throw Bad{fmt::format("{}:{}:{}: expected a non-negative number for {}, found {}", path, n.Mark().line + 1,
+                          n.Mark().column + 1, key, found(n))};
+  return v;
+}
+
+std::string one_of(const std::string& path, const std::string& key, const YAML::Node& n,
+                   std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* a : allowed) {
+    if (n.IsScalar() && n.Scalar() == a) return a;
+    list += (list.empty() ? "" : ", ") + std::string(a);
+  }
+  throw Bad{fmt::format("{}:{}:{}: expected one of {} for {}, found {}", path, n.Mark().line + 1, n.Mark().column + 1,
+                        list, key, found(n))};
+}
+
+// str | list[str], as TRL's ModelConfig types lora_target_modules and its siblings.
+TrainingArgs::Trl::Names names(const std::string& path, const std::string& key, const YAML::Node& n) {
+  TrainingArgs::Trl::Names out;
+  out.source = where(path, n);
+  auto text = [&](const YAML::Node& item) {
+    if (!item.IsScalar() || item.Scalar().empty())
+      throw Bad{fmt::format("{}:{}:{}: expected a module name or a list of names for {}, found {}", path,
+                            item.Mark().line + 1, item.Mark().column + 1, key, found(item))};
+    return item.Scalar();
+  };
+  if (n.IsSequence()) {
+    out.list_given = true;
+    for (const auto& item : n) out.items.push_back(text(item));
+  } else {
+    out.items.push_back(text(n));
+  }
+  return out;
+}
+
+// The ModelConfig fields of TRL (trl/trainer/model_config.py, trl 0.27 - 1.x) besides dtype.
+void load_trl_fields(const std::string& path, const YAML::Node& root, TrainingArgs::Trl& t) {
+  for (const auto& kv : root) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
+    t.model_config = t.model_config || key == "model_name_or_path" || key == "use_peft" || key.starts_with("lora_") ||
+                     key.starts_with("load_in_") || key.starts_with("bnb_4bit_") || key == "use_bnb_nested_quant";
+  }
+  auto flag = [&](const char* key, std::optional<Setting<bool>>& out) {
+    if (const auto n = root[key]; n && !n.IsNull()) out = Setting<bool>{boolean(path, key, n), where(path, n)};
+  };
+  flag("use_peft", t.use_peft);
+  flag("use_rslora", t.use_rslora);
+  flag("use_dora", t.use_dora);
+  flag("load_in_4bit", t.load_in_4bit);
+  flag("load_in_8bit", t.load_in_8bit);
+  flag("use_bnb_nested_quant", t.use_bnb_nested_quant);
+  if (const auto n = root["lora_r"]; n && !n.IsNull())
+    t.lora_r = Setting<std::int64_t>{positive(path, "lora_r", n), where(path, n)};
+  if (const auto n = root["lora_alpha"]; n && !n.IsNull())
+    t.lora_alpha = Setting<double>{number(path, "lora_alpha", n), where(path, n)};
+  if (const auto n = root["lora_dropout"]; n && !n.IsNull())
+    t.lora_dropout = Setting<double>{number(path, "lora_dropout", n), where(path, n)};
+  for (auto [key, out] : {std::pair{"lora_target_modules", &t.lora_target_modules},
+                          std::pair{"lora_target_parameters", &t.lora_target_parameters},
+                          std::pair{"lora_modules_to_save", &t.lora_modules_to_save}})
+    if (const auto n = root[key]; n && !n.IsNull()) *out = names(path, key, n);
+  if (const auto n = root["bnb_4bit_quant_type"]; n && !n.IsNull())
+    t.bnb_4bit_quant_type = Setting<std::string>{one_of(path, "bnb_4bit_quant_type", n, {"nf4", "fp4"}), where(path, n)};
+  if (const auto n = root["bnb_4bit_quant_storage"]; n && !n.IsNull())
+    t.bnb_4bit_quant_storage = Setting<std::string>{
+        one_of(path, "bnb_4bit_quant_storage", n, {"uint8", "bfloat16", "float16", "float32"}), where(path, n)};
+  // ModelConfig.__post_init__ refuses both.
+  if (t.load_in_4bit && t.load_in_8bit && t.load_in_4bit->value && t.load_in_8bit->value)
+    throw Bad{fmt::format("{}: load_in_4bit and load_in_8bit are both true; TRL's ModelConfig refuses that (\"You "
+                          "can't use 8 bit and 4 bit precision at the same time\")",
+                          t.load_in_8bit->source)};
+}
+
 }  // namespace
 
 std::variant<TrainingArgs, std::string> load_training_args(const std::string& path) {
@@ -74,6 +151,7 @@ std::variant<TrainingArgs, std::string> load_training_args(const std::string& pa
                              n.Mark().line + 1, n.Mark().column + 1, key, found(n));
         t.load_dtype = Setting<std::string>{v, where(path, n)};
       }
+    load_trl_fields(path, root, t.trl);
   } catch (const Bad& e) {
     return e.message;
   } catch (const YAML::BadFile&) {

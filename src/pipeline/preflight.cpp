@@ -8,6 +8,7 @@
 #include "shardcheck/effective_settings.hpp"
 #include "shardcheck/load_tree.hpp"
 #include "shardcheck/text.hpp"
+#include "shardcheck/trl_model_config.hpp"
 #include "shardcheck/validate_settings.hpp"
 #include "util/stage_timer.hpp"
 
@@ -77,6 +78,16 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   r.settings.transformers_version = versions.transformers;
   ResolveOptions resolve = req.resolve;
   resolve.transformers = versions.transformers.value;
+  // TRL's ModelConfig in the training-arguments file: under every flag and --adapter.
+  std::optional<LoraAdapter> adapter = req.adapter;
+  if (req.training_args) {
+    const std::size_t errors_before_trl = r.sink.count(Severity::error);
+    TrlRun trl = resolve_trl_run(*req.training_args, versions.trl, resolve.load_dtype, r.sink);
+    if (r.sink.count(Severity::error) > errors_before_trl) return r;
+    if (trl.load_dtype) resolve.load_dtype = trl.load_dtype->value;
+    if (!resolve.bnb_4bit) resolve.bnb_4bit = trl.bnb_4bit;
+    if (!adapter && req.adapter_path.empty()) adapter = std::move(trl.adapter);
+  }
 
   // Accelerate config: lint it (check), and read the settings accelerate launch would export. When
   // the file has fixable errors (the seed's lost indentation), the plan is computed from the fixed
@@ -129,7 +140,6 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     }
   }
 
-  std::optional<LoraAdapter> adapter = req.adapter;
   std::string model = req.model, adapter_path = req.adapter_path;
   const std::size_t errors_before_adapter = r.sink.count(Severity::error);
   if (!adapter) split_adapter_model(model, adapter_path, r.sink);

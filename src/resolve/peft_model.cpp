@@ -287,6 +287,106 @@ bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, Diagnosti
   return true;
 }
 
+// peft 0.20 utils/transformers_weight_conversion.py _convert_peft_config_moe (with
+// _resolve_string_target_modules), which inject_adapter runs before anything else on a transformers 5
+// model of a converted MoE family: target_modules naming the 4.x expert projections or the router
+// become target_parameters on the fused 5.x parameters, a fused parameter gets r and lora_alpha times
+// the names fused into it, and target_modules becomes the set of names left (empty when none was
+// given: peft's default targets are then never applied). Confirmed on the oracle (qwen3_moe
+// all-linear) and on a tiny Mixtral: None gives "No `target_modules` passed ...", ["w1"] the fused error.
+struct MoeConversion {
+  std::string error;  // peft's ValueError when only some names of a fused parameter are targeted
+};
+
+std::optional<MoeConversion> convert_moe_targets(const ModuleTree& base, LoraAdapter& a,
+                                                 const std::vector<std::pair<std::string, std::string>>& mapping) {
+  auto leaf = [](const std::string& key) {
+    const auto dot = key.rfind('.');
+    return dot == std::string::npos ? key : key.substr(dot + 1);
+  };
+  std::set<std::string> names;
+  switch (a.target_modules.kind) {
+    case ModuleSelector::Kind::all_linear:
+      // The 5.x Linear layers by leaf name, plus every 4.x name of the mapping (they were Linear then).
+      for (const auto& m : base.modules)
+        if (!m.path.empty() && (base.is_instance(m, "Linear") || base.is_instance(m, "Conv1D")) &&
+            m.path != base.output_embeddings)
+          names.insert(leaf(m.path));
+      for (const auto& [old_name, new_name] : mapping) names.insert(old_name);
+      break;
+    case ModuleSelector::Kind::regex: {
+      // Leaf names of the module and parameter keys the pattern fullmatches, and the 4.x names it would
+      // have matched beside a fused parameter's container.
+      const std::regex rx(a.target_modules.regex);
+      std::map<std::string, std::vector<std::string>> containers;  // parameter name -> modules holding it
+      for (const auto& m : base.modules) {
+        if (!m.path.empty() && std::regex_match(m.path, rx)) names.insert(m.name);
+        for (const auto& p : m.params) {
+          if (p.buffer) continue;
+          const std::string key = m.path.empty() ? p.name : m.path + "." + p.name;
+          if (std::regex_match(key, rx)) names.insert(p.name);
+          containers[p.name].push_back(m.path);
+        }
+      }
+      for (const auto& [old_name, new_name] : mapping) {
+        if (names.count(old_name)) continue;
+        for (const auto& c : containers[new_name])
+          if (std::regex_match(c + "." + old_name, rx)) {
+            names.insert(old_name);
+            break;
+          }
+      }
+      if (names.empty()) return std::nullopt;  // left to the usual "not found" error
+      break;
+    }
+    case ModuleSelector::Kind::names: names.insert(a.target_modules.names.begin(), a.target_modules.names.end()); break;
+    case ModuleSelector::Kind::unset: break;
+  }
+  std::map<std::string, std::vector<std::string>> fused;  // 5.x parameter -> its 4.x names, in peft's order
+  for (const auto& [old_name, new_name] : mapping) fused[new_name].push_back(old_name);
+  std::set<std::string> params(a.target_parameters.begin(), a.target_parameters.end()), remaining;
+  std::map<std::string, std::set<std::string>> present;
+  for (const auto& t : names) {
+    const auto hit = std::find_if(mapping.begin(), mapping.end(), [&](const auto& kv) { return ends_with_component(t, kv.first); });
+    if (hit == mapping.end()) {
+      remaining.insert(t);
+      continue;
+    }
+    params.insert(hit->second);
+    present[hit->second].insert(hit->first);
+  }
+  MoeConversion out;
+  for (const auto& [new_name, olds] : fused) {
+    if (olds.size() < 2) continue;
+    const auto& have = present[new_name];
+    if (!have.empty() && have.size() < olds.size()) {
+      std::string got, missing;
+      for (const auto& o : have) got += (got.empty() ? "" : ", ") + o;
+      std::set<std::string> lacking(olds.begin(), olds.end());
+      for (const auto& o : have) lacking.erase(o);
+      for (const auto& o : lacking) missing += (missing.empty() ? "" : ", ") + o;
+      out.error = fmt::format("Cannot convert PEFT target(s) {} without also targeting {} because they are fused "
+                              "into {}.",
+                              got, missing, new_name);
+      return out;
+    }
+    if (have.size() == olds.size()) {
+      // rank_pattern[rf".*\.{re.escape(name)}"] (a dict: an existing key keeps its place).
+      const std::string key = ".*\\." + new_name;
+      const auto n = static_cast<int>(olds.size());
+      auto rank = std::find_if(a.rank_pattern.begin(), a.rank_pattern.end(), [&](const auto& kv) { return kv.first == key; });
+      if (rank == a.rank_pattern.end()) a.rank_pattern.emplace_back(key, a.r * n);
+      else rank->second = a.r * n;
+      auto alpha = std::find_if(a.alpha_pattern.begin(), a.alpha_pattern.end(), [&](const auto& kv) { return kv.first == key; });
+      if (alpha == a.alpha_pattern.end()) a.alpha_pattern.emplace_back(key, a.lora_alpha * n);
+      else alpha->second = a.lora_alpha * n;
+    }
+  }
+  a.target_parameters.assign(params.begin(), params.end());
+  a.target_modules = ModuleSelector{ModuleSelector::Kind::names, {remaining.begin(), remaining.end()}, ""};
+  return out;
+}
+
 }  // namespace
 
 std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, DiagnosticSink& sink) {
@@ -324,15 +424,22 @@ std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, Diagnosti
       const Node* types = moe->get("model_types");
       if (!fam || !fam->is_map() || !types || !types->is_map())
         return bad(moe, "expected `families` and `model_types` mappings");
-      std::map<std::string, std::vector<std::string>> names;
+      std::map<std::string, std::vector<std::pair<std::string, std::string>>> families;
       for (const auto& [k, v] : fam->entries) {
-        if (!v->is_sequence()) return bad(v, "expected a list of 4.x module names");
-        for (const Node* n : v->items) names[k->text].push_back(n->text);
+        if (!v->is_map()) return bad(v, "expected a mapping of 4.x module name to 5.x parameter name");
+        for (const auto& [old_name, new_name] : v->entries) {
+          if (!new_name->is_scalar()) return bad(new_name, "expected a parameter name");
+          families[k->text].emplace_back(old_name->text, new_name->text);
+        }
       }
       for (const auto& [k, v] : types->entries) {
-        if (!names.count(v->text)) return bad(v, fmt::format("family `{}` is not under `families`", v->text));
-        rules.moe_converted_names[k->text] = names[v->text];
+        if (!families.count(v->text)) return bad(v, fmt::format("family `{}` is not under `families`", v->text));
+        rules.moe_mapping[k->text] = families[v->text];
       }
+    }
+    if (const Node* cls = root->get("transposed_expert_classes")) {
+      if (!cls->is_sequence()) return bad(cls, "expected a list of class names");
+      for (const Node* n : cls->items) rules.transposed_expert_classes.push_back(n->text);
     }
     if (const Node* req = root->get("fsdp_qlora_requires")) {
       if (!req->is_map()) return bad(req, "expected a mapping of package to a version requirement");
@@ -379,68 +486,66 @@ bool attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std
   return apply_lora_adapter(tree, adapter, *rules, sink);
 }
 
-bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules& rules, DiagnosticSink& sink) {
+bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRules& rules, DiagnosticSink& sink) {
   // LoraLayer.update_layer builds nn.Dropout(p=lora_dropout) when it is above 0, and torch refuses a
   // probability above 1 (torch/nn/modules/dropout.py); 0 or less is an Identity.
-  if (a.lora_dropout > 1) {
-    sink.report(finding("PEFT002", Severity::error, a, "lora_dropout",
+  if (given.lora_dropout > 1) {
+    sink.report(finding("PEFT002", Severity::error, given, "lora_dropout",
                         fmt::format("ValueError: dropout probability has to be between 0 and 1, but got {} (lora_dropout)",
-                                    a.lora_dropout),
+                                    given.lora_dropout),
                         "lora_dropout is a probability, e.g. 0.05", ExitCode::bad_adapter));
     return false;
   }
-  if (a.prepare_kbit) {
+  if (given.prepare_kbit) {
     for (auto& m : tree.modules)
       for (auto& p : m.params)
         if (!p.buffer && !p.packed_4bit() && (p.dtype == DType::F16 || p.dtype == DType::BF16)) p.dtype = DType::F32;
     finalize_counts(tree);
   }
   const ModuleTree& base = tree;
+  // The config as inject_adapter rewrites it: transformers 5 MoE targets first, then peft's default
+  // targets for the model_type, then all-linear.
+  LoraAdapter a = given;
+  std::optional<MoeConversion> moe;
+  if (tree.transformers >= Version{5, 0, 0})
+    if (const auto it = rules.moe_mapping.find(tree.model_type); it != rules.moe_mapping.end()) {
+      try {
+        moe = convert_moe_targets(base, a, it->second);
+      } catch (const std::regex_error& e) {
+        sink.report(finding("PEFT002", Severity::error, a, "target_modules",
+                            fmt::format("a module pattern of the adapter is not a regular expression shardcheck can "
+                                        "read ({})",
+                                        e.what()),
+                            "", ExitCode::bad_adapter));
+        return false;
+      }
+      if (moe && !moe->error.empty()) {
+        sink.report(finding("PEFT012", Severity::error, a, "target_modules", "ValueError: " + moe->error,
+                            fmt::format("transformers 5 fuses them into one parameter of every expert; target all "
+                                        "of them (or none) in this {} model",
+                                        tree.model_type),
+                            ExitCode::findings));
+        return false;
+      }
+    }
   PeftSummary summary;
   summary.adapter = a.source;
-  if (!a.target_parameters.empty()) {
-    sink.report(finding("PEFT006", Severity::error, a, "target_parameters",
-                        fmt::format("the adapter targets parameters ({}): peft wraps them in ParamWrapper layers, "
-                                    "which shardcheck does not lay out yet",
-                                    python_list(a.target_parameters)),
-                        "plan without --adapter for the base model's units; the adapter's own parameters are missing",
-                        ExitCode::unknown_model));
-    return false;
-  }
-  // The targets: the file's, else peft's default for the model_type.
+  // _prepare_adapter_config: peft's default for the model_type, unless the conversion above already
+  // replaced a missing target_modules by an empty set (which then matches nothing).
   ModuleSelector targets = a.target_modules;
-  if (targets.kind == ModuleSelector::Kind::unset) {
+  if (targets.kind == ModuleSelector::Kind::unset && !moe) {
     const auto it = rules.default_targets.find(tree.model_type);
-    if (it == rules.default_targets.end()) {
+    if (it != rules.default_targets.end()) {
+      targets = it->second;
+    } else if (a.target_parameters.empty()) {
       sink.report(finding("PEFT004", Severity::error, a, "target_modules",
-                          fmt::format("ValueError: Please specify `target_modules` in `peft_config` (peft has no "
-                                      "default LoRA targets for model_type {})",
+                          fmt::format("ValueError: Please specify `target_modules` or `target_parameters`in "
+                                      "`peft_config` (peft has no default LoRA targets for model_type {})",
                                       tree.model_type),
                           "set target_modules (--lora-target-modules), e.g. all-linear", ExitCode::findings));
       return false;
     }
-    targets = it->second;
   }
-  // transformers 5 MoE experts: peft rewrites targets naming the 4.x projections into target_parameters.
-  if (tree.transformers >= Version{5, 0, 0})
-    if (const auto moe = rules.moe_converted_names.find(tree.model_type); moe != rules.moe_converted_names.end()) {
-      bool hits = targets.kind == ModuleSelector::Kind::all_linear;
-      for (const auto& old : moe->second) {
-        for (const auto& t : targets.names) hits = hits || ends_with_component(t, old);
-        hits = hits || (targets.kind == ModuleSelector::Kind::regex && targets.regex.find(old) != std::string::npos);
-      }
-      if (hits) {
-        sink.report(finding(
-            "PEFT006", Severity::error, a, "target_modules",
-            fmt::format("target_modules {} reaches the experts or the router of this transformers 5 {} model, which "
-                        "peft turns into target_parameters ({}: ParamWrapper layers on the fused expert weights); "
-                        "shardcheck does not lay those out yet",
-                        selector_text(targets), tree.model_type, python_list(moe->second)),
-            "target the attention projections only (e.g. [q_proj, k_proj, v_proj, o_proj]) to plan this run",
-            ExitCode::unknown_model));
-        return false;
-      }
-    }
   if (targets.kind == ModuleSelector::Kind::all_linear) {
     // _maybe_include_all_linear_layers: every Linear/Conv1D but get_output_embeddings().
     ModuleSelector resolved;
@@ -450,6 +555,25 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules&
           m.path != base.output_embeddings)
         resolved.names.push_back(m.path);
     targets = std::move(resolved);
+  }
+  if (!a.target_parameters.empty()) {
+    // ParamWrapper.__init__ refuses what it cannot apply to a bare parameter (tuners/lora/layer.py).
+    const char* refused = a.lora_dropout != 0 ? "lora_dropout != 0"
+                          : a.fan_in_fan_out  ? "fan_in_fan_out"
+                          : a.lora_bias       ? "lora_bias=True"
+                          : a.use_dora        ? "use_dora=True"
+                                              : nullptr;
+    if (refused) {
+      const std::string field = a.lora_dropout != 0 ? "lora_dropout" : a.use_dora ? "use_dora" : "target_parameters";
+      sink.report(finding(
+          "PEFT013", Severity::error, a, field, fmt::format("ValueError: lora.ParamWrapper does not work with {}.", refused),
+          fmt::format("{}peft wraps the targeted parameters ({}) in ParamWrapper layers, which need lora_dropout 0, "
+                      "no lora_bias and no DoRA",
+                      moe ? "this transformers 5 MoE model's experts are 3-D parameters, so " : "",
+                      python_list(a.target_parameters)),
+          ExitCode::findings));
+      return false;
+    }
   }
 
   util::StageTimer timer("peft: match");
@@ -505,6 +629,46 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules&
     }
     summary.targeted.push_back(m.path);
   }
+  // target_parameters (BaseTuner._inject_parameters): over the modules in order, each module's own
+  // parameters in registration order; a key matches a name exactly or as a "."-suffix. Several on one
+  // module nest: the first matched is the innermost ParamWrapper.
+  std::vector<std::vector<const ParamInfo*>> wrapped(base.modules.size());
+  if (!a.target_parameters.empty())
+    for (std::size_t i = 0; i < base.modules.size(); ++i) {
+      const Module& m = base.modules[i];
+      for (const auto& p : m.params) {
+        if (p.buffer) continue;
+        const std::string key = m.path.empty() ? p.name : m.path + "." + p.name;
+        if (std::none_of(a.target_parameters.begin(), a.target_parameters.end(),
+                         [&](const std::string& t) { return ends_with_component(key, t); }))
+          continue;
+        std::string refused;
+        if (m.path.empty())
+          refused = fmt::format("ValueError: Targeting an nn.Parameter on the top-level module is not supported "
+                                "(parameter '{}').",
+                                p.name);
+        else if (target[i] == Target::lora)
+          refused = fmt::format("ValueError: Trying to wrap an `nn.Parameter` of layer '{}' of type {}, which is not a "
+                                "valid target. Make sure that this layer is not also targeted with `target_modules`.",
+                                m.path, m.cls);
+        if (!refused.empty()) {
+          sink.report(finding("PEFT013", Severity::error, a, "target_parameters", std::move(refused),
+                              "target either the layer (target_modules) or its parameter (target_parameters)",
+                              ExitCode::findings));
+          return false;
+        }
+        if (p.shape.size() != 2 && p.shape.size() != 3) {
+          sink.report(finding("PEFT013", Severity::error, a, "target_parameters",
+                              fmt::format("ValueError: lora.ParamWrapper was initialized with {} dimensional Parameter, "
+                                          "but only 2d and 3d are supported ({})",
+                                          p.shape.size(), key),
+                              "", ExitCode::findings));
+          return false;
+        }
+        wrapped[i].push_back(&p);
+        summary.targeted.push_back(key);
+      }
+    }
   if (summary.targeted.empty()) {
     std::string message;
     std::string extra;
@@ -517,6 +681,9 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules&
     if (any_excluded && !any_unmatched)
       message = "All modules were excluded. This is likely unintended. Check your `target_modules`, `exclude_modules` "
                 "and `modules_to_save` configuration.";
+    else if (!any_excluded && targets.kind == ModuleSelector::Kind::names && targets.names.empty())
+      message = "No `target_modules` passed but also no `target_parameters` found. Please check the values for these "
+                "arguments.";
     else if (!any_excluded)
       message = fmt::format("Target modules {} not found in the base model. Please check the target modules and try "
                             "again.{}",
@@ -570,7 +737,40 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules&
   const int root = b.add(-1, "", root_cls);
   const int lora_model = b.add(root, "base_model", "LoraModel");
   // Emits base module `old` (and its subtree) as `name` under `parent`.
-  std::function<void(int, int, const std::string&)> emit = [&](int old, int parent, const std::string& name) {
+  std::function<void(int, int, const std::string&)> emit;
+  // The module itself unchanged and frozen; its children as they come.
+  auto emit_plain = [&](int old, int parent, const std::string& name) {
+    const Module& src = base.modules[static_cast<std::size_t>(old)];
+    const int m = b.add(parent, name, src.cls);
+    const std::string& path = out.modules[static_cast<std::size_t>(m)].path;
+    for (ParamInfo p : src.params) {
+      if (!p.buffer) b.rename(src.path.empty() ? p.name : src.path + "." + p.name, path.empty() ? p.name : path + "." + p.name);
+      p.requires_grad = false;  // the base model is frozen
+      out.modules[static_cast<std::size_t>(m)].params.push_back(std::move(p));
+    }
+    for (int c : src.children) emit(c, m, base.modules[static_cast<std::size_t>(c)].name);
+  };
+  // lora.ParamWrapper's adapters for one parameter (tuners/lora/layer.py ParamWrapper.update_layer):
+  // lora_A [r * E, in], lora_B [out, r * E] as nn.Linear, for a 3-D [E, out, in] parameter (or
+  // [E, in, out] on transposed experts) or a 2-D [out, in] one (E = 1).
+  auto param_adapters = [&](int wrapper, const Module& src, const ParamInfo& p) {
+    const bool three = p.shape.size() == 3;
+    const bool transposed = three && std::find(rules.transposed_expert_classes.begin(),
+                                               rules.transposed_expert_classes.end(),
+                                               src.cls) != rules.transposed_expert_classes.end();
+    const std::int64_t experts = three ? p.shape[0] : 1;
+    const std::int64_t in = three ? (transposed ? p.shape[1] : p.shape[2]) : p.shape[1];
+    const std::int64_t outf = three ? (transposed ? p.shape[2] : p.shape[1]) : p.shape[0];
+    const std::int64_t r = injector->rank(src.path + "." + p.name) * experts;
+    const DType dt = adapter_dtype(&p);
+    b.add(b.add(wrapper, "lora_dropout", "ModuleDict"), a.name, "Identity");  // lora_dropout is 0 here
+    b.param(b.add(b.add(wrapper, "lora_A", "ModuleDict"), a.name, "Linear"), "weight", {r, in}, dt);
+    b.param(b.add(b.add(wrapper, "lora_B", "ModuleDict"), a.name, "Linear"), "weight", {outf, r}, dt);
+    b.add(wrapper, "lora_embedding_A", "ParameterDict");
+    b.add(wrapper, "lora_embedding_B", "ParameterDict");
+    b.add(wrapper, "lora_magnitude_vector", "ModuleDict");
+  };
+  emit = [&](int old, int parent, const std::string& name) {
     const Module& src = base.modules[static_cast<std::size_t>(old)];
     if (saved[static_cast<std::size_t>(old)]) {
       const int w = b.add(parent, name, "ModulesToSaveWrapper");
@@ -579,15 +779,18 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules&
       b.copy(base, old, dict, a.name, true);
       return;
     }
+    if (const auto& params = wrapped[static_cast<std::size_t>(old)]; !params.empty()) {
+      // Nested wrappers, outermost (the last parameter matched) first, in pre-order: each wrapper's
+      // base_layer before its own adapters.
+      std::vector<int> wrappers;
+      for (std::size_t k = 0; k < params.size(); ++k)
+        wrappers.push_back(b.add(k == 0 ? parent : wrappers.back(), k == 0 ? name : "base_layer", "ParamWrapper"));
+      emit_plain(old, wrappers.back(), "base_layer");
+      for (std::size_t k = 0; k < params.size(); ++k) param_adapters(wrappers[params.size() - 1 - k], src, *params[k]);
+      return;
+    }
     if (target[static_cast<std::size_t>(old)] != Target::lora) {
-      const int m = b.add(parent, name, src.cls);
-      const std::string& path = out.modules[static_cast<std::size_t>(m)].path;
-      for (ParamInfo p : src.params) {
-        if (!p.buffer) b.rename(src.path.empty() ? p.name : src.path + "." + p.name, path.empty() ? p.name : path + "." + p.name);
-        p.requires_grad = false;  // the base model is frozen
-        out.modules[static_cast<std::size_t>(m)].params.push_back(std::move(p));
-      }
-      for (int c : src.children) emit(c, m, base.modules[static_cast<std::size_t>(c)].name);
+      emit_plain(old, parent, name);
       return;
     }
     const bool embedding = base.is_instance(src, "Embedding");
@@ -664,11 +867,16 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& a, const PeftRules&
   tree.class_chains["lora.Linear"] = {"lora.Linear", "LoraLayer", "BaseTunerLayer", "Module"};
   tree.class_chains["lora.Embedding"] = {"lora.Embedding", "LoraLayer", "BaseTunerLayer", "Module"};
   tree.class_chains["lora.Linear4bit"] = {"lora.Linear4bit", "LoraLayer", "BaseTunerLayer", "Module"};
+  tree.class_chains["ParamWrapper"] = {"ParamWrapper", "Module", "LoraLayer", "BaseTunerLayer"};
   tree.class_chains["ModulesToSaveWrapper"] = {"ModulesToSaveWrapper", "AuxiliaryTrainingWrapper", "Module"};
   tree.class_chains["DoraLinearLayer"] = {"DoraLinearLayer", "Module"};
   tree.class_chains["LoraModel"] = {"LoraModel", "BaseTuner", "Module"};
   tree.class_chains[root_cls] = {root_cls, "PeftModel", "PushToHubMixin", "Module"};
   tree.modules = std::move(out.modules);
+  if (a.trainable_dtype)
+    for (auto& m : tree.modules)
+      for (auto& p : m.params)
+        if (!p.buffer && p.requires_grad) p.dtype = *a.trainable_dtype;
   finalize_counts(tree);
   for (const auto& m : tree.modules)
     for (const auto& p : m.params) {

@@ -22,6 +22,34 @@ int find_module(const ModuleTree& tree, const std::string& path) {
 }  // namespace
 
 void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink) {
+  // PEFT014: peft's ParamWrapper (target_parameters, and transformers 5 MoE experts under all-linear)
+  // applies its delta with torch.nn.utils.parametrize on the wrapped parameter in every forward,
+  // which FSDP1's parameters, views into a FlatParameter, do not survive. The oracle's Qwen3-MoE
+  // (fixtures/peft-oracle, torch 2.14.1) fails in the first step in every FSDP1 setting tried, with
+  // the message depending on use_orig_params and the policy; FSDP2 runs.
+  if (plan.fsdp_version == 1)
+    for (const auto& m : tree.modules) {
+      if (m.cls != "ParamWrapper") continue;
+      const bool orig_trainer = s.use_orig_params.value && s.policy.value == WrapPolicyKind::peft;
+      Diagnostic d;
+      d.code = "PEFT014";
+      d.location.file = tree.config_path;
+      d.location.model_path = m.path;
+      d.message = fmt::format(
+          "RuntimeError: {} (first training step): FSDP1 and peft's ParamWrapper on '{}' (its adapter "
+          "parametrizes the wrapped parameter in every forward, which FSDP1's views into its FlatParameter do not "
+          "allow)",
+          orig_trainer ? "inconsistent tensor size, expected tensor [...] and src [...] to have the same number of "
+                         "elements"
+                       : "Output 0 of View is a view and its base or another view of its base has been modified "
+                         "inplace. This view is the output of a function that returns multiple views.",
+          m.path);
+      d.help = "use FSDP2 (fsdp_version: 2), or leave the experts out of target_modules (e.g. [q_proj, k_proj, "
+               "v_proj, o_proj])";
+      d.exit_code = ExitCode::findings;
+      sink.report(std::move(d));
+      break;
+    }
   // PEFT007: DoRA reads lora_A.weight.shape outside lora_A's unit (peft 0.20 tuners/lora/dora.py
   // DoraLinearLayer.get_lora_weight); with use_orig_params=True (torch >= 2.0) and a sharded strategy
   // that parameter is the rank's 1-D shard there.

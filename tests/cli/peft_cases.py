@@ -168,3 +168,68 @@ CASES = [
      "json": lambda d: None if d["settings"]["mixed_precision"]["value"] == "bf16" and not d["diagnostics"]
      else f"mixed precision {d['settings']['mixed_precision']}, diagnostics {d['diagnostics']}"},
 ]
+
+# TRL's ModelConfig fields in --training-args (trl/trainer/model_config.py, utils.py get_peft_config /
+# get_quantization_config, sft_trainer.py). Hand arithmetic on fixtures/models/llama as above.
+TRAINING_ARGS = "{src}/fixtures/training-args"
+
+
+def trl_qlora(doc):
+    # r 8 on q_proj and v_proj: per layer q A [8, 20] + B [20, 8] = 320, v A [8, 20] + B [10, 8] = 240,
+    # 1680 in all; peft counts the bf16-stored Params4bit by the elements they pack, all exact here
+    # (every Linear's size is a multiple of 4), so all params = 14,580 + 1,680 = 16,260.
+    peft = doc.get("peft", {})
+    if (peft.get("trainable_params"), peft.get("all_params")) != (1680, 16260):
+        return f"peft summary {peft}"
+    # peft's policy puts q_proj's lora_A [8, 20] in a unit of its own (the bf16 cast of TRL's SFTTrainer is
+    # undone by accelerate's fp32 upcast of trainable flat parameters under mixed precision; the tree
+    # before wrapping is checked in tests/unit/test_trl_model_config.cpp).
+    qa = units(doc).get("base_model.model.model.layers.0.self_attn.q_proj.lora_A.default")
+    if not qa or (qa["numel"], qa["shard_numel"], qa["requires_grad"]) != (160, 54, True):
+        return f"q_proj lora_A unit {qa}"
+    if doc["settings"]["mixed_precision"]["value"] != "bf16":
+        return "the Trainer makes the bf16 storage dtype the mixed precision"
+    if doc["memory"]["activations"]["tokens"] != 2048:
+        return f"activations {doc['memory']['activations']}"
+    return None
+
+
+def trl_defaults(doc):
+    # r 16 on peft's Llama default (q_proj, v_proj): q 320 + 320, v 320 + 160 = 1,120 per layer, 3,360;
+    # the model loads in float32 (ModelConfig's dtype), adapters too.
+    peft = doc.get("peft", {})
+    if (peft.get("trainable_params"), peft.get("all_params")) != (3360, 17940):
+        return f"peft summary {peft}"
+    if {u["dtype"] for u in doc["units"]} != {"F32"}:
+        return f"dtypes {sorted({u['dtype'] for u in doc['units']})}"
+    return None if "TRL001" in [x["rule"] for x in doc["diagnostics"]] else f"diagnostics {doc['diagnostics']}"
+
+
+CASES += [
+    {"name": "--training-args: a trl sft QLoRA file gives the LoRA and 4-bit settings, adapters in bf16 (trl >= 0.26)",
+     "args": ["plan", LLAMA, "--world-size", "3", "--no-env", "--training-args", TRAINING_ARGS + "/trl-qlora.yaml",
+              "--format", "json"], "json": trl_qlora},
+    {"name": "--training-args: use_peft alone takes TRL's defaults and its float32 load (TRL001)",
+     "args": ["plan", LLAMA, "--world-size", "2", "--no-env", "--training-args", TRAINING_ARGS + "/trl-lora-defaults.yaml",
+              "--format", "json"], "json": trl_defaults},
+    {"name": "--training-args: before trl 0.27 the dtype is transformers' (the checkpoint's bf16), no TRL001",
+     "args": ["plan", LLAMA, "--world-size", "2", "--no-env", "--trl-version", "0.26.2", "--training-args",
+              TRAINING_ARGS + "/trl-lora-defaults.yaml", "--format", "json"],
+     "json": lambda d: None if ("TRL001" not in [x["rule"] for x in d["diagnostics"]]
+                                and "BF16" in {u["dtype"] for u in d["units"]}) else f"{d['diagnostics']}"},
+    {"name": "--training-args: lora_target_modules [q_proj] becomes the regex 'q_proj' (TRL002), peft finds nothing",
+     "args": ["plan", LLAMA, "--world-size", "2", "--no-env", "--training-args", TRAINING_ARGS + "/trl-one-target.yaml"],
+     "exit": 1, "stderr": ["trl-one-target.yaml:5", "[TRL002]", "Target modules q_proj not found", "[PEFT004]"]},
+    {"name": "--training-args: lora_modules_to_save as a string is refused at its line (TRL003)",
+     "args": ["plan", LLAMA, "--world-size", "2", "--no-env", "--training-args", TRAINING_ARGS + "/trl-save-string.yaml"],
+     "exit": 1, "stderr": ["trl-save-string.yaml:6", "write it as a list: lora_modules_to_save: [lm_head]", "[TRL003]"]},
+    {"name": "--training-args: an 8-bit load is refused, not planned as 16-bit (PEFT006, exit 11)",
+     "args": ["plan", LLAMA, "--world-size", "2", "--no-env", "--training-args", TRAINING_ARGS + "/trl-8bit.yaml"],
+     "exit": 11, "stderr": ["trl-8bit.yaml:5", "load_in_8bit", "[PEFT006]"]},
+    {"name": "--training-args: load_in_4bit and load_in_8bit together is refused as ModelConfig refuses it",
+     "args": ["plan", LLAMA, "--training-args", TRAINING_ARGS + "/trl-4and8.yaml"], "exit": 2,
+     "stderr": ["trl-4and8.yaml:3: load_in_4bit and load_in_8bit are both true"]},
+    {"name": "--training-args: QLoRA with trl 0.25 warns that its adapter dtype rule is not followed (TRL004)",
+     "args": ["plan", LLAMA, "--world-size", "3", "--no-env", "--trl-version", "0.25.1", "--training-args",
+              TRAINING_ARGS + "/trl-qlora.yaml"], "exit": 0, "stderr": ["trl-qlora.yaml:10", "[TRL004]"]},
+]

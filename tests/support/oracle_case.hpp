@@ -76,6 +76,7 @@ inline std::string message_key(const std::string& torch_message) {
   if (const auto set = key.find(" but got {"); set != std::string::npos) key = key.substr(0, set + 9);
   // A runtime shape error names the shapes of this input: the words before the numbers must match.
   if (key.starts_with("size mismatch, got input")) key = "size mismatch, got input";
+  if (key.starts_with("inconsistent tensor size, expected tensor [")) key = "inconsistent tensor size, expected tensor [";
   return key.substr(0, 120);
 }
 
