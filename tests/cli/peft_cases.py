@@ -233,3 +233,46 @@ CASES += [
      "args": ["plan", LLAMA, "--world-size", "3", "--no-env", "--trl-version", "0.25.1", "--training-args",
               TRAINING_ARGS + "/trl-qlora.yaml"], "exit": 0, "stderr": ["trl-qlora.yaml:10", "[TRL004]"]},
 ]
+
+# transformers 5 MoE experts: peft 0.20 converts all-linear and 4.x expert names into target_parameters
+# (ParamWrapper). fixtures/oracle2/models/mixtral: hidden 20, 2 heads of 10, 1 key/value head,
+# intermediate 14, 3 experts, 2 layers. all-linear r 4, per layer: q A [4, 20] + B [20, 4] = 160,
+# k and v 80 + 40 = 120 each, o 160; the router gate.weight [3, 20] (2-D): A [4, 20] + B [3, 4] = 92;
+# gate_up_proj [3, 28, 20], fused from w1 and w3 so r 8: A [8 * 3, 20] = 480 + B [28, 24] = 672;
+# down_proj [3, 20, 14]: A [12, 14] = 168 + B [20, 12] = 240. 2,212 per layer, 4,424 in all; real
+# peft 0.20 on the same shapes prints "trainable params: 4,424 || all params: 13,564".
+MIXTRAL5 = "{src}/fixtures/oracle2/models/mixtral"
+
+
+def mixtral_all_linear(doc):
+    peft = doc.get("peft", {})
+    if (peft.get("trainable_params"), peft.get("all_params")) != (4424, 13564):
+        return f"peft summary {peft}"
+    layer = units(doc).get("base_model.model.model.layers.0")
+    want = "base_model.model.model.layers.0.mlp.experts.base_layer.lora_A.default.weight"
+    if not layer or want not in layer["params"]:
+        return f"layer 0 group lacks the inner ParamWrapper's lora_A: {layer and layer['params']}"
+    return None if not doc["diagnostics"] else f"diagnostics {doc['diagnostics']}"
+
+
+CASES += [
+    {"name": "MoE all-linear on transformers 5: ParamWrapper adapters on the experts and router, FSDP2 plans them",
+     "args": ["plan", MIXTRAL5, "--no-env", "--world-size", "2", "--fsdp-version", "2", "--lora-target-modules",
+              "all-linear", "--lora-r", "4", "--format", "json"], "json": mixtral_all_linear},
+    {"name": "MoE all-linear under FSDP1 fails in the first step (PEFT014), as the oracle's Qwen3-MoE does",
+     "args": ["plan", MIXTRAL5, "--no-env", "--world-size", "2", "--use-orig-params", "true", "--caller", "accelerate",
+              "--lora-target-modules", "all-linear", "--lora-r", "4"], "exit": 1,
+     "stderr": ["Output 0 of View is a view", "[PEFT014]"], "stdout": ["no fit verdict"]},
+    {"name": "MoE all-linear with lora_dropout 0.05 (TRL's default) is ParamWrapper's ValueError (PEFT013)",
+     "args": ["plan", MIXTRAL5, "--no-env", "--world-size", "2", "--fsdp-version", "2", "--lora-target-modules",
+              "all-linear", "--lora-dropout", "0.05"], "exit": 1,
+     "stderr": ["lora.ParamWrapper does not work with lora_dropout != 0.", "[PEFT013]"]},
+    {"name": "MoE: w1 without w3 cannot be converted to the fused gate_up_proj (PEFT012)",
+     "args": ["plan", MIXTRAL5, "--no-env", "--world-size", "2", "--fsdp-version", "2", "--lora-target-modules",
+              "w1,q_proj"], "exit": 1,
+     "stderr": ["Cannot convert PEFT target(s) w1 without also targeting w3 because they are fused into gate_up_proj.",
+                "[PEFT012]"]},
+    {"name": "MoE: no target_modules on transformers 5 Mixtral gets no peft default (the conversion empties it)",
+     "args": ["plan", MIXTRAL5, "--no-env", "--world-size", "2", "--fsdp-version", "2", "--lora-r", "4"], "exit": 1,
+     "stderr": ["No `target_modules` passed but also no `target_parameters` found", "[PEFT004]"]},
+]
