@@ -1,7 +1,9 @@
-// libFuzzer harness: adapter_config.json parsing, then building the PeftModel on a small Llama tree
+// libFuzzer harness: adapter_config.json parsing, then building the PeftModel on a small Llama tree and
+// on a transformers 5 Qwen3-MoE tree (target_parameters, peft's MoE conversion, ParamWrapper)
 // (hostile target_modules / exclude_modules / modules_to_save / rank_pattern regexes, layer lists and
 // ranks must give findings, never a crash, a hang or an overflow).
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "shardcheck/adapter.hpp"
@@ -11,12 +13,15 @@
 using namespace shardcheck;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::optional<ModuleTree> base = [] {
+  static const auto tree_of = [](const char* model) {
     DiagnosticSink sink;
-    return load_module_tree(SHARDCHECK_SOURCE_DIR "/fixtures/models/llama/config.json", true, SHARDCHECK_DEFAULT_RULES_DIR,
-                            {}, sink)
+    ResolveOptions opt;
+    opt.transformers = Version{5, 12, 1};
+    return load_module_tree(std::string(SHARDCHECK_SOURCE_DIR "/fixtures/models/") + model + "/config.json", true,
+                            SHARDCHECK_DEFAULT_RULES_DIR, opt, sink)
         .tree;
-  }();
+  };
+  static const std::optional<ModuleTree> llama = tree_of("llama"), moe = tree_of("qwen3_moe");
   static const std::optional<PeftRules> rules = [] {
     DiagnosticSink sink;
     return PeftRules::load(SHARDCHECK_DEFAULT_RULES_DIR, sink);
@@ -24,8 +29,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   DiagnosticSink sink;
   const auto adapter = parse_adapter_config(std::string_view(reinterpret_cast<const char*>(data), size),
                                             "adapter_config.json", sink);
-  if (!adapter || !base || !rules) return 0;
-  ModuleTree tree = *base;
-  (void)apply_lora_adapter(tree, *adapter, *rules, sink);
+  if (!adapter || !rules) return 0;
+  for (const auto* base : {&llama, &moe}) {
+    if (!*base) continue;
+    ModuleTree tree = **base;
+    (void)apply_lora_adapter(tree, *adapter, *rules, sink);
+  }
   return 0;
 }

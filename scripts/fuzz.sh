@@ -21,6 +21,7 @@ seed_dir() {  # harness name -> directory of seed inputs
     fuzz_small_inputs) echo fuzz/corpus/small_inputs ;;
     fuzz_settings) echo fuzz/corpus/settings ;;
     fuzz_adapter) echo fixtures/adapters fixtures/peft-oracle/adapters ;;
+    fuzz_training_args) echo fixtures/training-args ;;
     *) echo fuzz/corpus ;;
   esac
 }

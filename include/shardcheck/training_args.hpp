@@ -43,5 +43,7 @@ struct TrainingArgs {
 
 // The values with their "FILE:LINE" sources, or a message "FILE:LINE:COL: expected ..., found ...".
 std::variant<TrainingArgs, std::string> load_training_args(const std::string& path);
+// The same from the file's text; `path` names it in messages.
+std::variant<TrainingArgs, std::string> parse_training_args(const std::string& text, const std::string& path);
 
 }  // namespace shardcheck

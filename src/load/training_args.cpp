@@ -12,6 +12,9 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include <fstream>
+#include <sstream>
+
 namespace shardcheck {
 namespace {
 
@@ -123,10 +126,18 @@ void load_trl_fields(const std::string& path, const YAML::Node& root, TrainingAr
 }  // namespace
 
 std::variant<TrainingArgs, std::string> load_training_args(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fmt::format("cannot read the training arguments file {}", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_training_args(text.str(), path);
+}
+
+std::variant<TrainingArgs, std::string> parse_training_args(const std::string& text, const std::string& path) {
   TrainingArgs t;
   t.path = path;
   try {
-    const YAML::Node root = YAML::LoadFile(path);
+    const YAML::Node root = YAML::Load(text);
     if (!root.IsMap()) return fmt::format("{}: expected a mapping of training arguments, found {}", path, found(root));
     if (const auto n = root["per_device_train_batch_size"])
       t.micro_batch = Setting<std::int64_t>{positive(path, "per_device_train_batch_size", n), where(path, n)};
@@ -154,8 +165,6 @@ std::variant<TrainingArgs, std::string> load_training_args(const std::string& pa
     load_trl_fields(path, root, t.trl);
   } catch (const Bad& e) {
     return e.message;
-  } catch (const YAML::BadFile&) {
-    return fmt::format("cannot read the training arguments file {}", path);
   } catch (const YAML::Exception& e) {
     return fmt::format("{}:{}:{}: not YAML: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg);
   }
