@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "shardcheck/checkpoint.hpp"
@@ -58,6 +59,11 @@ struct PeftSummary {
   std::vector<std::string> saved;         // modules_to_save wrappers
   std::int64_t trainable = 0;             // peft's get_nb_trainable_parameters
   std::int64_t total = 0;
+  // Each frozen base parameter's PeftModel name -> its name in the transformers model (and so in the
+  // checkpoint): "base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight" ->
+  // "model.layers.0.self_attn.q_proj.weight"; and that model's own base_model_path ("model").
+  std::unordered_map<std::string, std::string> base_names;
+  std::string base_model_path;
 };
 
 struct ModuleTree {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,11 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const Peft
 // FSDP + QLoRA with a release below peft's guide (PEFT011, a warning for each known one).
 void check_qlora_versions(const StackVersions& versions, const PeftRules& rules, const std::string& fallback_file,
                           DiagnosticSink& sink);
+
+// The PeftModel parameter a key of adapter_model.safetensors loads into (peft saves without the adapter
+// name `name`); `saved_modules`: the paths of the ModulesToSaveWrapper modules.
+std::string parameter_of_saved_key(const std::string& key, const std::string& name,
+                                   const std::set<std::string>& saved_modules);
 
 // The same with rules/peft.yaml read from `rules_dir`: what inspect, plan and check call.
 bool attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,

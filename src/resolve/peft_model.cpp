@@ -216,25 +216,6 @@ std::string torch_size(std::span<const std::int64_t> shape) {
   return "torch.Size([" + s + "])";
 }
 
-// The parameter a key of adapter_model.safetensors loads into: peft saves the adapter's state dict
-// without the adapter name and set_peft_model_state_dict puts it back (utils/save_and_load.py):
-// "X.lora_A.weight" -> "X.lora_A.<name>.weight", "X.lora_magnitude_vector" ->
-// "X.lora_magnitude_vector.<name>.weight", "X.lora_embedding_A" -> "X.lora_embedding_A.<name>", and a
-// modules_to_save module's "X.weight" -> "X.modules_to_save.<name>.weight".
-std::string parameter_of_saved_key(const std::string& key, const std::string& name,
-                                   const std::set<std::string>& saved_modules) {
-  for (const char* part : {".lora_A.", ".lora_B."})
-    if (const auto at = key.rfind(part); at != std::string::npos)
-      return key.substr(0, at + std::strlen(part)) + name + "." + key.substr(at + std::strlen(part));
-  for (const char* part : {".lora_embedding_A", ".lora_embedding_B"})
-    if (key.ends_with(part)) return key + "." + name;
-  if (key.ends_with(".lora_magnitude_vector")) return key + "." + name + ".weight";
-  const auto dot = key.rfind('.');
-  if (dot != std::string::npos && saved_modules.count(key.substr(0, dot)))
-    return key.substr(0, dot) + ".modules_to_save." + name + key.substr(dot);
-  return key;
-}
-
 // PeftModel.from_pretrained -> set_peft_model_state_dict -> load_state_dict(strict=False): a saved
 // matrix whose shape differs from the layer this config builds is torch's size-mismatch error (an
 // adapter trained on another model size, or its config edited); one the model has no place for is
@@ -388,6 +369,25 @@ std::optional<MoeConversion> convert_moe_targets(const ModuleTree& base, LoraAda
 }
 
 }  // namespace
+
+// The parameter a key of adapter_model.safetensors loads into: peft saves the adapter's state dict
+// without the adapter name and set_peft_model_state_dict puts it back (utils/save_and_load.py):
+// "X.lora_A.weight" -> "X.lora_A.<name>.weight", "X.lora_magnitude_vector" ->
+// "X.lora_magnitude_vector.<name>.weight", "X.lora_embedding_A" -> "X.lora_embedding_A.<name>", and a
+// modules_to_save module's "X.weight" -> "X.modules_to_save.<name>.weight".
+std::string parameter_of_saved_key(const std::string& key, const std::string& name,
+                                   const std::set<std::string>& saved_modules) {
+  for (const char* part : {".lora_A.", ".lora_B."})
+    if (const auto at = key.rfind(part); at != std::string::npos)
+      return key.substr(0, at + std::strlen(part)) + name + "." + key.substr(at + std::strlen(part));
+  for (const char* part : {".lora_embedding_A", ".lora_embedding_B"})
+    if (key.ends_with(part)) return key + "." + name;
+  if (key.ends_with(".lora_magnitude_vector")) return key + "." + name + ".weight";
+  const auto dot = key.rfind('.');
+  if (dot != std::string::npos && saved_modules.count(key.substr(0, dot)))
+    return key.substr(0, dot) + ".modules_to_save." + name + key.substr(dot);
+  return key;
+}
 
 std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, DiagnosticSink& sink) {
   static thread_local std::string path;
@@ -862,6 +862,9 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // getattr(peft_model, base_model_prefix) (accelerate's _find_final_norm, fsdp_utils.py 1.14) goes
   // through PeftModel.__getattr__ and LoraModel.__getattr__ to LoraModel.model: the whole
   // transformers model, not its base model, so no final norm is found among its children.
+  summary.base_model_path = tree.base_model_path;
+  summary.base_names.reserve(b.renamed().size());
+  for (const auto& [old_name, new_name] : b.renamed()) summary.base_names.emplace(new_name, old_name);
   tree.base_model_path = "base_model.model";
   for (auto& [path, style] : tree.fsdp_plan) path = moved(path);
   tree.class_chains["lora.Linear"] = {"lora.Linear", "LoraLayer", "BaseTunerLayer", "Module"};

@@ -48,23 +48,34 @@ WeightReader::~WeightReader() {
   for (auto [index, fd] : fds_) ::close(fd);
 }
 
-int WeightReader::open_file(std::uint32_t index) {
-  if (auto it = fds_.find(index); it != fds_.end()) return it->second;
-  const auto path = meta_.dir / meta_.files[index].path;
+void WeightReader::add_adapter(CheckpointMeta adapter, std::map<std::string, std::string> keys) {
+  adapter_ = std::move(adapter);
+  adapter_keys_ = std::move(keys);
+}
+
+int WeightReader::open_file(const CheckpointMeta& meta, std::uint32_t index) {
+  const auto path = meta.dir / meta.files[index].path;
+  if (auto it = fds_.find(path.string()); it != fds_.end()) return it->second;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", path.string(), std::strerror(errno)));
-  fds_[index] = fd;
+  fds_[path.string()] = fd;
   return fd;
 }
 
-WeightReader::Piece WeightReader::piece_of(const TensorInfo& t) {
-  const auto& file = meta_.files[t.file];
-  return Piece{open_file(t.file), file.path, 8 + file.header_len + t.begin, t.numel()};
+WeightReader::Piece WeightReader::piece_of(const CheckpointMeta& meta, const TensorInfo& t) {
+  const auto& file = meta.files[t.file];
+  return Piece{open_file(meta, t.file), file.path, 8 + file.header_len + t.begin, t.numel()};
 }
 
-// The stored tensor behind a parameter: its own name, then without the base-model prefix, then the
-// same for the tensor it is tied to, each also with the version's renames undone.
-const TensorInfo* WeightReader::find_stored(const std::string& param) const {
+// The stored tensor behind a parameter: a PEFT adapter's own tensor in the adapter's file; else its
+// own name, then without the base-model prefix, then the same for the tensor it is tied to, each also
+// with the version's renames undone.
+std::pair<const CheckpointMeta*, const TensorInfo*> WeightReader::find_stored(const std::string& param) const {
+  if (adapter_)
+    if (auto key = adapter_keys_.find(param); key != adapter_keys_.end())
+      for (const auto& f : adapter_->files)
+        for (const auto& t : f.tensors)
+          if (std::string_view(t.name) == key->second) return {&*adapter_, &t};
   std::vector<std::string> candidates{param};
   if (auto alias = aliases_.find(param); alias != aliases_.end()) candidates.push_back(alias->second);
   for (std::size_t c = 0, n = candidates.size(); c < n; ++c)
@@ -78,8 +89,8 @@ const TensorInfo* WeightReader::find_stored(const std::string& param) const {
   for (const auto& name : candidates)
     for (const auto& f : meta_.files)
       for (const auto& t : f.tensors)
-        if (std::string_view(t.name) == name) return &t;
-  return nullptr;
+        if (std::string_view(t.name) == name) return {&meta_, &t};
+  return {nullptr, nullptr};
 }
 
 // transformers 5.x core_model_loading.py (MergeModulelist(dim=0) then Concatenate(dim=1)): per
@@ -87,7 +98,9 @@ const TensorInfo* WeightReader::find_stored(const std::string& param) const {
 // way from_pretrained renames them (the version's renames applied, the base-model prefix added).
 bool WeightReader::bind_fused(const UnitLayout& u, std::size_t i, const std::vector<std::string>& globs, Bound& out,
                               std::string& error) {
-  const std::string& param = u.params[i];
+  // Under its name in the model the checkpoint belongs to (a PeftModel's base parameter has another).
+  const auto alias = aliases_.find(u.params[i]);
+  const std::string& param = alias == aliases_.end() ? u.params[i] : alias->second;
   const std::string module = param.substr(0, param.rfind('.') == std::string::npos ? 0 : param.rfind('.'));
   struct Source {
     std::int64_t index;
@@ -122,7 +135,7 @@ bool WeightReader::bind_fused(const UnitLayout& u, std::size_t i, const std::vec
       return false;
     }
     numel += s.tensor->numel();
-    out.push_back(piece_of(*s.tensor));
+    out.push_back(piece_of(meta_, *s.tensor));
   }
   if (sources.empty() || numel != u.param_numels[i]) {
     error = fmt::format("unit '{}': '{}' fuses {} checkpoint tensors ({}) with {} elements, the plan expects {}", u.path,
@@ -137,14 +150,14 @@ bool WeightReader::bind(const UnitLayout& u, std::string& error) {
   width_ = element_bytes(u.dtype);
   for (std::size_t i = 0; i < u.params.size(); ++i) {
     Bound b;
-    if (const TensorInfo* found = find_stored(u.params[i])) {
+    if (const auto [meta, found] = find_stored(u.params[i]); found) {
       if (found->dtype != u.dtype || found->numel() != u.param_numels[i]) {
         error = fmt::format("unit '{}': parameter '{}' is {} x {} in {}, the plan expects {} x {}", u.path,
-                            u.params[i], found->numel(), dtype_name(found->dtype), meta_.files[found->file].path,
+                            u.params[i], found->numel(), dtype_name(found->dtype), meta->files[found->file].path,
                             u.param_numels[i], dtype_name(u.dtype));
         return false;
       }
-      b.push_back(piece_of(*found));
+      b.push_back(piece_of(*meta, *found));
     } else if (auto fused = fused_.find(u.params[i]); fused != fused_.end()) {
       if (!bind_fused(u, i, fused->second, b, error)) return false;
     } else {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ class WeightReader {
   WeightReader(const WeightReader&) = delete;
   WeightReader& operator=(const WeightReader&) = delete;
 
+  // A PEFT adapter's saved tensors (adapter_model.safetensors, as `adapter`), and for each PeftModel
+  // parameter they hold, its key there (peft_model.hpp parameter_of_saved_key, inverted).
+  void add_adapter(CheckpointMeta adapter, std::map<std::string, std::string> keys);
+
   // Binds the unit's parameters to checkpoint tensors; error text when one is missing or its dtype
   // or size differs from the plan.
   bool bind(const UnitLayout& u, std::string& error);
@@ -48,18 +53,21 @@ class WeightReader {
   };
   // A parameter: one piece, or the pieces of a fused parameter in element order.
   using Bound = std::vector<Piece>;
-  int open_file(std::uint32_t index);
-  const TensorInfo* find_stored(const std::string& param) const;
+  int open_file(const CheckpointMeta& meta, std::uint32_t index);
+  // The stored tensor and the checkpoint (the model's or the adapter's) that holds it.
+  std::pair<const CheckpointMeta*, const TensorInfo*> find_stored(const std::string& param) const;
   bool bind_fused(const UnitLayout& u, std::size_t i, const std::vector<std::string>& globs, Bound& out,
                   std::string& error);
-  Piece piece_of(const TensorInfo& t);
+  Piece piece_of(const CheckpointMeta& meta, const TensorInfo& t);
 
   CheckpointMeta meta_;
   std::map<std::string, std::string> aliases_;
   std::string base_prefix_;
   std::vector<std::pair<std::string, std::string>> renames_;
   std::map<std::string, std::vector<std::string>> fused_;
-  std::map<std::uint32_t, int> fds_;
+  std::optional<CheckpointMeta> adapter_;
+  std::map<std::string, std::string> adapter_keys_;
+  std::map<std::string, int> fds_;  // by path
   std::vector<Bound> bound_;
   int width_ = 0;
   std::int64_t bytes_read_ = 0;

@@ -181,3 +181,47 @@ CASES = [
      "exit": 2, "stderr": ["bad-plan.json: inconsistent plan: unit 'model.layers.0': padded_numel 999 is not world "
                            "size 2 x shard_numel 2180"]},
 ]
+
+# --weights --adapter: a PEFT adapter saved by real peft 0.20 (fixtures/peft-oracle/adapters) on its base
+# model (fixtures/oracle2/models, float32): the base parameters are read from the model's files under
+# their names before peft renamed them (".base_layer", "base_model.model."), the adapter's own from
+# adapter_model.safetensors, and the gather must equal both files bit for bit.
+ORACLE = "{src}/fixtures/oracle2/models"
+PEFT_ADAPTERS = "{src}/fixtures/peft-oracle/adapters"
+CASES += [
+    # llama (hidden 20, 2 layers): root 1500 + layers 2 x 4360 elements, LoRA r 3 on q_proj (A 60, B 60) and
+    # v_proj (A 60, B 30) in units of their own (the Trainer's policy): every real element read once,
+    # (1500 + 8720 + 2 x 210) x 4 bytes = 42560.
+    {"name": "smoke --weights --adapter llama-qv W=2", "quick": True,
+     "args": ["smoke", ORACLE + "/llama", "--adapter", PEFT_ADAPTERS + "/llama-qv", "--nproc", "2", "--weights",
+              "--no-env"] + QUICK, "exit": 0,
+     "stdout": ["checked 11 of 11 units", "shard reads from the checkpoint: 42560 bytes",
+                "equal to the checkpoint's bytes bit for bit"]},
+    # qwen3_moe all-linear under FSDP2: nested ParamWrapper adapters on the experts and the router; the
+    # fused gate_up_proj read from the model's file, the adapters from the adapter's. peft's all params
+    # (12,436) are every element once: 49744 bytes.
+    {"name": "smoke --weights --adapter qwen3_moe all-linear FSDP2 W=3",
+     "args": ["smoke", ORACLE + "/qwen3_moe", "--adapter", PEFT_ADAPTERS + "/qwen3_moe-alllinear", "--nproc", "3",
+              "--fsdp-version", "2", "--weights", "--no-env"] + QUICK, "exit": 0,
+     "stdout": ["shard reads from the checkpoint: 49744 bytes", "equal to the checkpoint's bytes bit for bit"]},
+    # modules_to_save (a trainable copy of lm_head saved in the adapter) and a tied model under FSDP1.
+    {"name": "smoke --weights --adapter llama-mts FSDP2 W=3",
+     "args": ["smoke", ORACLE + "/llama", "--adapter", PEFT_ADAPTERS + "/llama-mts", "--nproc", "3",
+              "--fsdp-version", "2", "--weights", "--no-env"] + QUICK, "exit": 0,
+     "stdout": ["equal to the checkpoint's bytes bit for bit"]},
+    {"name": "smoke --weights --adapter gpt2 all-linear (tied head, base-model names) W=2",
+     "args": ["smoke", ORACLE + "/gpt2", "--adapter", PEFT_ADAPTERS + "/gpt2-alllinear", "--nproc", "2",
+              "--use-orig-params", "true", "--weights", "--no-env"] + QUICK, "exit": 0,
+     "stdout": ["equal to the checkpoint's bytes bit for bit"]},
+    {"name": "smoke --weights --adapter catches a shifted shard",
+     "args": ["smoke", ORACLE + "/llama", "--adapter", PEFT_ADAPTERS + "/llama-qv", "--nproc", "2", "--weights",
+              "--no-env", "--test-shift-shard", "1"] + QUICK, "exit": 20,
+     "stdout": ["FAILED:", "differ from the checkpoint's bytes"]},
+    {"name": "smoke --weights with LoRA flags has no saved adapter to compare with",
+     "args": ["smoke", ORACLE + "/llama", "--lora-r", "4", "--nproc", "2", "--weights", "--no-env"] + QUICK,
+     "exit": 28, "stderr": ["no adapter weights are saved to compare with"]},
+    {"name": "smoke --weights with a 4-bit load: the checkpoint does not hold the 4-bit bytes",
+     "args": ["smoke", ORACLE + "/llama", "--adapter", PEFT_ADAPTERS + "/llama-qv", "--load-in-4bit",
+              "--bnb-4bit-quant-storage", "float32", "--nproc", "2", "--weights", "--no-env"] + QUICK,
+     "exit": 28, "stderr": ["bitsandbytes makes the 4-bit bytes when the model is loaded"]},
+]

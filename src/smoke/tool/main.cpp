@@ -8,12 +8,16 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <memory>
 
 #include "cli/plan_flags.hpp"
 #include "shardcheck/exit_codes.hpp"
 #include "shardcheck/expr.hpp"
+#include "shardcheck/peft_model.hpp"
 #include "shardcheck/registry.hpp"
 #include "shardcheck/report.hpp"
 #include "smoke/launcher.hpp"
@@ -48,6 +52,12 @@ struct Planned {
   std::string base_prefix;                     // the base model's attribute ("model", "transformer")
   std::vector<std::pair<std::string, std::string>> renames;  // checkpoint renames in force (disk, model)
   std::map<std::string, std::vector<std::string>> fused;     // fused parameter -> its checkpoint globs
+  std::string checkpoint_dir;                                 // the base model's directory ("" : MODEL)
+  // A PeftModel: its adapter_config.json ("" when the LoRA settings came from flags), whether any
+  // weight is 4-bit, and the ModulesToSaveWrapper paths (where saved keys of modules_to_save go).
+  bool peft = false, quantized = false;
+  std::string adapter_config;
+  std::set<std::string> saved_modules;
 };
 
 // The registry's checkpoint renames that hold for the planned transformers version (the same
@@ -103,7 +113,27 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
   }
   out.plan = std::move(*r.plan);
   out.strategy = strategy_name(out.plan.strategy);
-  if (r.tree) {
+  if (r.tree && r.tree->peft) {
+    // A PeftModel: its frozen parameters are the base model's under new names (".base_layer",
+    // "original_module", "base_model.model."); the checkpoint has the old ones.
+    const PeftSummary& peft = *r.tree->peft;
+    out.peft = true;
+    out.quantized = r.tree->quantized_4bit;
+    if (peft.adapter.ends_with("adapter_config.json")) out.adapter_config = peft.adapter;
+    out.checkpoint_dir = std::filesystem::path(r.tree->config_path).parent_path().string();
+    for (const auto& [now, before] : peft.base_names) out.aliases[now] = before;
+    for (const auto& t : r.tree->tied) {
+      const auto stored = peft.base_names.find(t.target);
+      out.aliases[t.alias] = stored == peft.base_names.end() ? t.target : stored->second;
+    }
+    for (const Module& m : r.tree->modules)
+      if (m.cls == "ModulesToSaveWrapper") out.saved_modules.insert(m.path);
+    out.base_prefix = peft.base_model_path;
+    out.renames = checkpoint_renames(ctx.rules_dir, *r.tree);
+    for (const Module& m : r.tree->modules)
+      for (const ParamInfo& p : m.params)
+        if (!p.fused_from.empty()) out.fused[m.path.empty() ? p.name : m.path + "." + p.name] = p.fused_from;
+  } else if (r.tree) {
     for (const auto& t : r.tree->tied) out.aliases[t.alias] = t.target;
     out.base_prefix = r.tree->base_model_path;
     out.renames = checkpoint_renames(ctx.rules_dir, *r.tree);
@@ -170,15 +200,40 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
   if (f.weights) {
     if (!f.plan_file.empty() && f.plan.model.empty())
       throw SmokeFault(ExitCode::usage, "--weights reads the checkpoint: give the model directory too");
+    if (planned.quantized)
+      throw SmokeFault(ExitCode::smoke_weights,
+                       "--weights: bitsandbytes makes the 4-bit bytes when the model is loaded; the checkpoint does "
+                       "not hold them (drop --weights, or the 4-bit load)");
+    if (planned.peft && planned.adapter_config.empty())
+      throw SmokeFault(ExitCode::smoke_weights,
+                       "--weights: the LoRA settings come from flags, so no adapter weights are saved to compare "
+                       "with; give the saved adapter (--adapter DIR) or drop --weights");
+    const std::string dir = planned.checkpoint_dir.empty() ? f.plan.model : planned.checkpoint_dir;
     DiagnosticSink sink;
-    auto meta = load_checkpoint(f.plan.model, sink);
-    if (!meta) throw SmokeFault(ExitCode::smoke_weights, fmt::format("--weights: no safetensors files in {}", f.plan.model));
+    auto meta = load_checkpoint(dir, sink);
+    if (!meta) throw SmokeFault(ExitCode::smoke_weights, fmt::format("--weights: no safetensors files in {}", dir));
+    std::optional<CheckpointMeta> adapter;
+    std::map<std::string, std::string> adapter_keys;
+    if (planned.peft) {
+      const auto adapter_dir = std::filesystem::path(planned.adapter_config).parent_path();
+      adapter = load_checkpoint(adapter_dir, sink);
+      if (!adapter)
+        throw SmokeFault(ExitCode::smoke_weights,
+                         fmt::format("--weights: the adapter at {} has no adapter_model.safetensors to compare with",
+                                     adapter_dir.string()));
+      for (const auto& file : adapter->files)
+        for (const auto& t : file.tensors) {
+          const std::string key(t.name);
+          adapter_keys[parameter_of_saved_key(key, "default", planned.saved_modules)] = key;
+        }
+    }
     if (sink.first_error_exit_code() != ExitCode::ok) {
       std::fputs(render_diagnostics_text(sink.items()).c_str(), stderr);
       throw SmokeFault(sink.first_error_exit_code(), "--weights: the checkpoint is broken (above)");
     }
     reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases, planned.base_prefix,
                                             planned.renames, planned.fused);
+    if (adapter) reader->add_adapter(std::move(*adapter), std::move(adapter_keys));
     opt.weights = reader.get();
   }
 
