@@ -74,7 +74,10 @@ struct ModuleTree {
   std::string since;                 // the registry's first transformers release with this model_type
   std::string attn_implementation;
   bool dequantized = false;          // quantised checkpoint loaded dequantised (--dequantize)
-  bool quantized_4bit = false;       // loaded in 4 bits by bitsandbytes (shardcheck/quantization.hpp)
+  // Loaded in 4 bits by bitsandbytes: the BitsAndBytesConfig in force (flags, or config.json's for a
+  // pre-quantized checkpoint; shardcheck/quantization.hpp).
+  std::optional<Bnb4bitConfig> bnb_4bit;
+  bool quantized_4bit() const { return bnb_4bit.has_value(); }
   std::uint64_t quant_state_bytes = 0;  // its QuantState tensors: not parameters, never sharded
   std::vector<Module> modules;       // modules[0] is the root; parents precede children (pre-order)
   std::map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)

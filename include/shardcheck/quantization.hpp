@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+#include <string_view>
+
 #include "shardcheck/dtype.hpp"
 
 namespace shardcheck {
@@ -30,6 +33,17 @@ struct Bnb4bitConfig {
 std::int64_t bnb_4bit_rows(std::int64_t n, DType storage);
 // Bytes of the QuantState of a 4-bit weight of n elements (not parameters: whole on every rank).
 std::uint64_t bnb_4bit_state_bytes(std::int64_t n, bool double_quant);
+
+// A checkpoint saved already quantized by bitsandbytes (config.json's quantization_config with
+// quant_method "bitsandbytes"; transformers' save_pretrained of a 4-bit model, e.g. the "-bnb-4bit"
+// Hub models): from_pretrained builds the model from that config and loads the packed Params4bit
+// bytes as they are. Returns the 4-bit config; nullopt when the checkpoint is not one (`eight_bit`
+// set for a load_in_8bit one, which shardcheck does not lay out).
+std::optional<Bnb4bitConfig> prequantized_bnb_4bit(const nlohmann::json& config, bool& eight_bit);
+// The tensors save_pretrained writes beside each packed weight W (bitsandbytes nn/modules.py
+// Params4bit / functional.py QuantState.as_dict(packed=True)): W.absmax, W.quant_map,
+// W.nested_absmax, W.nested_quant_map, W.quant_state.bitsandbytes__<nf4|fp4>; not parameters.
+bool is_bnb_4bit_state_tensor(std::string_view name);
 
 // Rewrites the tree as loaded in 4 bits. `tree` must be the model as transformers builds it (before
 // any PEFT adapter).

@@ -244,6 +244,10 @@ constexpr FindingCode kCodes[] = {
      "nothing; drop it."},
 
     // ---- input files (src/load/model_config.cpp, src/load/model_source.cpp) ----
+    {"CFG008", Severity::error, ExitCode::unknown_model, "A bitsandbytes 8-bit checkpoint",
+     "config.json's quantization_config says quant_method bitsandbytes with load_in_8bit: from_pretrained "
+     "builds Linear8bitLt layers whose Int8Params and their statistics shardcheck does not lay out, so it "
+     "gives no plan rather than one of 16-bit weights. 4-bit checkpoints (load_in_4bit) are laid out."},
     {"IO001", Severity::error, ExitCode::io, "config.json cannot be opened",
      "shardcheck could not open the model's config.json for reading: it is missing, unreadable, or not a "
      "file. Without it neither the architecture nor any parameter shape is known, so nothing can be "

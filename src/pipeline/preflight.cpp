@@ -156,8 +156,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     const auto peft_rules = PeftRules::load(req.rules_dir, r.sink);
     if (!peft_rules) return r;
     if (!apply_lora_adapter(*r.tree, *adapter, *peft_rules, r.sink)) return r;
-    apply_peft_caller(r.settings, resolve.bnb_4bit);
-    if (r.tree->quantized_4bit)
+    apply_peft_caller(r.settings, r.tree->bnb_4bit);
+    if (r.tree->quantized_4bit())
       check_qlora_versions(versions, *peft_rules, req.accelerate_config.value_or(r.tree->config_path), r.sink);
   }
   check_stack_versions(versions, *version_rules, r.tree->model_type, r.tree->since,

@@ -3,6 +3,8 @@
 // CPU backend: fixtures/peft-oracle/adapters/*/record-<quant>.json.
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include <regex>
 #include <set>
 
@@ -28,6 +30,44 @@ std::int64_t bnb_4bit_rows(std::int64_t n, DType storage) {
   // bitsandbytes/_ops.py quantize_4bit fake: ((n + 1) // (quant_storage.itemsize * 2), 1).
   const std::int64_t per_row = std::max(1, dtype_bits(storage) / 8) * 2;
   return (n + 1) / per_row;
+}
+
+std::optional<Bnb4bitConfig> prequantized_bnb_4bit(const nlohmann::json& config, bool& eight_bit) {
+  eight_bit = false;
+  const auto q = config.find("quantization_config");
+  if (q == config.end() || !q->is_object() || q->value("quant_method", "") != "bitsandbytes") return std::nullopt;
+  auto flag = [&](const char* a, const char* b) {
+    for (const char* k : {a, b})
+      if (const auto v = q->find(k); v != q->end() && v->is_boolean() && v->get<bool>()) return true;
+    return false;
+  };
+  if (!flag("load_in_4bit", "_load_in_4bit")) {
+    eight_bit = flag("load_in_8bit", "_load_in_8bit");
+    return std::nullopt;
+  }
+  // transformers utils/quantization_config.py BitsAndBytesConfig.to_dict: dtype names without "torch.".
+  auto dtype = [&](const char* key, DType fallback) {
+    const auto v = q->find(key);
+    if (v == q->end() || !v->is_string()) return fallback;
+    return parse_torch_dtype(v->get<std::string>()).value_or(fallback);
+  };
+  Bnb4bitConfig c;
+  c.quant_storage = dtype("bnb_4bit_quant_storage", DType::U8);
+  c.compute_dtype = dtype("bnb_4bit_compute_dtype", DType::F32);
+  if (const auto v = q->find("bnb_4bit_quant_type"); v != q->end() && v->is_string()) c.quant_type = v->get<std::string>();
+  if (const auto v = q->find("bnb_4bit_use_double_quant"); v != q->end() && v->is_boolean()) c.double_quant = v->get<bool>();
+  if (const auto v = q->find("llm_int8_skip_modules"); v != q->end() && v->is_array())
+    for (const auto& m : *v)
+      if (m.is_string()) c.skip_modules.push_back(m.get<std::string>());
+  c.source = "config.json quantization_config";
+  return c;
+}
+
+bool is_bnb_4bit_state_tensor(std::string_view name) {
+  for (std::string_view suffix : {".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map",
+                                  ".quant_state.bitsandbytes__nf4", ".quant_state.bitsandbytes__fp4"})
+    if (name.ends_with(suffix)) return true;
+  return false;
 }
 
 namespace {
@@ -81,7 +121,7 @@ void quantize_bnb_4bit(ModuleTree& tree, const Bnb4bitConfig& config) {
     }
   }
   tree.class_chains["Linear4bit"] = {"Linear4bit", "Linear", "Module"};
-  tree.quantized_4bit = true;
+  tree.bnb_4bit = config;
   finalize_counts(tree);
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "resolve/tree_internal.hpp"
+#include "shardcheck/quantization.hpp"
 #include "shardcheck/module_tree.hpp"
 #include "resolve/checkpoint_matcher.hpp"
 #include "util/stage_timer.hpp"
@@ -62,7 +63,7 @@ void apply_load_dtype(ModuleTree& tree, const ModelConfig& config, const Resolve
     target = config.torch_dtype;
     for (const auto& m : tree.modules)
       for (const auto& p : m.params)
-        if (!target && !p.buffer && dtype_is_floating(p.dtype)) target = p.dtype;
+        if (!target && !p.buffer && !p.packed_4bit() && dtype_is_floating(p.dtype)) target = p.dtype;
   } else if (options.load_dtype.empty()) {
     target = DType::F32;
   } else {
@@ -72,7 +73,7 @@ void apply_load_dtype(ModuleTree& tree, const ModelConfig& config, const Resolve
   if (!target) return;
   for (auto& m : tree.modules)
     for (auto& p : m.params)
-      if (!p.buffer && dtype_is_floating(p.dtype)) p.dtype = *target;
+      if (!p.buffer && !p.packed_4bit() && dtype_is_floating(p.dtype)) p.dtype = *target;  // 4-bit storage stays
 }
 
 }  // namespace
@@ -148,6 +149,20 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
       expand_arch_tree(config, *arch, registry, options, root, dtype, state->globals, state->fused, sink);
   if (!state->tree) return std::nullopt;
   state->tree->config_path = config.path;
+  // A checkpoint bitsandbytes already quantized: from_pretrained builds Linear4bit layers from its
+  // config.json (any quantization_config passed besides is ignored), so the packed shapes are what
+  // the checkpoint is matched against.
+  bool eight_bit = false;
+  if (auto pre = prequantized_bnb_4bit(config.raw, eight_bit)) {
+    state->options.bnb_4bit = pre;
+    quantize_bnb_4bit(*state->tree, *pre);
+  } else if (eight_bit) {
+    sink.report(diag("CFG008", Severity::error, config.path,
+                     "config.json's quantization_config is a bitsandbytes 8-bit checkpoint (load_in_8bit): its "
+                     "Int8Params layers are not laid out by shardcheck",
+                     ExitCode::unknown_model, "plan the unquantized checkpoint, or a 4-bit one"));
+    return std::nullopt;
+  }
   return TreeExpansion(std::move(state));
 }
 
@@ -188,7 +203,7 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
   }
   apply_load_dtype(tree, config, state.options);
   finalize_counts(tree);
-  if (state.options.bnb_4bit) quantize_bnb_4bit(tree, *state.options.bnb_4bit);
+  if (state.options.bnb_4bit && !tree.quantized_4bit()) quantize_bnb_4bit(tree, *state.options.bnb_4bit);
   return std::move(tree);
 }
 

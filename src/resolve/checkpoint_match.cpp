@@ -3,6 +3,8 @@
 // _keys_to_ignore_on_load_unexpected, 5.x weight conversions). Every disagreement is reported.
 #include <fmt/format.h>
 
+#include "shardcheck/quantization.hpp"
+
 #include <algorithm>
 #include <regex>
 #include <optional>
@@ -282,7 +284,8 @@ struct CheckpointMatcher::Impl {
         fused_matcher(tree, fused),
         head_root(tree.architecture != arch.base_model_class),
         prefix(arch.base_model_prefix.empty() ? "" : arch.base_model_prefix + "."),
-        prefixed_candidates(tree, prefix) {
+        prefixed_candidates(tree, prefix),
+        quantized_4bit(tree.quantized_4bit()) {
     for (int mi = 0; mi < static_cast<int>(tree.modules.size()); ++mi) {
       const Module& m = tree.modules[mi];
       for (int pi = 0; pi < static_cast<int>(m.params.size()); ++pi) {
@@ -374,9 +377,11 @@ struct CheckpointMatcher::Impl {
         r.kind = Resolution::fused;
         r.index = static_cast<std::uint32_t>(*slot);
       } else {
-        const bool ignored = std::any_of(ignores.begin(), ignores.end(), [&name](const std::regex& re) {
-          return std::regex_search(name.begin(), name.end(), re);
-        });
+        // A pre-quantized bitsandbytes checkpoint's quantization state rides beside each packed weight.
+        const bool ignored = (quantized_4bit && is_bnb_4bit_state_tensor(name)) ||
+                             std::any_of(ignores.begin(), ignores.end(), [&name](const std::regex& re) {
+                               return std::regex_search(name.begin(), name.end(), re);
+                             });
         r.kind = ignored ? Resolution::ignored : Resolution::unexpected;
       }
     }
@@ -398,6 +403,7 @@ struct CheckpointMatcher::Impl {
   std::vector<std::pair<std::string, std::string>> renames;
   std::vector<std::regex> ignores;
   const CheckpointDequantize* dequant = nullptr;  // the checkpoint loads dequantised
+  bool quantized_4bit = false;  // a pre-quantized bitsandbytes checkpoint (quantization.hpp)
   std::optional<std::string> setup_error;         // REG005, reported by apply()
 
   std::mutex decided_mutex;

@@ -33,7 +33,7 @@ void validate_flattenable(const ModuleTree& tree, const ShardUnit& unit, const F
                            fmt::format("ValueError: {} (first parameter {} is {})",
                                        v113 ? "Integer parameters are unsupported" : "Cannot flatten integer dtype tensors",
                                        first.fqn, torch_dtype_name(first.dtype)),
-                           tree.quantized_4bit
+                           tree.quantized_4bit()
                                ? "bitsandbytes stores 4-bit weights in bnb_4bit_quant_storage (uint8 by default), which "
                                  "FSDP1 cannot flatten: set bnb_4bit_quant_storage to the dtype the model is loaded in "
                                  "(e.g. bfloat16 with torch_dtype=bfloat16, peft's FSDP+QLoRA guide), or use FSDP2 "

@@ -51,7 +51,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
       // loaded dtypes (flat_unit).
       // Not when the model holds any Params4bit (model_has_params4bit).
       if (s.fsdp_version.value == 2 && s.param_dtype() && e.requires_grad && dtype_is_floating(e.dtype) &&
-          e.dtype != DType::F32 && !tree.quantized_4bit)
+          e.dtype != DType::F32 && !tree.quantized_4bit())
         e.dtype = DType::F32;
       const int idx = static_cast<int>(entries_.size());
       if (const auto it = index.find(e.fqn); it != index.end()) it->second = idx;

@@ -276,3 +276,40 @@ CASES += [
      "args": ["plan", MIXTRAL5, "--no-env", "--world-size", "2", "--fsdp-version", "2", "--lora-r", "4"], "exit": 1,
      "stderr": ["No `target_modules` passed but also no `target_parameters` found", "[PEFT004]"]},
 ]
+
+# Checkpoints saved already quantized by bitsandbytes (fixtures/bnb-prequantized, real transformers +
+# bitsandbytes): config.json's quantization_config decides, no --load-in-4bit needed. llama (oracle2):
+# hidden 20, 2 layers; with bf16 storage a layer's frozen base packs q 400 -> (400 + 1) // 4 = 100 rows,
+# k and v 50, o 100, gate/up/down 1040 -> 260 each, plus two norms of 20: 1,120 elements, over 3 ranks
+# ceil(1120 / 3) = 374 with 2 padding; LoRA r 4 on q and v adds (80 + 80) + (80 + 40) = 280 per layer.
+PREQ = "{src}/fixtures/bnb-prequantized"
+
+
+def prequantized_bf16(doc):
+    layer = units(doc).get("base_model.model.model.layers.0")
+    if not layer or (layer["numel"], layer["shard_numel"], layer["dtype"]) != (1120, 374, "BF16"):
+        return f"layer 0 unit {layer and (layer['numel'], layer['shard_numel'], layer['dtype'])}"
+    if doc["peft"]["trainable_params"] != 560:
+        return f"trainable {doc['peft']['trainable_params']}"
+    if doc["settings"]["mixed_precision"]["value"] != "bf16" or doc["diagnostics"]:
+        return f"mixed precision {doc['settings']['mixed_precision']}, diagnostics {doc['diagnostics']}"
+    return None
+
+
+CASES += [
+    {"name": "a pre-quantized bnb checkpoint (bf16 storage) plans as 4-bit from its own config, QLoRA under FSDP1",
+     "args": ["plan", PREQ + "/llama-nf4dq-bf16", "--no-env", "--world-size", "3", "--lora-target-modules",
+              "q_proj,v_proj", "--lora-r", "4", "--format", "json"], "json": prequantized_bf16},
+    {"name": "a pre-quantized bnb checkpoint with uint8 storage cannot be flattened by FSDP1 (PLAN001)",
+     "args": ["plan", PREQ + "/llama-nf4dq-u8", "--no-env", "--world-size", "2", "--lora-target-modules",
+              "q_proj,v_proj", "--lora-r", "4"], "exit": 1,
+     "stderr": ["Cannot flatten integer dtype tensors", "[PLAN001]"]},
+    {"name": "a pre-quantized bnb checkpoint with uint8 storage under FSDP2: 4-bit weights whole on every rank",
+     "args": ["plan", PREQ + "/llama-nf4dq-u8", "--no-env", "--world-size", "2", "--fsdp-version", "2",
+              "--lora-target-modules", "q_proj,v_proj", "--lora-r", "4", "--format", "json"],
+     # uint8 storage: per layer q 200 + k 100 + v 100 + o 200 + 3 x 520 = 2,160 bytes, 2 layers: 4,320.
+     "json": lambda d: None if d["memory"]["per_rank_bytes"]["ignored"] == 4320 else f"{d['memory']['per_rank_bytes']}"},
+    {"name": "a bitsandbytes 8-bit checkpoint is refused (CFG008, exit 11)",
+     "args": ["plan", PREQ + "/llama-int8", "--no-env", "--world-size", "2"], "exit": 11,
+     "stderr": ["bitsandbytes 8-bit checkpoint", "[CFG008]"]},
+]

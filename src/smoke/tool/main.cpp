@@ -118,7 +118,7 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
     // "original_module", "base_model.model."); the checkpoint has the old ones.
     const PeftSummary& peft = *r.tree->peft;
     out.peft = true;
-    out.quantized = r.tree->quantized_4bit;
+    out.quantized = r.tree->quantized_4bit();
     if (peft.adapter.ends_with("adapter_config.json")) out.adapter_config = peft.adapter;
     out.checkpoint_dir = std::filesystem::path(r.tree->config_path).parent_path().string();
     for (const auto& [now, before] : peft.base_names) out.aliases[now] = before;
