@@ -139,7 +139,10 @@ class Fsdp1Wrapper {
   }
 
   std::int64_t recursive_wrap(int m, bool only_wrap_children) {
-    const std::int64_t n = available_numel(m);
+    // Only the size policy reads nonwrapped_numel; for the others torch's sum changes nothing, and
+    // on a PeftModel (tens of thousands of modules) walking every subtree at every level would be
+    // most of the simulation.
+    const std::int64_t n = s_.policy.value == WrapPolicyKind::size ? available_numel(m) : 0;
     if (!policy(m, /*recurse=*/true, n)) return 0;
     std::int64_t wrapped = 0;
     for (int c : tree_.modules[m].children)
