@@ -38,7 +38,7 @@ warnings.filterwarnings("ignore")
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -52,10 +52,15 @@ CANDIDATE_TYPES = ["cohere", "cohere2", "olmo", "olmoe", "granitemoe", "phimoe",
                    "glm", "glm4", "smollm3", "seed_oss", "arcee", "apertus"]
 
 
+# Vision-language model types, recorded whole (vision tower, projector, language model).
+VLM_TYPES = ["llava", "llava_next", "llava_onevision", "paligemma", "qwen2_vl", "qwen2_5_vl", "mllama", "idefics3",
+             "gemma3", "smolvlm"]
+
+
 def sources():
     """(name, config dict) pairs."""
     out = []
-    for mt in REGISTRY_TYPES + [t for t in CANDIDATE_TYPES if t not in REGISTRY_TYPES]:
+    for mt in REGISTRY_TYPES + [t for t in CANDIDATE_TYPES + VLM_TYPES if t not in REGISTRY_TYPES]:
         try:
             cfg = AutoConfig.for_model(mt)
         except Exception as e:  # noqa: BLE001
@@ -74,7 +79,11 @@ def record(name: str, cfg_dict: dict) -> dict:
     model_type = cfg_dict.get("model_type")
     cfg = AutoConfig.for_model(model_type, **{k: v for k, v in cfg_dict.items() if k != "model_type"})
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg)
+        try:
+            model = AutoModelForCausalLM.from_config(cfg)
+        except ValueError:
+            # Vision-language models: the class a fine-tuning script builds for image + text input.
+            model = AutoModelForImageTextToText.from_config(cfg)
     names = {id(m): n for n, m in model.named_modules()}
     tied = []
     keys = getattr(model, "all_tied_weights_keys", None) or {}

@@ -22,7 +22,8 @@ What it does
       - FSDP2: accelerate's own accelerate.utils.fsdp_utils.fsdp2_prepare_model with a stand-in
         for the Accelerator carrying a real plugin and a real
         ParallelismConfig(...).build_device_mesh("cpu") (the Accelerator never picks FSDP on CPU).
-    then lazy init, and for float32 cases one forward (input_ids 1 x 5, labels = input_ids),
+    then lazy init, and for float32 cases one forward (input_ids 1 x 5, labels = input_ids; a
+    vision-language model also gets one image and its placeholder tokens),
     backward and torch.optim.AdamW step. Recorded per rank and merged: the units (FSDP1) or
     fully_shard groups (FSDP2) with their parameters, numels, padding and per-rank shards; the
     bytes of the parameters', gradients' and optimizer states' storages after the step; or the
@@ -55,7 +56,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import transformers  # noqa: E402
 import accelerate  # noqa: E402
-from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
+from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -105,6 +106,29 @@ MODELS = {
     "smollm3": ("smollm3", dict(BASE, pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=True)),
     "arcee": ("arcee", dict(BASE, head_dim=10, tie_word_embeddings=False)),
     "olmo": ("olmo", dict(BASE, tie_word_embeddings=False)),
+    # Registry types added from transformers 5.12.1 records (rules/models/<type>.yaml).
+    "olmoe": ("olmoe", dict(BASE, intermediate_size=14, num_experts=3, num_experts_per_tok=2, tie_word_embeddings=False)),
+    "granitemoe": ("granitemoe", dict(BASE, intermediate_size=14, num_local_experts=3, num_experts_per_tok=2,
+                                      tie_word_embeddings=False)),
+    "phimoe": ("phimoe", dict(BASE, intermediate_size=14, num_local_experts=3, num_experts_per_tok=2,
+                              tie_word_embeddings=False)),
+    "cohere2": ("cohere2", dict(BASE, sliding_window=8)),
+    "glm": ("glm", dict(BASE, tie_word_embeddings=False)),
+    "glm4": ("glm4", dict(BASE, tie_word_embeddings=False)),
+    "deepseek_v2": ("deepseek_v2", dict(BASE, moe_intermediate_size=14, n_routed_experts=3, n_shared_experts=1,
+                                        num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1,
+                                        q_lora_rank=12, kv_lora_rank=10, qk_rope_head_dim=4, qk_nope_head_dim=6,
+                                        v_head_dim=6, tie_word_embeddings=False)),
+    "seed_oss": ("seed_oss", dict(BASE, head_dim=10, tie_word_embeddings=False)),
+    "apertus": ("apertus", dict(BASE, head_dim=10, tie_word_embeddings=False)),
+    "stablelm": ("stablelm", dict(BASE, tie_word_embeddings=False)),
+    # A vision-language composite: LLaVA with a tiny CLIP vision tower (image 16, patch 4: 17 positions)
+    # and a tiny Llama; its _no_split_modules is CLIP's (with CLIPTextEmbeddings) plus Llama's.
+    "llava": ("llava", dict(vision_config=dict(model_type="clip_vision_model", hidden_size=12, intermediate_size=26,
+                                               num_hidden_layers=2, num_attention_heads=2, image_size=16,
+                                               patch_size=4, num_channels=3),
+                            text_config=dict(BASE, model_type="llama", tie_word_embeddings=False),
+                            image_token_index=36, vision_feature_layer=-2, tie_word_embeddings=False)),
     # Regression models: config.json fields that transformers reads and the registry once ignored.
     "qwen2_moe_hd": ("qwen2_moe", dict(BASE, head_dim=6, moe_intermediate_size=14, shared_expert_intermediate_size=18,
                                        num_experts=3, num_experts_per_tok=2, tie_word_embeddings=False)),
@@ -135,13 +159,19 @@ def fill_distinct(model: torch.nn.Module) -> None:
             start += n
 
 
+def auto_class(cfg):
+    """The Auto class a fine-tuning script loads the model with: causal LM, or image-text-to-text for
+    vision-language composites."""
+    return AutoModelForImageTextToText if getattr(cfg, "vision_config", None) is not None else AutoModelForCausalLM
+
+
 def build_model(name: str, out_dir: str) -> dict:
     model_type, kwargs = MODELS[name]
     cfg = AutoConfig.for_model(model_type, **kwargs)
     if hasattr(cfg, "experts_implementation"):
         cfg.experts_implementation = "eager"
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    model = auto_class(cfg).from_config(cfg, dtype=torch.float32)
     fill_distinct(model)
     d = os.path.join(out_dir, "models", name)
     shutil.rmtree(d, ignore_errors=True)
@@ -170,10 +200,10 @@ def load_model(name: str, dtype=torch.float32):
                                                                      "deepseek_v3", "gpt_oss"):
         kwargs["experts_implementation"] = "eager"
     try:
-        return AutoModelForCausalLM.from_pretrained(d, **kwargs)
+        return auto_class(cfg).from_pretrained(d, **kwargs)
     except TypeError:
         kwargs.pop("experts_implementation", None)
-        return AutoModelForCausalLM.from_pretrained(d, **kwargs)
+        return auto_class(cfg).from_pretrained(d, **kwargs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,7 +346,20 @@ def storage_bytes(tensors) -> int:
 def step(model, c: dict) -> dict:
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     ids = torch.tensor([[1, 5, 2, 7, 3]])
-    out = model(input_ids=ids, labels=ids)
+    cfg = getattr(model, "config", None)
+    if getattr(cfg, "vision_config", None) is not None:
+        # A vision-language model trains on an image too (else its tower gets no gradient): one image,
+        # its placeholder tokens (one per patch, LLaVA's default strategy drops the CLS feature) in the
+        # text, not in the loss.
+        vc = cfg.vision_config
+        n = (vc.image_size // vc.patch_size) ** 2
+        ids = torch.tensor([[1] + [cfg.image_token_index] * n + [5, 2, 7]])
+        labels = ids.masked_fill(ids == cfg.image_token_index, -100)
+        g = torch.Generator().manual_seed(0)
+        pixels = torch.randn(1, vc.num_channels, vc.image_size, vc.image_size, generator=g)
+        out = model(input_ids=ids, pixel_values=pixels, labels=labels)
+    else:
+        out = model(input_ids=ids, labels=ids)
     out.loss.backward()
     opt.step()
     params = list(model.parameters())
@@ -600,7 +643,8 @@ def all_cases() -> list:
     dense = ["llama", "llama_tied", "mistral", "qwen2", "qwen2_tied", "qwen3", "olmo2", "granite", "gemma", "gemma2",
              "gemma3_text", "phi3", "phi", "starcoder2", "gpt_neox", "falcon", "gpt2"]
     moe = ["mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss"]
-    dense += ["helium", "smollm3", "arcee", "olmo"]
+    dense += ["helium", "smollm3", "arcee", "olmo", "cohere2", "glm", "glm4", "seed_oss", "apertus", "stablelm"]
+    moe += ["olmoe", "granitemoe", "phimoe", "deepseek_v2"]
     for m in dense + moe:
         cs.append(case(m, 1, 3, TF()))
         cs.append(case(m, 1, 4, TF(), use_orig_params=True))
@@ -670,6 +714,12 @@ def all_cases() -> list:
         for W in (2, 7):
             cs.append(case(m, 1, W, TF(), use_orig_params=True))
             cs.append(case(m, 2, W, TF()))
+    # A vision-language composite: accelerate's policy with no class list takes the union
+    # _no_split_modules, which names CLIPTextEmbeddings; the block classes named explicitly wrap.
+    blocks = TF("CLIPEncoderLayer", "LlamaDecoderLayer")
+    cs += [case("llava", 1, 3, TF()), case("llava", 2, 3, TF()), case("llava", 1, 3, blocks),
+           case("llava", 1, 4, blocks, use_orig_params=True), case("llava", 2, 3, blocks), case("llava", 2, 5, blocks),
+           case("llava", 1, 3, SIZE(1000))]
     return unique(cs)
 
 

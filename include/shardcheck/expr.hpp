@@ -8,7 +8,7 @@
 //   or/and/not, comparisons (== != < <= > >= in, not in), + - * / // % **, unary -
 //   primary  := int | float | "string" | 'string' | null/None | true/True | false/False
 //             | name | name(args) | (expr) | [list]
-//   functions: ceil_div(a, b), min(a, b...), max(a, b...), len(list), int(x), bool(x)
+//   functions: ceil_div(a, b), min(a, b...), max(a, b...), len(list), is_list(x), int(x), bool(x)
 // Integers are int64 with overflow checks; a string compared with a version compares as a version.
 
 #include <cstdint>

@@ -30,6 +30,10 @@ struct ParamInfo {
   bool buffer = false;               // persistent buffer: in state_dict, not in parameters()
   bool in_checkpoint = false;        // matched a checkpoint tensor
   bool requires_grad = true;         // false for frozen parameters (plan --frozen also freezes by name)
+  // The forward of a training step never reaches it, so it gets no gradient although it requires one
+  // (LLaVA's vision layers after the feature layer it reads): torch allocates no gradient and AdamW
+  // no state for it (registry `unreached:`).
+  bool unreached = false;
   // A parameter transformers fuses while loading (5.x MoE experts: gate_up_proj): the checkpoint
   // tensors it is built from, globs relative to its module whose `*` is the expert index. Per
   // index, the tensors of each glob in turn, concatenated along dim 0; then stacked by index.

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardcheck/diagnostics.hpp"
@@ -45,6 +46,13 @@ struct ChildSpec {
   std::string item;
   std::vector<ClassVariant> item_variants;
   std::vector<NamedExpr> item_args;
+  // submodel: the child is AutoModel.from_config(config.<submodel>): the base model of the registry
+  // entry for that sub-config's model_type, expanded in the sub-config's own scope (composite
+  // vision-language models: vision_tower from vision_config, language_model from text_config).
+  std::string submodel;
+  // unreached: when true (per item for a repeat) the child's parameters get no gradient in a
+  // training step: the model's forward does not reach them.
+  std::optional<Expr> unreached;
 };
 
 struct ClassSpec {
@@ -63,9 +71,16 @@ struct TiedWeight {
 };
 
 struct CheckpointRename {
-  std::string from, to;              // substring replacement on checkpoint tensor names
+  std::string from, to;              // substring replacement on checkpoint tensor names; "^" anchors at the start
   std::optional<Expr> condition;
 };
+
+// A checkpoint name as from_pretrained renames it (disk -> model): every occurrence of `from`, or with
+// a leading "^" only a prefix (transformers conversion_mapping.py WeightRenaming("^language_model...")).
+void apply_checkpoint_rename(std::string& name, std::string_view from, std::string_view to);
+// The other way (model -> disk), first occurrence: the disk name the rename made `name` from, or
+// nullopt when the rename cannot have produced it.
+std::optional<std::string> undo_checkpoint_rename(const std::string& name, std::string_view from, std::string_view to);
 
 // How a quantised checkpoint loads when its quantization_config says `dequantize: true` (transformers
 // FineGrainedFP8Config(dequantize=True), integrations/finegrained_fp8.py): the weights are stored in a

@@ -22,6 +22,7 @@ struct FlatSlot {
   std::int64_t numel = 0;
   bool padding = false;
   bool requires_grad = false;  // this parameter trains (padding never does)
+  bool gets_grad = false;      // ... and a training step reaches it (ParamInfo::unreached)
 };
 
 // An FSDP2 parameter sharded on dim 0 (torch.chunk semantics).
@@ -32,6 +33,7 @@ struct ParamShard {
   std::int64_t row_numel = 0;      // numel / dim0
   DType dtype = DType::F32;        // a group may mix frozen low-precision and trainable fp32 parameters
   bool requires_grad = true;
+  bool gets_grad = true;           // requires_grad and reached by the step's forward
 };
 
 struct ShardUnit {
@@ -51,6 +53,7 @@ struct ShardUnit {
   DType compute_dtype = DType::F32;     // what the all-gather carries: param_dtype, else dtype
   DType reduce_dtype = DType::F32;      // what the reduce-scatter sums: reduce_dtype, else compute_dtype
   bool requires_grad = true;
+  bool gets_grad = true;                // some parameter gets a gradient in a step (torch allocates one)
   std::optional<bool> reshard_after_forward;  // FSDP2 group setting after torch's defaults
   std::vector<std::string> duplicated;  // tied parameters flattened again although another unit holds them
 };

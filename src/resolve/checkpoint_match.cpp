@@ -346,9 +346,7 @@ struct CheckpointMatcher::Impl {
       std::string_view name = t.name;
       if (!renames.empty()) {  // only when a rename applies (5.x block_sparse_moe -> mlp, ...)
         renamed = t.name;
-        for (const auto& [from, to] : renames)
-          for (std::size_t pos = 0; (pos = renamed.find(from, pos)) != std::string::npos; pos += to.size())
-            renamed.replace(pos, from.size(), to);
+        for (const auto& [from, to] : renames) apply_checkpoint_rename(renamed, from, to);
         name = renamed;
       }
       Resolution& r = out[i];

@@ -484,6 +484,8 @@ Value call(const Expr::Node& n, const std::vector<Value>& args) {
     if (auto s = args[0].as_string()) return static_cast<std::int64_t>(s->size());
     eval_fail(n, "len() needs a list or string");
   }
+  // isinstance(x, list): config fields that are an int or a list (LLaVA's vision_feature_layer).
+  if (n.name == "is_list") { need(1); return args[0].as_list() != nullptr; }
   if (n.name == "int") { need(1); return integer(args[0]); }
   if (n.name == "bool") { need(1); return args[0].truthy(); }
   eval_fail(n, fmt::format("unknown function {}()", n.name));

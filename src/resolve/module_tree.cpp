@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <unordered_map>
 
 #include "resolve/scope.hpp"
@@ -21,10 +23,19 @@ bool ModuleTree::is_instance(const Module& m, const std::string& cls) const {
 
 namespace {
 
+// A sub-config of a composite model (vision_config, text_config, ...) whose model_type the registry
+// describes: its entry and its own scope (its fields completed by its config class).
+struct SubModel {
+  const ArchSpec* arch = nullptr;
+  std::unique_ptr<Frame> frame;
+};
+using SubModels = std::map<std::string, SubModel>;
+
 class Expander {
  public:
-  Expander(const ArchSpec& arch, const Registry& reg, ModuleTree& tree, DType default_dtype)
-      : arch_(arch), reg_(reg), tree_(tree), default_dtype_(default_dtype) {}
+  Expander(const ArchSpec& arch, const Registry& reg, ModuleTree& tree, DType default_dtype,
+           const SubModels* subs = nullptr)
+      : arch_(arch), reg_(reg), tree_(tree), default_dtype_(default_dtype), subs_(subs) {}
 
   void expand_root(const std::string& cls, const Frame& globals) {
     std::vector<std::pair<std::string, Value>> no_args;
@@ -36,6 +47,7 @@ class Expander {
   const Registry& reg_;
   ModuleTree& tree_;
   DType default_dtype_;
+  const SubModels* subs_;
   std::unordered_map<std::string, const ClassSpec*> structure_cache_;
 
   const ClassSpec& class_spec(const std::string& cls, const std::string& used_by) {
@@ -138,6 +150,12 @@ class Expander {
           !eval(*child.condition, frame, [&] { return where + "." + child.name + " condition"; }).truthy())
         continue;
       const std::string child_path = join(path, child.name);
+      const std::size_t first_new = tree_.modules.size();
+      if (!child.submodel.empty()) {
+        expand_submodel(child, child_path, idx, frame, where);
+        mark_unreached(child, frame, first_new, child_path);
+        continue;
+      }
       const std::string child_cls = pick_class(child.cls, child.variants, frame, child_path);
       if (child.repeat) {
         const std::int64_t n = eval_dim(*child.repeat, frame, [&] { return child_path + " repeat count"; });
@@ -148,15 +166,49 @@ class Expander {
           const std::string item_path = join(child_path, std::to_string(i));
           const std::string item_cls = pick_class(child.item, child.item_variants, loop, item_path);
           auto item_args = evaluate_args(child.item_args, loop, item_path);
+          const std::size_t item_first = tree_.modules.size();
           expand(item_cls, item_path, std::to_string(i), list, loop, item_args, child_path);
+          mark_unreached(child, loop, item_first, item_path);
         }
       } else {
         auto child_args = evaluate_args(child.args, frame, child_path);
         expand(child_cls, child_path, child.name, idx, frame, child_args, where);
+        mark_unreached(child, frame, first_new, child_path);
       }
     }
     for (const auto& p : body.params) add_param(idx, p, frame, where);
     return idx;
+  }
+
+  // `unreached:` of a child (of each item of a repeat): every parameter of the modules just added.
+  template <class F>
+  void mark_unreached(const ChildSpec& child, const F& frame, std::size_t first, const std::string& path) {
+    if (!child.unreached || !eval(*child.unreached, frame, [&] { return path + " unreached"; }).truthy()) return;
+    for (std::size_t m = first; m < tree_.modules.size(); ++m)
+      for (auto& p : tree_.modules[m].params) p.unreached = true;
+  }
+
+  // AutoModel.from_config(config.<key>): the sub-config's base model, in its own scope; the child's
+  // `args` (evaluated here, in the composite's scope) are the sub-model root's arguments.
+  void expand_submodel(const ChildSpec& child, const std::string& path, int parent, const Frame& caller,
+                       const std::string& used_by) {
+    const auto it = subs_ ? subs_->find(child.submodel) : SubModels::const_iterator{};
+    if (!subs_ || it == subs_->end())
+      throw ExpandError(fmt::format("{} is AutoModel.from_config(config.{}), but config.json has no {} whose model_type "
+                                    "the registry describes",
+                                    path, child.submodel, child.submodel),
+                        false, child.submodel);
+    const ArchSpec& sub = *it->second.arch;
+    Expander inner(sub, reg_, tree_, default_dtype_);
+    auto args = evaluate_args(child.args, caller, path);
+    try {
+      inner.expand(sub.base_model_class, path, child.name, parent, *it->second.frame, args, used_by);
+    } catch (const ExpandError& e) {
+      // A field the sub-config lacks is named with its key: "vision_config.hidden_size".
+      throw ExpandError(e.what(), e.rules_bug, e.missing_name.empty() ? "" : child.submodel + "." + e.missing_name);
+    }
+    for (auto& [k, v] : inner.fused_sources) fused_sources[k] = std::move(v);
+    submodels_used.push_back(child.submodel);
   }
 
   std::vector<std::pair<std::string, Value>> evaluate_args(const std::vector<NamedExpr>& args, const Frame& frame,
@@ -199,6 +251,7 @@ class Expander {
 
  public:
   std::map<std::pair<int, int>, std::vector<std::string>> fused_sources;
+  std::vector<std::string> submodels_used;  // config keys expanded as sub-models, in order
 };
 
 // config.json values become expression values; nested objects are reachable as "a.b".
@@ -208,6 +261,40 @@ void add_json(Frame& frame, const std::string& prefix, const nlohmann::json& j) 
     frame.set(key, json_to_value(it.value()));
     if (it.value().is_object()) add_json(frame, key, it.value());
   }
+}
+
+// A derived field of the config class that cannot be computed on this config.
+struct DerivedFieldError {
+  const NamedExpr* field;
+  ExprError error;
+};
+
+// What the config class adds to config.json's fields (transformers configuration_*.py): an
+// attribute_map alias and its stored name are one attribute, whichever one the file spells
+// (PretrainedConfig.__getattribute__/__setattr__); absent keys take the class defaults (an explicit
+// null stays None, as in Python: DeepSeek's "q_lora_rank": null means no query LoRA); then the
+// derived fields in order. Throws ExprError for a default, DerivedFieldError for a derived field.
+void apply_config_class(Frame& globals, const ArchSpec& arch) {
+  for (const auto& [alias, stored] : arch.attribute_map) {
+    if (globals.has_own(stored) && !globals.has_own(alias)) globals.set(alias, *globals.find(stored));
+    else if (globals.has_own(alias) && !globals.has_own(stored)) globals.set(stored, *globals.find(alias));
+  }
+  for (const auto& d : arch.defaults)
+    if (!globals.has_own(d.name)) globals.set(d.name, d.expr.evaluate(globals.lookup()));
+  for (const auto& d : arch.derived) {
+    try {
+      globals.set(d.name, d.expr.evaluate(globals.lookup()));
+    } catch (const ExprError& e) {
+      throw DerivedFieldError{&d, e};
+    }
+  }
+}
+
+// The names every registry expression may use beside the config's fields.
+void set_run_fields(Frame& globals, const ResolveOptions& options, DType default_dtype) {
+  globals.set("transformers", Value(options.transformers));
+  globals.set("attn_implementation", Value(options.attn_implementation));
+  globals.set("dtype", Value(std::string(dtype_name(default_dtype))));
 }
 
 }  // namespace
@@ -266,9 +353,7 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
 
   // Globals: config.json fields, then the registry's defaults for absent ones, then derived fields.
   add_json(globals, "", config.effective());
-  globals.set("transformers", Value(options.transformers));
-  globals.set("attn_implementation", Value(options.attn_implementation));
-  globals.set("dtype", Value(std::string(dtype_name(default_dtype))));
+  set_run_fields(globals, options, default_dtype);
   // --dequantize: from_pretrained(..., quantization_config=<its config with dequantize=True>), e.g.
   // FineGrainedFP8Config(dequantize=True). transformers 5.x also turns it on by itself when no GPU
   // can run the quantised kernels (quantizers/quantizer_finegrained_fp8.py validate_environment).
@@ -286,36 +371,52 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       sink.report(std::move(d));
     }
   }
-  // PretrainedConfig.__getattribute__/__setattr__ (transformers configuration_utils.py): an
-  // attribute_map alias and its stored name are one attribute, whichever one config.json spells.
-  for (const auto& [alias, stored] : arch.attribute_map) {
-    if (globals.has_own(stored) && !globals.has_own(alias)) globals.set(alias, *globals.find(stored));
-    else if (globals.has_own(alias) && !globals.has_own(stored)) globals.set(stored, *globals.find(alias));
+  // Sub-configs the registry describes (composite models): each completed by its own config class,
+  // and seen so completed from this scope ("text_config.hidden_size" with LlamaConfig's default when
+  // the file leaves it out), as the composite's config object holds them.
+  SubModels subs;
+  try {
+    for (const auto& [key, obj] : config.effective().items()) {
+      if (!obj.is_object() || !obj.contains("model_type") || !obj["model_type"].is_string()) continue;
+      const ArchSpec* sub_arch = reg.find(obj["model_type"].get<std::string>());
+      if (!sub_arch || sub_arch == &arch) continue;
+      SubModel& sm = subs[key];
+      sm.arch = sub_arch;
+      sm.frame = std::make_unique<Frame>();
+      add_json(*sm.frame, "", obj);
+      set_run_fields(*sm.frame, options, default_dtype);
+      apply_config_class(*sm.frame, *sub_arch);
+      sm.frame->for_each_own([&, &k = key](const std::string& name, const Value& v) {
+        if (!globals.has_own(k + "." + name)) globals.set(k + "." + name, v);
+      });
+    }
+  } catch (const DerivedFieldError& e) {
+    report_missing_field(e.error.missing_name.empty() ? e.field->name : e.error.missing_name,
+                         fmt::format("a sub-config's {} = `{}`: {}", e.field->name, e.field->expr.source(), e.error.what()));
+    return std::nullopt;
+  } catch (const ExprError& e) {
+    report_missing_field(e.missing_name.empty() ? "a sub-config field" : e.missing_name, e.what());
+    return std::nullopt;
   }
   try {
-    for (const auto& d : arch.defaults)
-      // Only an absent key takes the config class default: an explicit null in config.json is
-      // None in Python too (DeepSeek's "q_lora_rank": null means no query LoRA).
-      if (!globals.has_own(d.name))
-        globals.set(d.name, d.expr.evaluate(globals.lookup()));
-    for (const auto& d : arch.derived) {
-      try {
-        globals.set(d.name, d.expr.evaluate(globals.lookup()));
-      } catch (const ExprError& e) {
-        // Almost always a shape field missing from config.json: blame the config, name the field.
-        if (!e.missing_name.empty()) {
-          report_missing_field(e.missing_name, fmt::format("to compute {} = `{}`", d.name, d.expr.source()));
-          return std::nullopt;
-        }
-        Diagnostic diag;
-        diag.code = "CFG006";
-        diag.location.file = config.path;
-        diag.message = fmt::format("cannot compute {} (`{}`, {}): {}", d.name, d.expr.source(), arch.source, e.what());
-        diag.help = fmt::format("config.json must give every field the {} layout uses", arch.model_type);
-        diag.exit_code = ExitCode::bad_model_config;
-        sink.report(std::move(diag));
+    try {
+      apply_config_class(globals, arch);
+    } catch (const DerivedFieldError& f) {
+      const NamedExpr& d = *f.field;
+      const ExprError& e = f.error;
+      // Almost always a shape field missing from config.json: blame the config, name the field.
+      if (!e.missing_name.empty()) {
+        report_missing_field(e.missing_name, fmt::format("to compute {} = `{}`", d.name, d.expr.source()));
         return std::nullopt;
       }
+      Diagnostic diag;
+      diag.code = "CFG006";
+      diag.location.file = config.path;
+      diag.message = fmt::format("cannot compute {} (`{}`, {}): {}", d.name, d.expr.source(), arch.source, e.what());
+      diag.help = fmt::format("config.json must give every field the {} layout uses", arch.model_type);
+      diag.exit_code = ExitCode::bad_model_config;
+      sink.report(std::move(diag));
+      return std::nullopt;
     }
     if (arch.no_split_modules) {
       Value v = arch.no_split_modules->evaluate(globals.lookup());
@@ -336,7 +437,7 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     return std::nullopt;
   }
 
-  Expander ex(arch, reg, tree, default_dtype);
+  Expander ex(arch, reg, tree, default_dtype, &subs);
   try {
     ex.expand_root(root_cls, globals);
   } catch (const ExpandError& e) {
@@ -352,6 +453,25 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     return std::nullopt;
   }
   fused = std::move(ex.fused_sources);
+  // PreTrainedModel.post_init (modeling_utils.py, 5.12.1): a composite's _no_split_modules is its
+  // own plus every sub-model's, as a set.
+  for (const auto& key : ex.submodels_used) {
+    const SubModel& sm = subs.at(key);
+    if (!sm.arch->no_split_modules) continue;
+    try {
+      const Value v = sm.arch->no_split_modules->evaluate(sm.frame->lookup());
+      if (const auto* l = v.as_list())
+        for (const auto& item : *l)
+          if (const auto* name = item.as_string();
+              name && std::find(tree.no_split_modules.begin(), tree.no_split_modules.end(), *name) ==
+                          tree.no_split_modules.end())
+            tree.no_split_modules.push_back(*name);
+    } catch (const ExprError& e) {
+      report("REG003", fmt::format("registry expression failed for {} ({}): {}", config.path, key, e.what()),
+             ExitCode::bad_rules);
+      return std::nullopt;
+    }
+  }
 
   // get_input_embeddings()/get_output_embeddings(): the module of the first tied-weight pair
   // (the registry lists the head's weight -> the embedding's weight for every tied LM).

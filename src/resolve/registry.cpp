@@ -283,10 +283,15 @@ class Reader {
     if (n.is_map()) {
       for (const auto& [k, v] : n.entries) {
         const std::string key_name = key(*k);
-        if (key_name != "shape" && key_name != "if" && key_name != "dtype" && key_name != "from" && key_name != "buffer")
+        if (key_name != "shape" && key_name != "if" && key_name != "dtype" && key_name != "from" &&
+            key_name != "buffer" && key_name != "name")
           fail(file_, k, fmt::format("unknown key '{}' in parameter '{}'", key_name, name));
       }
       if (const Node* c = n.get("if")) p.condition = expr(c, "parameter condition");
+      // `name:` overrides the map key as the parameter's name, so that two entries with exclusive
+      // `if:` conditions can register one parameter with shapes of different rank (Cohere's
+      // CohereLayerNorm: [hidden] or [heads, head_dim]).
+      if (const Node* nm = n.get("name")) p.name = str(nm, "name");
       if (const Node* d = n.get("dtype")) p.dtype = expr(d, "parameter dtype");
       if (const Node* b = n.get("buffer")) p.buffer = bool_value(file_, *b, "buffer");
       if (const Node* from = n.get("from")) {
@@ -306,7 +311,8 @@ class Reader {
     }
     if (!n.is_map()) fail(file_, &n, fmt::format("child '{}' must be a class name or a map", name));
     static const std::set<std::string, std::less<>> known = {"class", "variants", "args", "if", "repeat", "index",
-                                                             "item", "item_variants", "item_args", "name"};
+                                                             "item", "item_variants", "item_args", "name",
+                                                             "submodel", "unreached"};
     for (const auto& [k, v] : n.entries)
       if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown key '{}' in child '{}'", key(*k), name));
     if (const Node* repeat = n.get("repeat")) {
@@ -317,13 +323,16 @@ class Reader {
       if (n.get("index")) c.index = str(n.get("index"), "index");
       c.item_variants = variants(n.get("item_variants"));
       c.item_args = named_exprs(n.get("item_args"), "item_args");
+    } else if (const Node* sub = n.get("submodel")) {
+      c.submodel = str(sub, "submodel");
     } else {
-      if (!n.get("class")) fail(file_, &n, fmt::format("child '{}' needs `class`", name));
+      if (!n.get("class")) fail(file_, &n, fmt::format("child '{}' needs `class` (or `submodel`)", name));
       c.cls = str(n.get("class"), "class");
     }
     c.variants = variants(n.get("variants"));
     c.args = named_exprs(n.get("args"), "args");
     if (const Node* cond = n.get("if")) c.condition = expr(cond, "child condition");
+    if (const Node* u = n.get("unreached")) c.unreached = expr(u, "unreached condition");
     // `name:` overrides the map key as the attribute name, so that two mutually exclusive entries
     // (their `if:` conditions) can register the same attribute with different structures, e.g. a
     // 4.x `experts` ModuleList and a 5.x fused `experts` module.
@@ -528,12 +537,34 @@ Diagnostic rules_diag(const RulesError& e) {
 
 }  // namespace
 
+void apply_checkpoint_rename(std::string& name, std::string_view from, std::string_view to) {
+  if (from.starts_with('^')) {
+    from.remove_prefix(1);
+    if (name.starts_with(from)) name.replace(0, from.size(), to);
+    return;
+  }
+  for (std::size_t pos = 0; (pos = name.find(from, pos)) != std::string::npos; pos += to.size())
+    name.replace(pos, from.size(), to);
+}
+
+std::optional<std::string> undo_checkpoint_rename(const std::string& name, std::string_view from, std::string_view to) {
+  if (from.starts_with('^')) {
+    if (!name.starts_with(to)) return std::nullopt;
+    return std::string(from.substr(1)) + name.substr(to.size());
+  }
+  const auto at = name.find(to);
+  if (at == std::string::npos) return std::nullopt;
+  return std::string(name).replace(at, to.size(), from);
+}
+
 std::optional<Registry> Registry::load_for(const fs::path& rules_dir, const ModelConfig& config,
                                            DiagnosticSink& sink) {
+  // Its model_type and every sub-config's (text_config, vision_config, ... of composite models).
   std::vector<std::string> wanted{config.model_type};
-  if (config.raw.contains("text_config") && config.raw["text_config"].is_object() &&
-      config.raw["text_config"].contains("model_type") && config.raw["text_config"]["model_type"].is_string())
-    wanted.push_back(config.raw["text_config"]["model_type"].get<std::string>());
+  if (config.raw.is_object())
+    for (const auto& [key, sub] : config.raw.items())
+      if (sub.is_object() && sub.contains("model_type") && sub["model_type"].is_string())
+        wanted.push_back(sub["model_type"].get<std::string>());
   return load(rules_dir, sink, wanted);
 }
 

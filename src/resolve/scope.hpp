@@ -41,6 +41,11 @@ class Frame {
       if (const Value* v = f->get_own(name)) return v;
     return nullptr;
   }
+  // This frame's own names and values, in the order they were first set.
+  template <class F>
+  void for_each_own(F&& f) const {
+    for (const auto& [name, value] : vars_) f(name, value);
+  }
   Lookup lookup() const {
     return [this](std::string_view name) { return find(name); };
   }

@@ -82,23 +82,25 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
   const int w = plan.shard_group;
   unit.dtype = owned.empty() ? DType::F32 : params[owned.front()].dtype;
   unit.requires_grad = false;
+  unit.gets_grad = false;
   // _get_aligned_numel(unsharded_dtype=_fwd_bwd_param_dtype): 16 bytes of the compute dtype.
   const DType compute = s.param_dtype().value_or(unit.dtype);
   const std::int64_t align = std::max(1, 16 / std::max(1, dtype_bits(compute) / 8));
 
   std::int64_t total = 0;
   auto add_padding = [&](std::int64_t n) {
-    unit.layout.push_back(FlatSlot{"", total, n, true, false});
+    unit.layout.push_back(FlatSlot{"", total, n, true, false, false});
     total += n;
   };
   for (int pidx : owned) {
     const ParamEntry& p = params[pidx];
     if (orig && total % align != 0) add_padding(align - total % align);
-    unit.layout.push_back(FlatSlot{p.fqn, total, p.numel, false, p.requires_grad});
+    unit.layout.push_back(FlatSlot{p.fqn, total, p.numel, false, p.requires_grad, p.requires_grad && !p.unreached});
     unit.params.push_back(p.fqn);
     unit.param_numels.push_back(p.numel);
     unit.numel += p.numel;
     unit.requires_grad = unit.requires_grad || p.requires_grad;
+    unit.gets_grad = unit.gets_grad || (p.requires_grad && !p.unreached);
     total += p.numel;
   }
   // accelerate's prepare_model (1.14.0 accelerator.py), after FSDP(model) and with mixed precision

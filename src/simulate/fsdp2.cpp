@@ -439,6 +439,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
     unit.reshard_after_forward = effective_reshard(g, s.torch_version.value);
     unit.rank_pad.assign(static_cast<std::size_t>(w), 0);
     unit.requires_grad = false;
+    unit.gets_grad = false;
     unit.dtype = owned.empty() ? DType::F32 : params[owned.front()].dtype;
     set_collective_dtypes(unit, s);
     for (int pidx : owned) {
@@ -460,6 +461,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       ps.shape = p.shape;
       ps.dtype = p.dtype;
       ps.requires_grad = p.requires_grad;
+      ps.gets_grad = p.requires_grad && !p.unreached;
       const std::int64_t d0 = p.shape.front();
       ps.row_numel = d0 > 0 ? p.numel / d0 : 0;
       if (d0 == 0) {
@@ -477,6 +479,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       unit.param_numels.push_back(p.numel);
       unit.numel += p.numel;
       unit.requires_grad = unit.requires_grad || p.requires_grad;
+      unit.gets_grad = unit.gets_grad || ps.gets_grad;
       unit.shards.push_back(std::move(ps));
     }
     unit.padded_numel = unit.shard_numel * w;

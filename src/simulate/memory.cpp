@@ -25,7 +25,9 @@ Dtypes dtypes_of(const ShardUnit& u, const FsdpSettings&) { return {u.dtype, u.c
 
 // Real (non-padding) elements of a FlatParameter's trainable parameters that fall in rank r's slice
 // [r*S, (r+1)*S): with use_orig_params=True each original parameter is a view of that part, and only
-// parameters with a gradient get optimizer states.
+// parameters with a gradient get optimizer states -- every trainable one of a unit that gets a flat
+// gradient, reached by the forward or not: its .grad is a view of the flat gradient (torch 2.14.1
+// oracle, llava-fsdp1-tfcls-orig-w4: the unreached post_layernorm in the root unit has states).
 std::int64_t trainable_in_rank(const ShardUnit& u, int r) {
   const std::int64_t lo = static_cast<std::int64_t>(r) * u.shard_numel, hi = lo + u.shard_numel;
   std::int64_t n = 0;
@@ -73,7 +75,7 @@ std::uint64_t unsharded(const ShardPlan& plan, const ShardUnit& u, const FsdpSet
 // Gradient temporaries of one unit in its post-backward: unsharded grad in c, cast to r, padded
 // copy for the reduce-scatter input, reduce-scatter output.
 std::uint64_t grad_temps(const ShardPlan& plan, const ShardUnit& u, const FsdpSettings& s) {
-  if (!u.requires_grad || u.params.empty()) return 0;
+  if (!u.gets_grad || u.params.empty()) return 0;
   const Dtypes d = dtypes_of(u, s);
   std::uint64_t t = bytes(u.numel, d.c);
   if (d.r != d.c) t += bytes(u.numel, d.r);
@@ -107,7 +109,7 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
     }
     flowing.push_back(g);
     grads.push_back(grad_temps(plan, u, s));
-    unsharded_grad.push_back(u.requires_grad && !u.params.empty() ? bytes(u.numel, dtypes_of(u, s).c) : 0);
+    unsharded_grad.push_back(u.gets_grad && !u.params.empty() ? bytes(u.numel, dtypes_of(u, s).c) : 0);
     names.push_back(module_label(u.path));
   }
   // Forward: the rate limiter (_limiter_utils.py, 2 in flight) and FSDP2's one-ahead prefetch keep
@@ -224,7 +226,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
         for (const auto& ps : u.shards) {
           const std::uint64_t local = bytes(ps.rows_per_rank * ps.row_numel, ps.dtype);
           params += local;
-          if (!ps.requires_grad) continue;
+          if (!ps.gets_grad) continue;
           grads += local;
           optim += static_cast<std::uint64_t>(opts.optimizer_states) * bytes(real_rows_numel(ps, r), ps.dtype);
         }
@@ -233,8 +235,10 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
       const DType p = u.dtype;
       params += bytes(u.shard_numel, p);
       // A FlatParameter with any trainable parameter requires grad and gets a whole sharded gradient
-      // (torch warns of "higher than expected gradient memory" for frozen ones in it).
-      if (!u.requires_grad) continue;
+      // (torch warns of "higher than expected gradient memory" for frozen ones in it) -- when the
+      // step's forward reaches one of them: a unit it never reaches keeps grad None, and AdamW skips
+      // it (torch 2.14.1 oracle, llava-*: the vision layer after the feature layer).
+      if (!u.gets_grad) continue;
       grads += bytes(u.shard_numel, p);
       std::int64_t opt_numel = u.shard_numel;
       // use_orig_params=True: the optimizer gets the original parameters that train, so its states
@@ -293,7 +297,7 @@ CommVolume communication(const ShardPlan& plan, const FsdpSettings& s, std::opti
     if (!u.params.empty()) {
       const Dtypes d = dtypes_of(u, s);
       if (plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard) {
-        if (u.requires_grad) {
+        if (u.gets_grad) {
           cb.all_reduce += bytes(u.numel, d.r);
           cb.all_reduces += 1;
         }
@@ -310,7 +314,7 @@ CommVolume communication(const ShardPlan& plan, const FsdpSettings& s, std::opti
           cb.all_gather += ag;
           cb.all_gathers += 1;
         }
-        if (u.requires_grad) {
+        if (u.gets_grad) {
           cb.reduce_scatter += bytes(u.padded_numel, d.r);
           cb.reduce_scatters += 1;
           if (plan.replicate_group > 1) {

@@ -39,6 +39,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
       e.numel = p.numel;
       e.dtype = p.dtype;
       e.requires_grad = p.requires_grad && !(frozen && std::regex_search(e.fqn, *frozen));
+      e.unreached = p.unreached;
       e.ignored = ignored_module_[static_cast<std::size_t>(m)];
       // accelerate 1.14 fsdp2_prepare_model (PR #3987) with torch >= 2.7: frozen Params4bit of an
       // integer storage dtype go to fully_shard's ignored_params and stay whole on every rank.

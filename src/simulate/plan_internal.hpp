@@ -18,6 +18,7 @@ struct ParamEntry {
   std::int64_t numel = 0;
   DType dtype = DType::F32;        // after accelerate's upcast (see ParamTable)
   bool requires_grad = true;
+  bool unreached = false;          // ParamInfo::unreached: no gradient in a step
   bool ignored = false;            // under an ignored module: never flattened or sharded
   int storage = -1;
 };

@@ -1,5 +1,7 @@
 #include "smoke/weights.hpp"
 
+#include "shardcheck/registry.hpp"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -84,8 +86,7 @@ std::pair<const CheckpointMeta*, const TensorInfo*> WeightReader::find_stored(co
   // A rename maps the disk name to the model's; undo it (first occurrence, as the name was built).
   for (std::size_t c = 0, n = candidates.size(); c < n; ++c)
     for (const auto& [disk, model] : renames_)
-      if (auto at = candidates[c].find(model); at != std::string::npos)
-        candidates.push_back(std::string(candidates[c]).replace(at, model.size(), disk));
+      if (auto undone = undo_checkpoint_rename(candidates[c], disk, model)) candidates.push_back(std::move(*undone));
   for (const auto& name : candidates)
     for (const auto& f : meta_.files)
       for (const auto& t : f.tensors)
@@ -111,9 +112,7 @@ bool WeightReader::bind_fused(const UnitLayout& u, std::size_t i, const std::vec
   for (const auto& f : meta_.files)
     for (const auto& t : f.tensors) {
       std::string name(t.name);
-      for (const auto& [disk, model] : renames_)
-        for (std::size_t pos = 0; (pos = name.find(disk, pos)) != std::string::npos; pos += model.size())
-          name.replace(pos, disk.size(), model);
+      for (const auto& [disk, model] : renames_) apply_checkpoint_rename(name, disk, model);
       if (!base_prefix_.empty() && !name.starts_with(module + ".") && module.starts_with(base_prefix_ + "."))
         name = base_prefix_ + "." + name;
       if (!name.starts_with(module + ".")) continue;
