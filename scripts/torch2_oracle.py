@@ -113,8 +113,8 @@ MODELS = {
     "phimoe": ("phimoe", dict(BASE, intermediate_size=14, num_local_experts=3, num_experts_per_tok=2,
                               tie_word_embeddings=False)),
     "cohere2": ("cohere2", dict(BASE, sliding_window=8)),
-    "glm": ("glm", dict(BASE, tie_word_embeddings=False)),
-    "glm4": ("glm4", dict(BASE, tie_word_embeddings=False)),
+    "glm": ("glm", dict(BASE, pad_token_id=0, tie_word_embeddings=False)),
+    "glm4": ("glm4", dict(BASE, pad_token_id=0, tie_word_embeddings=False)),
     "deepseek_v2": ("deepseek_v2", dict(BASE, moe_intermediate_size=14, n_routed_experts=3, n_shared_experts=1,
                                         num_experts_per_tok=2, n_group=1, topk_group=1, first_k_dense_replace=1,
                                         q_lora_rank=12, kv_lora_rank=10, qk_rope_head_dim=4, qk_nope_head_dim=6,
@@ -197,7 +197,8 @@ def load_model(name: str, dtype=torch.float32):
     kwargs = {"dtype": dtype}
     cfg = AutoConfig.from_pretrained(d)
     if hasattr(cfg, "experts_implementation") or cfg.model_type in ("mixtral", "qwen2_moe", "qwen3_moe",
-                                                                     "deepseek_v3", "gpt_oss"):
+                                                                     "deepseek_v3", "gpt_oss", "olmoe", "phimoe",
+                                                                     "deepseek_v2", "granitemoe"):
         kwargs["experts_implementation"] = "eager"
     try:
         return auto_class(cfg).from_pretrained(d, **kwargs)
