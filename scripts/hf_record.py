@@ -79,11 +79,12 @@ def record(name: str, cfg_dict: dict) -> dict:
     model_type = cfg_dict.get("model_type")
     cfg = AutoConfig.for_model(model_type, **{k: v for k, v in cfg_dict.items() if k != "model_type"})
     with torch.device("meta"):
-        try:
-            model = AutoModelForCausalLM.from_config(cfg)
-        except ValueError:
-            # Vision-language models: the class a fine-tuning script builds for image + text input.
+        # Vision-language models: the class a fine-tuning script builds for image + text input (some,
+        # like mllama, also map to a text-only causal LM class).
+        if model_type in VLM_TYPES:
             model = AutoModelForImageTextToText.from_config(cfg)
+        else:
+            model = AutoModelForCausalLM.from_config(cfg)
     names = {id(m): n for n, m in model.named_modules()}
     tied = []
     keys = getattr(model, "all_tied_weights_keys", None) or {}
