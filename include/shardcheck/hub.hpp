@@ -59,9 +59,21 @@ struct ResolvedModel {
   bool config_only = false;  // only config.json is to be read (partial snapshot, offline)
 };
 
+// The files that make a repository what shardcheck reads: a model (config.json, then
+// model.safetensors.index.json or model.safetensors) or a PEFT adapter (adapter_config.json and
+// adapter_model.safetensors, as peft's save_pretrained / push_to_hub writes them).
+struct RepoFiles {
+  std::string_view config;
+  std::string_view index;   // "" when the repository has no sharded form
+  std::string_view single;
+};
+inline constexpr RepoFiles kModelRepo{"config.json", "model.safetensors.index.json", "model.safetensors"};
+inline constexpr RepoFiles kAdapterRepo{"adapter_config.json", "", "adapter_model.safetensors"};
+
 // Resolution order: the Hugging Face cache, shardcheck's header cache, then the Hub over HTTP
 // (unless offline). Reports HUB diagnostics (exit codes 30-39) and returns nullopt on failure.
 std::optional<ResolvedModel> resolve_hub_model(const ModelRef& ref, bool config_only,
-                                               const HubEnvironment& env, DiagnosticSink& sink);
+                                               const HubEnvironment& env, DiagnosticSink& sink,
+                                               const RepoFiles& files = kModelRepo);
 
 }  // namespace shardcheck

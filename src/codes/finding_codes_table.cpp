@@ -257,12 +257,13 @@ constexpr FindingCode kCodes[] = {
      "Nothing exists at the given path and the text is not a valid model id, so there is nothing to read. "
      "Give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
      "such as meta-llama/Meta-Llama-3-8B."},
-    {"IO004", Severity::note, ExitCode::ok, "The model argument is not a local path; it is tried as a Hub model id",
+    {"IO004", Severity::note, ExitCode::ok, "The model (or --adapter) argument is not a local path; it is tried as a Hub id",
      "A model argument such as llama3-8b or models/x could be a local directory or a Hub model id. When no "
      "local file or directory of that name exists and the Hub lookup then fails (offline, not found, no "
      "network), this note comes first, with the closest name in that directory if one is a likely typo, "
      "so that a mistyped path is not reported only as a network error. The Hub's own finding follows and "
-     "decides the exit code."},
+     "decides the exit code. --adapter takes a Hub id the same way (an adapter repository: "
+     "adapter_config.json and the header of adapter_model.safetensors)."},
     {"IO005", Severity::error, ExitCode::io, "The adapter's adapter_config.json cannot be read",
      "--adapter takes a PEFT adapter directory (holding adapter_config.json, as peft's save_pretrained "
      "writes it) or the adapter_config.json itself. Nothing readable is at the given path, so the adapter's "

@@ -3,6 +3,7 @@
 // newer release wrote; a known key of the wrong type is an error here because peft would either
 // raise on it or silently build something else.
 #include "shardcheck/adapter.hpp"
+#include "shardcheck/hub.hpp"
 
 #include <fmt/format.h>
 
@@ -251,6 +252,27 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path file = path;
+  // Not a local path but a Hub id ("org/name[@revision]"): the adapter repository's
+  // adapter_config.json and the header of its adapter_model.safetensors, through the same caches and
+  // fetcher as a model (hub.hpp, kAdapterRepo).
+  if (!fs::exists(file, ec))
+    if (const auto ref = parse_model_ref(path)) {
+      DiagnosticSink hub_sink;
+      const auto resolved = resolve_hub_model(*ref, false, hub_environment_from_process(), hub_sink, kAdapterRepo);
+      if (!resolved) {
+        Diagnostic d;
+        d.code = "IO004";
+        d.severity = Severity::note;
+        d.location.file = path;
+        d.message = fmt::format("no local adapter '{}'; trying it as a Hub adapter id", path);
+        d.exit_code = ExitCode::ok;
+        sink.report(std::move(d));
+        sink.append(hub_sink);
+        return std::nullopt;
+      }
+      sink.append(hub_sink);
+      file = resolved->dir;
+    }
   if (fs::is_directory(file, ec)) file /= "adapter_config.json";
   std::ifstream in(file, std::ios::binary);
   if (!in || fs::is_directory(file, ec)) {

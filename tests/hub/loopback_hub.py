@@ -9,6 +9,7 @@ Repositories (commit = sha1 of the repo id, so tests can compute it):
   deepseek-ai/DeepSeek-V3      sparse full-size DeepSeek-V3 (163 shards, from generate_sparse)
   meta-llama/Llama-3.1-405B    sparse full-size Llama-3.1-405B, Range ignored (max_ranges 0)
   mistralai/tiny-single        tiny single-file mistral fixture
+  peft-test/llama-qv           a PEFT adapter repository (adapter_config.json, adapter_model.safetensors)
   gated/llama                  401 GatedRepo without "Authorization: Bearer <TOKEN>"
   gated/denied                 401 without a token, 403 GatedRepo with any token
   hostile/header-past-end      model.safetensors whose header length points past the file
@@ -87,6 +88,7 @@ class LoopbackHub:
             "deepseek-ai/DeepSeek-V3": self.generated / "deepseek-v3",
             "meta-llama/Llama-3.1-405B": self.generated / "llama-3.1-405b",
             "mistralai/tiny-single": models / "mistral",
+            "peft-test/llama-qv": self.source / "fixtures" / "peft-oracle" / "adapters" / "llama-qv",
             "gated/llama": models / "llama",
             "gated/denied": models / "llama",
             "hostile/header-past-end": hostile / "header-past-end",

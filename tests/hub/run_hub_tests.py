@@ -149,6 +149,30 @@ def case_plan_from_hub(c):
     expect(c.hub.access_log() == [], "the second run made requests")
 
 
+def case_adapter_from_hub(c):
+    """`plan MODEL --adapter org/name`: the adapter repository read like a model (its config and the
+    header of adapter_model.safetensors, by range), the same plan as from the local directory."""
+    c.fresh("adapter_from_hub")
+    c.hub.clear_log()
+    base = "fixtures/oracle2/models/llama"
+    args = ["plan", str(c.source / base), "--no-env", "--adapter", "peft-test/llama-qv", "--format", "json"]
+    p = c.run(args, c.env())
+    expect_exit(p, 0)
+    local = c.local(["plan", base, "--no-env", "--adapter", "fixtures/peft-oracle/adapters/llama-qv", "--format", "json"])
+    got, want = json.loads(p.stdout), json.loads(local.stdout)
+    for doc in (got, want):
+        doc["peft"].pop("adapter")  # where it came from differs, by design
+    expect(got["peft"] == want["peft"] and got["units"] == want["units"] and got["memory"] == want["memory"],
+           "the Hub adapter planned differently from the local one")
+    requested = sorted(r[1].split(" ")[1] for r in c.hub.access_log() if "/peft-test/" in r[1])
+    expect(any(r.endswith("/adapter_config.json") for r in requested) and
+           any(r.endswith("/adapter_model.safetensors") for r in requested) and
+           not any("model.safetensors.index.json" in r for r in requested), f"requested {requested}")
+    # Offline afterwards: from shardcheck's header cache.
+    p2 = c.run(args, c.env(HF_HUB_OFFLINE="1"))
+    expect_exit(p2, 0)
+
+
 def case_check_from_hub(c):
     c.fresh("check_from_hub")
     args = ["check", "--no-env", "--config", ACCEL, "--model", LLAMA_ID, "--format", "json"]

@@ -68,16 +68,16 @@ std::optional<Snapshot> find_snapshot(const fs::path& repo_root, const std::stri
   return Snapshot{dir, commit};
 }
 
-SnapshotContents inspect_snapshot(const fs::path& dir) {
+SnapshotContents inspect_snapshot(const fs::path& dir, const RepoFiles& files) {
   std::error_code ec;
   SnapshotContents c;
-  c.config = fs::is_regular_file(dir / kConfigName, ec);
-  c.index = fs::is_regular_file(dir / kIndexName, ec);
-  c.single_file = fs::is_regular_file(dir / kSingleFileName, ec);
+  c.config = fs::is_regular_file(dir / files.config, ec);
+  c.index = !files.index.empty() && fs::is_regular_file(dir / files.index, ec);
+  c.single_file = fs::is_regular_file(dir / files.single, ec);
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
     if (it->path().extension() == ".safetensors") c.any_safetensors = true;
   if (!c.index) return c;
-  std::ifstream in(dir / kIndexName, std::ios::binary);
+  std::ifstream in(dir / files.index, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   const auto shards = index_shards(text.str());

@@ -55,7 +55,7 @@ struct SnapshotContents {
   std::size_t listed_shards = 0;
   std::vector<std::string> missing_shards;  // named by the index, not present
 };
-SnapshotContents inspect_snapshot(const std::filesystem::path& dir);
+SnapshotContents inspect_snapshot(const std::filesystem::path& dir, const RepoFiles& files = kModelRepo);
 
 // Diagnostics (codes HUB001-HUB012, exit codes 30-39; see hub_diagnostics.cpp).
 Diagnostic http_failure(const HttpResult& r, std::string_view file, const ModelRef& ref, const HubEnvironment& env);
@@ -64,7 +64,7 @@ Diagnostic hub_diagnostic(std::string code, Severity severity, ExitCode exit_cod
 
 // Fetches config.json (and unless config_only the index and every shard's header) of `ref` from
 // the Hub into shardcheck's header cache. See hub_fetch.cpp.
-std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_only, const HubEnvironment& env,
+std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_only, const HubEnvironment& env, const RepoFiles& files,
                                             DiagnosticSink& sink);
 
 // Where bytes fetched for `ref` at `commit` came from: endpoint/repo/resolve/commit/.

@@ -261,7 +261,7 @@ std::string resolve_url_prefix(const HubEnvironment& env, const ModelRef& ref, s
 }
 
 std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_only, const HubEnvironment& env,
-                                            DiagnosticSink& sink) {
+                                            const RepoFiles& files, DiagnosticSink& sink) {
   Fetcher fetch(ref, env, sink);
   const fs::path repo_root = env.header_cache / "hub" / repo_folder_name(ref);
   auto cache_error = [&](const fs::path& where, const std::string& why) {
@@ -271,9 +271,9 @@ std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_onl
     return std::nullopt;
   };
 
-  HttpResult config = fetch.get(ref.revision, kConfigName, kConfigCap);
+  HttpResult config = fetch.get(ref.revision, files.config, kConfigCap);
   if (config.failure != HttpFailure::none) {
-    fetch.report(config, kConfigName);
+    fetch.report(config, files.config);
     return std::nullopt;
   }
   std::string commit = config.repo_commit;
@@ -283,7 +283,7 @@ std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_onl
     config.detail = commit.empty() ? "no X-Repo-Commit header; expected the commit hash the revision resolves to"
                                    : fmt::format("X-Repo-Commit is '{}'; expected a 40-digit hex commit hash",
                                                  commit.substr(0, 60));
-    fetch.report(config, kConfigName);
+    fetch.report(config, files.config);
     return std::nullopt;
   }
 
@@ -294,41 +294,50 @@ std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_onl
   StagingDir staging(staging_path(repo_root));
   std::string error;
   if (!fs::create_directories(staging.path(), ec) && ec) return cache_error(staging.path(), ec.message());
-  if (!write_whole(staging.path() / kConfigName, config.body, error))
-    return cache_error(staging.path() / kConfigName, error);
+  if (!write_whole(staging.path() / files.config, config.body, error))
+    return cache_error(staging.path() / files.config, error);
 
   // --config-only reads nothing else; its config.json is kept apart from full mirrors, so a later
   // full run does not mistake it for a repository without safetensors.
   const fs::path target = repo_root / (config_only ? "config-only" : "snapshots") / commit;
   if (!config_only) {
-    HttpResult index = fetch.get(commit, kIndexName, kIndexCap);
+    HttpResult index;
+    if (files.index.empty()) {  // no sharded form: straight to the single file
+      index.failure = HttpFailure::status;
+      index.status = 404;
+    } else {
+      index = fetch.get(commit, files.index, kIndexCap);
+    }
     std::vector<ShardFetch> shards;
     if (index.failure == HttpFailure::none) {
-      if (!write_whole(staging.path() / kIndexName, index.body, error))
-        return cache_error(staging.path() / kIndexName, error);
+      if (!write_whole(staging.path() / files.index, index.body, error))
+        return cache_error(staging.path() / files.index, error);
       // An index that is not one is mirrored as it is; the loader reports it (IX003-IX005).
       for (IndexedShard& s : index_shards(index.body).value_or(std::vector<IndexedShard>{}))
         // Unsafe paths are never requested (the loader reports IX008), nor names that would
         // overwrite config.json or the index in the mirror (the loader reports those shards).
-        if (shard_name_is_safe(s.name) && s.name != kConfigName && s.name != kIndexName)
+        if (shard_name_is_safe(s.name) && s.name != files.config && s.name != files.index)
           shards.push_back({std::move(s.name), s.tensors, s.name_bytes, {}, {}, false});
     } else if (index.failure == HttpFailure::status && index.status == 404) {
-      shards.push_back({std::string(kSingleFileName), 0, 0, {}, {}, false});
+      shards.push_back({std::string(files.single), 0, 0, {}, {}, false});
     } else {
-      fetch.report(index, kIndexName);
+      fetch.report(index, files.index);
       return std::nullopt;
     }
     if (!fetch.fetch_headers(commit, shards)) {
       // One 404 for a single model.safetensors after none for the index: no safetensors at all.
-      const bool none_at_all = shards.size() == 1 && shards[0].name == kSingleFileName &&
+      const bool none_at_all = shards.size() == 1 && shards[0].name == files.single &&
                                sink.items().back().code == "HUB006";
       if (!none_at_all) return std::nullopt;
       sink.items().pop_back();
       sink.report(hub_diagnostic(
           "HUB012", Severity::warning, ExitCode::ok, out.display_prefix,
-          fmt::format("'{}' has neither {} nor {} at commit {}; shapes come from config.json alone", ref.repo_id,
-                      kIndexName, kSingleFileName, commit),
-          "a repository with only *.bin weights is planned from its config.json"));
+          files.index.empty()
+              ? fmt::format("'{}' has no {} at commit {}; shapes come from {} alone", ref.repo_id, files.single,
+                            commit, files.config)
+              : fmt::format("'{}' has neither {} nor {} at commit {}; shapes come from {} alone", ref.repo_id,
+                            files.index, files.single, commit, files.config),
+          "a repository with only *.bin weights is planned from its config file"));
       shards.clear();
     }
     for (const ShardFetch& s : shards)

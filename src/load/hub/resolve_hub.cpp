@@ -30,19 +30,19 @@ std::string list_some(const std::vector<std::string>& names) {
 }  // namespace
 
 std::optional<ResolvedModel> resolve_hub_model(const ModelRef& ref, bool config_only, const HubEnvironment& env,
-                                               DiagnosticSink& sink) {
+                                               DiagnosticSink& sink, const RepoFiles& files) {
   const std::string folder = repo_folder_name(ref);
   std::optional<ModelRef> at_commit;  // a partial HF snapshot pins the commit to complete it at
 
   if (auto snap = find_snapshot(env.hf_cache / folder, ref.revision)) {
-    const SnapshotContents c = inspect_snapshot(snap->dir);
+    const SnapshotContents c = inspect_snapshot(snap->dir, files);
     if (c.config) {
       const bool complete = (c.index && c.missing_shards.empty()) || (!c.index && c.any_safetensors);
       if (config_only || complete) return ResolvedModel{snap->dir, "", snap->commit, false};
       const std::string what =
           c.index ? fmt::format("{} of the {} shards named by {} are missing: {}", c.missing_shards.size(),
-                                c.listed_shards, kIndexName, list_some(c.missing_shards))
-                  : fmt::format("it holds {} but no safetensors file", kConfigName);
+                                c.listed_shards, files.index, list_some(c.missing_shards))
+                  : fmt::format("it holds {} but no safetensors file", files.config);
       sink.report(hub_diagnostic(
           "HUB011", Severity::warning, ExitCode::hub_cache, snap->dir.string(),
           fmt::format("partial download of '{}' in the Hugging Face cache (commit {}): {}; {}", ref.repo_id,
@@ -74,7 +74,7 @@ std::optional<ResolvedModel> resolve_hub_model(const ModelRef& ref, bool config_
         "*.safetensors.index.json with `hf download`"));
     return std::nullopt;
   }
-  return fetch_from_hub(wanted, config_only, env, sink);
+  return fetch_from_hub(wanted, config_only, env, files, sink);
 }
 
 }  // namespace shardcheck
