@@ -38,7 +38,7 @@ warnings.filterwarnings("ignore")
 
 import torch  # noqa: E402
 import transformers  # noqa: E402
-from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText  # noqa: E402
+from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForImageTextToText  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -84,7 +84,11 @@ def record(name: str, cfg_dict: dict) -> dict:
         if model_type in VLM_TYPES:
             model = AutoModelForImageTextToText.from_config(cfg)
         else:
-            model = AutoModelForCausalLM.from_config(cfg)
+            try:
+                model = AutoModelForCausalLM.from_config(cfg)
+            except ValueError:
+                # A sub-model type (clip_vision_model, siglip_vision_model, ...): its base model.
+                model = AutoModel.from_config(cfg)
     names = {id(m): n for n, m in model.named_modules()}
     tied = []
     keys = getattr(model, "all_tied_weights_keys", None) or {}

@@ -9,6 +9,7 @@ scripts/peft_oracle_setup.sh, and writes to fixtures/peft-oracle/:
   scripts/peft_oracle_setup.sh PEFT_CHECKOUT BNB_CHECKOUT  # once: peft's and bitsandbytes' sources
   scripts/oracle2_run.sh python3 scripts/peft_oracle.py    # adapters + every case
   scripts/oracle2_run.sh python3 scripts/peft_oracle.py --only 'llama-qv-*' --list
+  scripts/oracle2_run.sh python3 scripts/peft_oracle.py --only '*-fsdp2-*nf4u8*' --accelerate-src /opt/acc113/src
 
 What it does
   * Adapters (adapters/<model>-<adapter>/): peft's get_peft_model(model, LoraConfig(...)) on a
@@ -44,6 +45,12 @@ sys.path.insert(0, PEFT_SRC)
 # exactly as the CUDA kernels lay them out (bitsandbytes/backends/default/ops.py).
 BNB_SRC = os.environ.get("BNB_SRC", "/opt/bnb")
 sys.path.insert(0, BNB_SRC)
+# --accelerate-src DIR: another accelerate release's src/ (a `git archive vX.Y.Z src/accelerate` of
+# its repository, put in the chroot), imported instead of Debian's; its cases are written with
+# "-acc<major><minor>" in their names beside the default release's (fixtures/peft-oracle/README.md).
+ACCELERATE_SRC = sys.argv[sys.argv.index("--accelerate-src") + 1] if "--accelerate-src" in sys.argv else None
+if ACCELERATE_SRC:
+    sys.path.insert(0, ACCELERATE_SRC)
 
 import torch2_oracle as o  # noqa: E402
 import torch  # noqa: E402
@@ -232,8 +239,15 @@ def main() -> int:
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--records", action="store_true", help="(re)write every adapter and record, run no case")
+    ap.add_argument("--accelerate-src", help="run the cases with this accelerate source tree (see above)")
     a = ap.parse_args()
     cases = [c for c in all_cases() if fnmatch.fnmatch(c["case"], a.only)]
+    if a.accelerate_src:
+        import accelerate
+        major, minor = accelerate.__version__.split(".")[:2]
+        for c in cases:
+            head, _, world = c["case"].rpartition("-")
+            c["case"] = f"{head}-acc{major}{minor}-{world}"
     pairs = sorted({(c["model"], c["adapter"]) for c in (all_cases() if a.records else cases)})
     if a.list:
         for c in cases:
@@ -241,7 +255,7 @@ def main() -> int:
         print(len(cases), "cases", file=sys.stderr)
         return 0
     os.makedirs(OUT, exist_ok=True)
-    for pair in pairs:
+    for pair in ([] if a.accelerate_src else pairs):  # records do not depend on accelerate
         rec = record(*pair)
         print("adapter", *pair, rec["trainable_params"], "of", rec["all_params"], file=sys.stderr)
         if pair in RECORD_BF16:

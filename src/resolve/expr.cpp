@@ -471,10 +471,14 @@ Value call(const Expr::Node& n, const std::vector<Value>& args) {
   }
   if (n.name == "min" || n.name == "max") {
     if (args.empty()) eval_fail(n, n.name + "() needs arguments");
-    Value best = args[0];
-    for (std::size_t i = 1; i < args.size(); ++i) {
-      int c = compare(n, args[i], best);
-      if ((n.name == "min" && c < 0) || (n.name == "max" && c > 0)) best = args[i];
+    // As Python's: one list argument is the sequence to take the extreme of (max([-2, -5])).
+    const std::vector<Value>* items = &args;
+    if (args.size() == 1 && args[0].as_list()) items = args[0].as_list();
+    if (items->empty()) eval_fail(n, n.name + "() of an empty list");
+    Value best = (*items)[0];
+    for (std::size_t i = 1; i < items->size(); ++i) {
+      int c = compare(n, (*items)[i], best);
+      if ((n.name == "min" && c < 0) || (n.name == "max" && c > 0)) best = (*items)[i];
     }
     return best;
   }

@@ -35,6 +35,8 @@ TEST_CASE("expr: integer arithmetic follows Python") {
   CHECK(integer("ceil_div(129280, 128)") == 1010);
   CHECK(integer("ceil_div(7168, 128)") == 56);
   CHECK(integer("max(3, 9, 4)") == 9);
+  CHECK(integer("max([-2, -5, -8])") == -2);  // one list argument: its largest item, as in Python
+  CHECK(integer("min([4, 1, 7])") == 1);
   CHECK(integer("len([1, 2, 3])") == 3);
   CHECK(integer("[10, 20, 30][1]") == 20);
   CHECK(integer("[10, 20, 30][-1]") == 30);
