@@ -613,6 +613,12 @@ constexpr FindingCode kCodes[] = {
      "accelerate's policy stops earlier, at wrapping, on mixed requires_grad). FSDP2 runs the same model: "
      "use fsdp_version: 2, or target the attention projections only."},
 
+    {"PEFT015", Severity::warning, ExitCode::ok, "FSDP2 shards integer-stored 4-bit weights before accelerate 1.14",
+     "accelerate before 1.14 passes bitsandbytes' Params4bit of an integer bnb_4bit_quant_storage (uint8, the "
+     "default) to fully_shard like any parameter; 1.14 (PR #3987) leaves them out, whole on every rank, "
+     "because sharding them crashed QLoRA runs. shardcheck plans what the release builds (checked with "
+     "accelerate 1.13.0 on CPU, fixtures/peft-oracle/*-acc113-*, where a step ran) and warns: upgrade "
+     "accelerate, or use a floating bnb_4bit_quant_storage equal to the load dtype."},
     // ---- TRL's ModelConfig in --training-args (src/resolve/trl_model_config.cpp) ----
     {"TRL001", Severity::note, ExitCode::ok, "TRL loads the model in float32 when the file names no dtype",
      "The file holds TRL ModelConfig fields (use_peft, lora_*, load_in_4bit, model_name_or_path), so `trl sft "

@@ -2,6 +2,7 @@
 // check_peft_plan). Each is reproduced by fixtures/peft-oracle.
 #include <fmt/format.h>
 
+#include "shardcheck/quantization.hpp"
 #include "shardcheck/shard_plan.hpp"
 
 namespace shardcheck {
@@ -22,6 +23,26 @@ int find_module(const ModuleTree& tree, const std::string& path) {
 }  // namespace
 
 void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink) {
+  // PEFT015: before accelerate 1.14, fsdp2_prepare_model hands integer-stored Params4bit to
+  // fully_shard like any parameter (PR #3987 "Auto-exclude non-floating frozen Params4bit from
+  // fully_shard to prevent QLoRA crash" excluded them in 1.14). The oracle ran accelerate 1.13.0 so on
+  // CPU with bitsandbytes' CPU backend (fixtures/peft-oracle/*-acc113-*): the layout below is what it
+  // builds and a step ran; the crash the PR fixes was reported on GPUs, so this is a warning.
+  if (plan.fsdp_version == 2 && tree.bnb_4bit && !dtype_is_floating(tree.bnb_4bit->quant_storage) &&
+      s.accelerate_version.value < Version{1, 14, 0}) {
+    Diagnostic d;
+    d.code = "PEFT015";
+    d.severity = Severity::warning;
+    d.location.file = tree.config_path;
+    d.message = fmt::format(
+        "accelerate {} shards bitsandbytes' {}-stored 4-bit weights with FSDP2 (fully_shard turns each Params4bit "
+        "into a plain DTensor); accelerate 1.14 leaves them whole on every rank because that crashed QLoRA runs",
+        s.accelerate_version.value.str(), dtype_name(tree.bnb_4bit->quant_storage));
+    d.help = "upgrade accelerate to 1.14, or set bnb_4bit_quant_storage to the dtype the model is loaded in (e.g. "
+             "bfloat16), as peft's FSDP+QLoRA guide does";
+    d.exit_code = ExitCode::ok;
+    sink.report(std::move(d));
+  }
   // PEFT014: peft's ParamWrapper (target_parameters, and transformers 5 MoE experts under all-linear)
   // applies its delta with torch.nn.utils.parametrize on the wrapped parameter in every forward,
   // which FSDP1's parameters, views into a FlatParameter, do not survive. The oracle's Qwen3-MoE
