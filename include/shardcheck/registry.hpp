@@ -104,6 +104,15 @@ struct ArchSpec {
   // num_local_experts): config.json may hold either name depending on the transformers release that
   // wrote it, and transformers reads both as one attribute.
   std::vector<std::pair<std::string, std::string>> attribute_map;
+  // sub_configs: the config class's sub-config classes (transformers PretrainedConfig.sub_configs):
+  // config key -> the registry model_type describing it, whatever model_type (if any) the nested
+  // object carries. `flat`: when the key is absent, the sub-config is built from the top-level fields
+  // (Qwen2-VL's Hub configs keep the text fields at the top, __post_init__ builds text_config from them).
+  struct SubConfig {
+    std::string key, model_type;
+    bool flat = false;
+  };
+  std::vector<SubConfig> sub_configs;
   std::vector<NamedExpr> defaults;   // config class defaults for absent keys
   std::vector<NamedExpr> derived;    // computed fields, in order (may use earlier ones)
   std::vector<TiedWeight> tied_weights;   // applied when tie_word_embeddings is true

@@ -375,20 +375,34 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   // and seen so completed from this scope ("text_config.hidden_size" with LlamaConfig's default when
   // the file leaves it out), as the composite's config object holds them.
   SubModels subs;
+  auto add_sub = [&](const std::string& key, const nlohmann::json& obj, const ArchSpec* sub_arch) {
+    SubModel& sm = subs[key];
+    sm.arch = sub_arch;
+    sm.frame = std::make_unique<Frame>();
+    add_json(*sm.frame, "", obj);
+    set_run_fields(*sm.frame, options, default_dtype);
+    apply_config_class(*sm.frame, *sub_arch);
+    sm.frame->for_each_own([&](const std::string& name, const Value& v) {
+      if (!globals.has_own(key + "." + name)) globals.set(key + "." + name, v);
+    });
+  };
   try {
-    for (const auto& [key, obj] : config.effective().items()) {
-      if (!obj.is_object() || !obj.contains("model_type") || !obj["model_type"].is_string()) continue;
+    const nlohmann::json& cfg = config.effective();
+    // Declared sub-configs first: the config class decides their type, not the nested model_type.
+    for (const auto& sc : arch.sub_configs) {
+      const ArchSpec* sub_arch = reg.find(sc.model_type);
+      if (!sub_arch) continue;  // its file is missing: the child reports the missing sub-model
+      const auto it = cfg.find(sc.key);
+      if (it != cfg.end() && it->is_object()) add_sub(sc.key, *it, sub_arch);
+      else if (sc.flat) add_sub(sc.key, cfg, sub_arch);
+      else add_sub(sc.key, nlohmann::json::object(), sub_arch);  // the sub-config class's defaults
+    }
+    for (const auto& [key, obj] : cfg.items()) {
+      if (subs.count(key) || !obj.is_object() || !obj.contains("model_type") || !obj["model_type"].is_string())
+        continue;
       const ArchSpec* sub_arch = reg.find(obj["model_type"].get<std::string>());
       if (!sub_arch || sub_arch == &arch) continue;
-      SubModel& sm = subs[key];
-      sm.arch = sub_arch;
-      sm.frame = std::make_unique<Frame>();
-      add_json(*sm.frame, "", obj);
-      set_run_fields(*sm.frame, options, default_dtype);
-      apply_config_class(*sm.frame, *sub_arch);
-      sm.frame->for_each_own([&, &k = key](const std::string& name, const Value& v) {
-        if (!globals.has_own(k + "." + name)) globals.set(k + "." + name, v);
-      });
+      add_sub(key, obj, sub_arch);
     }
   } catch (const DerivedFieldError& e) {
     report_missing_field(e.error.missing_name.empty() ? e.field->name : e.error.missing_name,

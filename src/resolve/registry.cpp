@@ -386,7 +386,7 @@ class Reader {
     static const std::set<std::string, std::less<>> known = {
         "model_type", "since", "vars", "extends", "architectures", "base_model_prefix", "base_model_class",
         "no_split_modules", "config", "tied_weights", "checkpoint", "classes", "doc", "abstract",
-        "activations", "fsdp_plan"};
+        "activations", "fsdp_plan", "sub_configs"};
     for (const auto& [k, v] : root.entries)
       if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown top-level key '{}'", key(*k)));
     if (!root.get("model_type")) fail(file_, &root, "missing `model_type`");
@@ -404,6 +404,20 @@ class Reader {
     }
     if (const Node* p = root.get("base_model_prefix")) a.base_model_prefix = str(p, "base_model_prefix");
     if (const Node* b = root.get("base_model_class")) a.base_model_class = str(b, "base_model_class");
+    if (const Node* sc = optional_map(root.get("sub_configs"), "sub_configs"))
+      for (const auto& [k, v] : sc->entries) {
+        ArchSpec::SubConfig c;
+        c.key = key(*k);
+        if (v->is_scalar()) {
+          c.model_type = v->text;
+        } else if (v->is_map() && v->get("type")) {
+          c.model_type = str(v->get("type"), "sub_configs type");
+          if (const Node* f = v->get("flat")) c.flat = bool_value(file_, *f, "flat");
+        } else {
+          fail(file_, v, fmt::format("sub_configs.{}: expected a model_type or {{type: ..., flat: true}}", c.key));
+        }
+        a.sub_configs.push_back(std::move(c));
+      }
     if (const Node* ns = root.get("no_split_modules")) {
       if (ns->is_sequence()) {
         ValueList items;
@@ -618,11 +632,19 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
   if (partial) {
     for (const auto& path : files)
       if (path.stem().string().starts_with("_")) parse(path);
-    for (std::string stem : wanted) {
+    // The wanted types, their `extends` parents, and the types their `sub_configs` name.
+    std::vector<std::string> queue = wanted;
+    for (std::size_t q = 0; q < queue.size() && q < 64; ++q) {
+      std::string stem = queue[q];
       for (int depth = 0; !stem.empty() && depth < 16; ++depth) {
         parse(dir / (stem + ".yaml"));
         auto it = raw.find(stem);
         if (it == raw.end()) break;
+        if (const Node* sc = it->second.root->get("sub_configs"); sc && sc->is_map())
+          for (const auto& [k, v] : sc->entries) {
+            const Node* t = v->is_map() ? v->get("type") : v;
+            if (t && t->is_scalar() && fs::is_regular_file(dir / (t->text + ".yaml"), ec)) queue.push_back(t->text);
+          }
         const Node* ext = it->second.root->get("extends");
         if (!ext || !ext->is_scalar()) break;  // a malformed `extends` is reported by resolve_extends
         stem = ext->text;
