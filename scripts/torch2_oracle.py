@@ -69,6 +69,10 @@ transformers.logging.set_verbosity_error()
 BASE = dict(vocab_size=37, hidden_size=20, intermediate_size=52, num_hidden_layers=2,
             num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=64)
 
+# A tiny SigLIP vision tower (image 16, patch 4: 16 patches).
+SIGLIP = dict(model_type="siglip_vision_model", hidden_size=12, intermediate_size=26, num_hidden_layers=2,
+              num_attention_heads=2, image_size=16, patch_size=4)
+
 MODELS = {
     # name: (model_type, config kwargs)
     "llama": ("llama", dict(BASE, tie_word_embeddings=False)),
@@ -124,6 +128,41 @@ MODELS = {
     "stablelm": ("stablelm", dict(BASE, tie_word_embeddings=False)),
     # A vision-language composite: LLaVA with a tiny CLIP vision tower (image 16, patch 4: 17 positions)
     # and a tiny Llama; its _no_split_modules is CLIP's (with CLIPTextEmbeddings) plus Llama's.
+    # More vision-language composites (tiny configs that run a CPU step with an image; vlm_inputs()).
+    "llava_next": ("llava_next", dict(vision_config=dict(model_type="clip_vision_model", hidden_size=16,
+                                                         intermediate_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                                         image_size=28, patch_size=14, projection_dim=16),
+                                      text_config=dict(BASE, model_type="llama", intermediate_size=40,
+                                                       tie_word_embeddings=False),
+                                      image_token_index=36, image_grid_pinpoints=[[28, 56], [56, 28], [56, 56]],
+                                      vision_feature_layer=-2, tie_word_embeddings=False)),
+    "llava_onevision": ("llava_onevision", dict(vision_config=dict(SIGLIP, vision_use_head=False),
+                                                text_config=dict(BASE, model_type="qwen2", tie_word_embeddings=False),
+                                                image_token_index=36, video_token_index=35,
+                                                image_grid_pinpoints=[[16, 16]], tie_word_embeddings=False)),
+    "paligemma": ("paligemma", dict(vision_config=dict(SIGLIP, vision_use_head=False),
+                                    text_config=dict(BASE, model_type="gemma", head_dim=10), vocab_size=37,
+                                    projection_dim=20, hidden_size=20, image_token_index=36)),
+    "gemma3": ("gemma3", dict(vision_config=dict(SIGLIP),
+                              text_config=dict(BASE, model_type="gemma3_text", head_dim=10, sliding_window=8),
+                              mm_tokens_per_image=4, image_token_index=36, boi_token_index=34, eoi_token_index=35)),
+    "qwen2_vl": ("qwen2_vl", dict(vision_config=dict(depth=2, embed_dim=16, hidden_size=20, num_heads=2, mlp_ratio=2,
+                                                     in_channels=3, patch_size=14, spatial_merge_size=2,
+                                                     temporal_patch_size=2),
+                                  text_config=dict(BASE, intermediate_size=40, tie_word_embeddings=False,
+                                                   rope_parameters=dict(rope_type="default", rope_theta=1e6,
+                                                                        mrope_section=[1, 2, 2])),
+                                  image_token_id=36, video_token_id=35, vision_start_token_id=34,
+                                  vision_end_token_id=33, tie_word_embeddings=False)),
+    "qwen2_5_vl": ("qwen2_5_vl", dict(vision_config=dict(depth=2, hidden_size=16, intermediate_size=32, num_heads=2,
+                                                         out_hidden_size=20, in_channels=3, patch_size=14,
+                                                         spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+                                                         fullatt_block_indexes=[1], tokens_per_second=2),
+                                      text_config=dict(BASE, intermediate_size=40, tie_word_embeddings=False,
+                                                       rope_parameters=dict(rope_type="default", rope_theta=1e6,
+                                                                            mrope_section=[1, 2, 2])),
+                                      image_token_id=36, video_token_id=35, vision_start_token_id=34,
+                                      vision_end_token_id=33, tie_word_embeddings=False)),
     "llava": ("llava", dict(vision_config=dict(model_type="clip_vision_model", hidden_size=12, intermediate_size=26,
                                                num_hidden_layers=2, num_attention_heads=2, image_size=16,
                                                patch_size=4, num_channels=3),
@@ -344,21 +383,51 @@ def storage_bytes(tensors) -> int:
     return total
 
 
+def vlm_inputs(cfg) -> dict:
+    """One training example with an image for a vision-language model (else its tower gets no
+    gradient): the image, its placeholder tokens in the text (as many as the model's processor would
+    put there) and labels that leave them out of the loss."""
+    g = torch.Generator().manual_seed(0)
+    t = cfg.model_type
+
+    def text(image_token, n, before=(1,), after=(5, 2, 7)):
+        ids = torch.tensor([list(before) + [image_token] * n + list(after)])
+        return ids, ids.masked_fill(ids == image_token, -100)
+
+    if t in ("qwen2_vl", "qwen2_5_vl"):
+        # 4 x 4 patches of 14 px, merged 2 x 2: 4 image tokens between the vision start and end ids.
+        ids, labels = text(cfg.image_token_id, 4, before=(1, 5, cfg.vision_start_token_id),
+                           after=(cfg.vision_end_token_id, 7, 8))
+        return dict(input_ids=ids, labels=labels, pixel_values=torch.randn(16, 1176, generator=g),
+                    image_grid_thw=torch.tensor([[1, 4, 4]]), mm_token_type_ids=(ids == cfg.image_token_id).long())
+    vc = cfg.vision_config
+    if t == "llava_next":
+        # A 28 x 56 image on the [28, 56] pinpoint: base features, unpadded tiles and newlines, 14 tokens.
+        ids, labels = text(cfg.image_token_index, 14)
+        return dict(input_ids=ids, labels=labels, image_sizes=torch.tensor([[28, 56]]),
+                    pixel_values=torch.randn(1, 3, 3, 28, 28, generator=g))
+    if t == "llava_onevision":
+        ids, labels = text(cfg.image_token_index, 36)
+        return dict(input_ids=ids, labels=labels, image_sizes=torch.tensor([[16, 16]]),
+                    pixel_values=torch.randn(1, 2, 3, 16, 16, generator=g))
+    pixels = torch.randn(1, vc.num_channels, vc.image_size, vc.image_size, generator=g)
+    if t == "gemma3":
+        ids, labels = text(cfg.image_token_index, cfg.mm_tokens_per_image)
+        return dict(input_ids=ids, labels=labels, pixel_values=pixels)
+    if t == "paligemma":
+        ids, labels = text(cfg.image_token_index, (vc.image_size // vc.patch_size) ** 2)
+        return dict(input_ids=ids, labels=labels, pixel_values=pixels, token_type_ids=(ids != cfg.image_token_index).long())
+    # LLaVA: one token per patch (the default strategy drops the CLS feature).
+    ids, labels = text(cfg.image_token_index, (vc.image_size // vc.patch_size) ** 2)
+    return dict(input_ids=ids, labels=labels, pixel_values=pixels)
+
+
 def step(model, c: dict) -> dict:
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-3)
     ids = torch.tensor([[1, 5, 2, 7, 3]])
     cfg = getattr(model, "config", None)
     if getattr(cfg, "vision_config", None) is not None:
-        # A vision-language model trains on an image too (else its tower gets no gradient): one image,
-        # its placeholder tokens (one per patch, LLaVA's default strategy drops the CLS feature) in the
-        # text, not in the loss.
-        vc = cfg.vision_config
-        n = (vc.image_size // vc.patch_size) ** 2
-        ids = torch.tensor([[1] + [cfg.image_token_index] * n + [5, 2, 7]])
-        labels = ids.masked_fill(ids == cfg.image_token_index, -100)
-        g = torch.Generator().manual_seed(0)
-        pixels = torch.randn(1, vc.num_channels, vc.image_size, vc.image_size, generator=g)
-        out = model(input_ids=ids, pixel_values=pixels, labels=labels)
+        out = model(**vlm_inputs(cfg))
     else:
         out = model(input_ids=ids, labels=ids)
     out.loss.backward()
@@ -721,6 +790,16 @@ def all_cases() -> list:
     cs += [case("llava", 1, 3, TF()), case("llava", 2, 3, TF()), case("llava", 1, 3, blocks),
            case("llava", 1, 4, blocks, use_orig_params=True), case("llava", 2, 3, blocks), case("llava", 2, 5, blocks),
            case("llava", 1, 3, SIZE(1000))]
+    # The other composites: accelerate's default class list (the union _no_split_modules, which for
+    # the CLIP/SigLIP towers names classes the model lacks), the block classes named, both FSDP versions.
+    vlm_blocks = {"llava_next": TF("CLIPEncoderLayer", "LlamaDecoderLayer"),
+                  "llava_onevision": TF("SiglipEncoderLayer", "Qwen2DecoderLayer"),
+                  "paligemma": TF("SiglipEncoderLayer", "GemmaDecoderLayer"),
+                  "gemma3": TF("SiglipEncoderLayer", "Gemma3DecoderLayer"),
+                  "qwen2_vl": TF(), "qwen2_5_vl": TF()}
+    for m, b in vlm_blocks.items():
+        cs += [case(m, 1, 3, TF()), case(m, 1, 3, b), case(m, 1, 4, b, use_orig_params=True), case(m, 2, 3, b),
+               case(m, 2, 5, b)]
     return unique(cs)
 
 
