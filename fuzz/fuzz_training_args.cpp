@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "fuzz_trees.hpp"
 #include "shardcheck/load_tree.hpp"
 #include "shardcheck/peft_model.hpp"
 #include "shardcheck/training_args.hpp"
@@ -12,21 +13,8 @@
 
 using namespace shardcheck;
 
-namespace {
-
-std::optional<ModuleTree> tree_of(const char* model) {
-  DiagnosticSink sink;
-  ResolveOptions opt;
-  opt.transformers = Version{5, 12, 1};
-  return load_module_tree(std::string(SHARDCHECK_SOURCE_DIR "/fixtures/models/") + model + "/config.json", true,
-                          SHARDCHECK_DEFAULT_RULES_DIR, opt, sink)
-      .tree;
-}
-
-}  // namespace
-
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::optional<ModuleTree> llama = tree_of("llama"), moe = tree_of("qwen3_moe");
+  static const std::optional<ModuleTree> llama = fuzz_tree("llama"), moe = fuzz_tree("qwen3_moe");
   static const std::optional<PeftRules> rules = [] {
     DiagnosticSink sink;
     return PeftRules::load(SHARDCHECK_DEFAULT_RULES_DIR, sink);

@@ -25,6 +25,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.environ.get("BNB_SRC", "/opt/bnb"))
 
+import peft_oracle  # noqa: E402  (its quant_state_bytes; sets up peft's and bitsandbytes' paths)
 import torch2_oracle as o  # noqa: E402
 import torch  # noqa: E402
 from transformers import AutoModelForCausalLM, BitsAndBytesConfig  # noqa: E402
@@ -51,17 +52,6 @@ def params_of(model) -> list:
             for n, p in model.named_parameters(remove_duplicate=False)]
 
 
-def state_bytes(model) -> int:
-    tensors = []
-    for p in model.parameters():
-        qs = getattr(p, "quant_state", None)
-        if type(p).__name__ == "Params4bit" and qs is not None:
-            tensors += [qs.absmax, qs.code]
-            if qs.nested:
-                tensors += [qs.offset, qs.state2.absmax, qs.state2.code]
-    return o.storage_bytes(tensors)
-
-
 def main() -> None:
     for name, (model_name, kw, load) in CHECKPOINTS.items():
         kw = {k: getattr(torch, v) if k in ("bnb_4bit_compute_dtype", "bnb_4bit_quant_storage") else v
@@ -77,7 +67,7 @@ def main() -> None:
         again = AutoModelForCausalLM.from_pretrained(d, device_map="cpu")
         rec = {"model": model_name, "quantization": {k: str(v).replace("torch.", "") for k, v in kw.items()},
                "load_dtype": load, "same_as_first_load": params_of(first) == params_of(again),
-               "quant_state_bytes": state_bytes(again), "params": params_of(again),
+               "quant_state_bytes": peft_oracle.quant_state_bytes(again), "params": params_of(again),
                "versions": {"torch": torch.__version__, "transformers": o.transformers.__version__}}
         with open(os.path.join(d, "record.json"), "w") as f:
             f.write(o.dump(rec))

@@ -99,6 +99,20 @@ QUANTS = {
 }
 
 
+def quant_state_bytes(model) -> int:
+    """bitsandbytes' quantization state of every Params4bit (absmax, code; with double quant the
+    quantized absmax, its offset and second-level state): not parameters, so whole on every rank;
+    bytes of distinct storages."""
+    tensors = []
+    for p in model.parameters():
+        qs = getattr(p, "quant_state", None)
+        if type(p).__name__ == "Params4bit" and qs is not None:
+            tensors += [qs.absmax, qs.code]
+            if qs.nested:
+                tensors += [qs.offset, qs.state2.absmax, qs.state2.code]
+    return o.storage_bytes(tensors)
+
+
 def lora_config(adapter: str) -> LoraConfig:
     return LoraConfig(**ADAPTERS[adapter])
 
@@ -155,21 +169,12 @@ def record(model_name: str, adapter: str, dtype: str = "float32", quant: str | N
             if extra not in ("adapter_config.json", "adapter_model.safetensors") and not extra.startswith("record"):
                 os.remove(os.path.join(d, extra))
     trainable, total = pm.get_nb_trainable_parameters()
-    # bitsandbytes' quantization state (absmax, code; with double quant the quantized absmax, its
-    # offset and second-level state): not parameters, so whole on every rank; bytes of distinct storages.
-    quant_tensors = []
-    for p in pm.parameters():
-        qs = getattr(p, "quant_state", None)
-        if type(p).__name__ == "Params4bit" and qs is not None:
-            quant_tensors += [qs.absmax, qs.code]
-            if qs.nested:
-                quant_tensors += [qs.offset, qs.state2.absmax, qs.state2.code]
     rec = {
         "model": model_name, "adapter": adapter, "lora_config": ADAPTERS[adapter],
         "load_dtype": QUANTS[quant]["load"] if quant else dtype, "quant": QUANTS[quant] if quant else None,
         "versions": {"peft": peft.__version__, "torch": torch.__version__, "transformers": o.transformers.__version__},
         "class": type(pm).__name__, "trainable_params": int(trainable), "all_params": int(total),
-        "quant_state_bytes": o.storage_bytes(quant_tensors),
+        "quant_state_bytes": quant_state_bytes(pm),
         "modules": [[n, type(m).__name__] for n, m in pm.named_modules()],
         "params": [[n, list(p.shape), str(p.dtype).replace("torch.", ""), bool(p.requires_grad)]
                    for n, p in pm.named_parameters(remove_duplicate=False)],
