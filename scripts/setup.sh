@@ -14,6 +14,10 @@ need=(cmake g++ ninja-build ccache python3 clang
 if [[ "${SHARDCHECK_WITH_TORCH:-1}" == 1 ]]; then
   need+=(libtorch-dev libgloo-dev)
 fi
+# The HTML plan is tested in Debian's headless Chromium (tests/html); SHARDCHECK_WITH_BROWSER=0 skips it.
+if [[ "${SHARDCHECK_WITH_BROWSER:-1}" == 1 ]]; then
+  need+=(chromium)
+fi
 
 missing=()
 for p in "${need[@]}"; do

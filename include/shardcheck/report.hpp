@@ -52,6 +52,12 @@ namespace shardcheck {
 std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings, const MemoryEstimate& memory,
                              const CommVolume& comm, const std::vector<Diagnostic>& diagnostics,
                              const PeftSummary* peft = nullptr);
+// `plan --format html`: one self-contained page (no network): verdict, a bar per rank against the GPU,
+// findings with fixes, units, the module tree with its units marked, settings with their sources
+// (read by the page from the embedded JSON plan above).
+std::string render_plan_html(const ModuleTree& tree, const ShardPlan& plan, const FsdpSettings& settings,
+                             const MemoryEstimate& memory, const CommVolume& comm,
+                             const std::vector<Diagnostic>& diagnostics);
 // The unit table with repeated identical units collapsed, then memory per rank and the verdict;
 // with a PEFT adapter, peft's trainable-parameter line first.
 std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& settings, const MemoryEstimate& memory,

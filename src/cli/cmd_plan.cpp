@@ -25,7 +25,10 @@ int run_plan(const PlanFlags& f, const CliContext& ctx) {
   }
   PreflightResult r = run_preflight(*req);
   util::StageTimer timer("plan: render");
-  if (r.plan && f.format == "json") {
+  if (r.plan && r.tree && f.format == "html") {
+    std::fputs(render_plan_html(*r.tree, *r.plan, r.settings, r.memory, r.comm, r.sink.items()).c_str(), stdout);
+    std::fputs(render_diagnostics_text(r.sink.items()).c_str(), stderr);
+  } else if (r.plan && f.format == "json") {
     std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, r.sink.items(), r.tree && r.tree->peft ? &*r.tree->peft : nullptr).c_str(),
                stdout);
   } else {
@@ -46,7 +49,8 @@ void register_plan(CLI::App& app, CliContext& ctx) {
   auto f = std::make_shared<PlanFlags>();
   CLI::App* cmd = app.add_subcommand("plan", "Simulate FSDP auto-wrap and sharding: units, per-rank shards, memory");
   cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]")->required();
-  cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--format", f->format, "Output format (html: one self-contained page to open in a browser)")
+      ->check(CLI::IsMember({"text", "json", "html"}));
   cmd->add_flag("--no-tree", f->no_tree, "Text: only the unit table, not the module tree with unit marks");
   add_plan_flags(cmd, *f);
   cmd->callback([f, &ctx] { ctx.exit_code = run_plan(*f, ctx); });

@@ -49,6 +49,10 @@ def run_case(binary, subst, case):
                 problems.append(f"{stream} has unexpected {needle!r}")
     if CATALOGUE and proc.stdout.startswith("{"):
         problems += catalogue_mismatches(proc.stdout)
+    if "text" in case and not problems:  # a check of the whole stdout (HTML pages), may run the binary
+        err = case["text"](proc.stdout, binary, subst)
+        if err:
+            problems.append(err)
     if "json" in case and not problems:
         try:
             doc = json.loads(proc.stdout)
