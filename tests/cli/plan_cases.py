@@ -408,12 +408,21 @@ CASES += [
      "stderr": ["transformers 5.12.1 has no native FSDP2 plan", "[SET005]"]},
 ]
 
-# A composite model planned as its text part alone is not the job's plan (ARCH002, exit 11).
+# A composite model planned as its text part alone is not the job's plan (ARCH002, exit 11): idefics3,
+# which the registry does not describe (fixtures/check/idefics3, a tiny hand-written config).
 CASES += [
-    {"name": "plan: llava (llama text_config) is refused as a whole-model plan (ARCH002, exit 11, no verdict)",
-     "args": ["plan", "{src}/fixtures/check/llava", "--world-size", "2"], "exit": 11,
+    {"name": "plan: idefics3 (llama text_config) is refused as a whole-model plan (ARCH002, exit 11, no verdict)",
+     "args": ["plan", "{src}/fixtures/check/idefics3", "--world-size", "2"], "exit": 11,
      "stderr": ["composite model the registry does not describe", "[ARCH002]"],
      "stdout": ["no fit verdict: shardcheck cannot lay out this model"], "not_stdout": ["fits in"]},
+    # llava is described whole: its vision tower and language model, and accelerate's default class list
+    # (the union _no_split_modules) names CLIPTextEmbeddings, which the model lacks (real accelerate
+    # raises the same: fixtures/oracle2/llava-fsdp1-tf-w3.json).
+    {"name": "plan: llava is planned whole; with no class list accelerate cannot find CLIPTextEmbeddings (PLAN012)",
+     "args": ["plan", "{src}/fixtures/check/llava", "--world-size", "2"], "exit": 1,
+     "stderr": ["Could not find the transformer layer class CLIPTextEmbeddings in the model.", "[PLAN012]",
+                "CLIPEncoderLayer, LlamaDecoderLayer"],
+     "stdout": ["model.vision_tower.encoder.layers", "no fit verdict: the job fails before training"]},
 ]
 
 # Tensor parallelism over heads it does not divide fails at the first forward (PLAN021).
