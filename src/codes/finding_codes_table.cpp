@@ -313,7 +313,9 @@ constexpr FindingCode kCodes[] = {
      "but no entry it warns and guesses module classes from tensor names, with registration order taken "
      "from the checkpoint, so wrap classes and unit order may differ from what transformers builds. Without "
      "a checkpoint there is nothing to infer from and it is an error (exit code 11); add a rules/models "
-     "file for the model type."},
+     "file for the model type. A config.json with auto_map is a trust_remote_code model (InternLM, older "
+     "Phi-3 and Qwen repositories): its classes come from the repository's own Python files, which the "
+     "finding names, not from transformers."},
     {"ARCH002", Severity::error, ExitCode::unknown_model,
      "A composite (multimodal) model_type is not in the registry; only its text_config is",
      "Multimodal wrappers keep the language model in text_config (e.g. llava around llama, gemma3 around "

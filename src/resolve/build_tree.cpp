@@ -171,11 +171,22 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
   TreeExpansion::State& state = *expansion.state_;
   const ModelConfig& config = state.config;
   if (!state.arch) {
+    // A config.json with auto_map names classes the repository's own Python files define
+    // (from_pretrained(..., trust_remote_code=True)); say so: the layout is not transformers'.
+    std::string remote;
+    if (const auto am = config.raw.find("auto_map"); am != config.raw.end() && am->is_object())
+      for (const char* auto_class : {"AutoModelForCausalLM", "AutoModel", "AutoModelForImageTextToText"})
+        if (const auto it = am->find(auto_class); it != am->end() && it->is_string()) {
+          remote = fmt::format(" It is a trust_remote_code model: auto_map gives {} = {} from the repository's own "
+                               "code, which transformers does not define.",
+                               auto_class, it->get<std::string>());
+          break;
+        }
     if (ckpt) {
       sink.report(diag("ARCH001", Severity::warning, config.path,
                        fmt::format("model_type '{}' is not in the registry: module classes are guessed from tensor "
-                                   "names, and registration order follows the checkpoint",
-                                   config.model_type),
+                                   "names, and registration order follows the checkpoint.{}",
+                                   config.model_type, remote),
                        ExitCode::ok,
                        fmt::format("add rules/models/{}.yaml to describe it (known: {})", config.model_type,
                                    known_types(*state.registry))));
@@ -187,8 +198,8 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
     }
     sink.report(diag("ARCH001", Severity::error, config.path,
                      fmt::format("model_type '{}' is not in the registry and there is no checkpoint to infer the "
-                                 "layout from",
-                                 config.model_type),
+                                 "layout from.{}",
+                                 config.model_type, remote),
                      ExitCode::unknown_model,
                      fmt::format("known model types: {}", known_types(*state.registry))));
     return std::nullopt;

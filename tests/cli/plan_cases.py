@@ -425,6 +425,15 @@ CASES += [
      "stdout": ["model.vision_tower.encoder.layers", "no fit verdict: the job fails before training"]},
 ]
 
+# A trust_remote_code model (auto_map in config.json; fixtures/check/internlm2, InternLM2-7B's shape):
+# its classes are the repository's own, so it is named as such, not only as an unknown model_type.
+CASES += [
+    {"name": "plan: a trust_remote_code model is named as such (auto_map), no plan without a checkpoint",
+     "args": ["plan", "{src}/fixtures/check/internlm2", "--world-size", "2", "--no-env"], "exit": 11,
+     "stderr": ["model_type 'internlm2' is not in the registry", "trust_remote_code model",
+                "AutoModelForCausalLM = modeling_internlm2.InternLM2ForCausalLM", "[ARCH001]"]},
+]
+
 # Tensor parallelism over heads it does not divide fails at the first forward (PLAN021).
 CASES += [
     {"name": "check: tp_size 4 with 2 key/value heads fails at the first forward (PLAN021)",
