@@ -163,6 +163,16 @@ MODELS = {
                                                                             mrope_section=[1, 2, 2])),
                                       image_token_id=36, video_token_id=35, vision_start_token_id=34,
                                       vision_end_token_id=33, tie_word_embeddings=False)),
+    # Llama 3.2 Vision: a cross-attention layer at index 1 of 3, a tiny tiled vision model.
+    "mllama": ("mllama", dict(image_token_index=37,
+                              text_config=dict(vocab_size=37, hidden_size=24, intermediate_size=40, num_hidden_layers=3,
+                                               num_attention_heads=4, num_key_value_heads=2, cross_attention_layers=[1],
+                                               max_position_embeddings=64, bos_token_id=1, eos_token_id=2,
+                                               pad_token_id=0),
+                              vision_config=dict(hidden_size=20, intermediate_size=36, num_hidden_layers=2,
+                                                 num_global_layers=1, attention_heads=2, image_size=28, patch_size=14,
+                                                 max_num_tiles=2, supported_aspect_ratios=[[1, 1], [1, 2], [2, 1]],
+                                                 intermediate_layers_indices=[0], vision_output_dim=40))),
     "llava": ("llava", dict(vision_config=dict(model_type="clip_vision_model", hidden_size=12, intermediate_size=26,
                                                num_hidden_layers=2, num_attention_heads=2, image_size=16,
                                                patch_size=4, num_channels=3),
@@ -400,6 +410,16 @@ def vlm_inputs(cfg) -> dict:
                            after=(cfg.vision_end_token_id, 7, 8))
         return dict(input_ids=ids, labels=labels, pixel_values=torch.randn(16, 1176, generator=g),
                     image_grid_thw=torch.tensor([[1, 4, 4]]), mm_token_type_ids=(ids == cfg.image_token_id).long())
+    if t == "mllama":
+        # Two sequences, each one image of tiles ([1, 2] aspect: two tiles; [1, 1]: one) and a cross-attention
+        # mask from the image token on.
+        ids = torch.tensor([[37, 5, 6, 7, 8, 9, 10, 11], [3, 37, 12, 13, 14, 15, 16, 17]])
+        cam = torch.zeros(2, 8, 1, 2, dtype=torch.long)
+        cam[0, 0:, 0, :2] = 1
+        cam[1, 1:, 0, :1] = 1
+        return dict(input_ids=ids, labels=ids.masked_fill(ids == 37, -100), use_cache=False,
+                    pixel_values=torch.randn(2, 1, 2, 3, 28, 28, generator=g), aspect_ratio_ids=torch.tensor([[2], [1]]),
+                    aspect_ratio_mask=torch.tensor([[[1, 1]], [[1, 0]]]), cross_attention_mask=cam)
     vc = cfg.vision_config
     if t == "llava_next":
         # A 28 x 56 image on the [28, 56] pinpoint: base features, unpadded tiles and newlines, 14 tokens.
@@ -796,7 +816,7 @@ def all_cases() -> list:
                   "llava_onevision": TF("SiglipEncoderLayer", "Qwen2DecoderLayer"),
                   "paligemma": TF("SiglipEncoderLayer", "GemmaDecoderLayer"),
                   "gemma3": TF("SiglipEncoderLayer", "Gemma3DecoderLayer"),
-                  "qwen2_vl": TF(), "qwen2_5_vl": TF()}
+                  "qwen2_vl": TF(), "qwen2_5_vl": TF(), "mllama": TF()}
     for m, b in vlm_blocks.items():
         cs += [case(m, 1, 3, TF()), case(m, 1, 3, b), case(m, 1, 4, b, use_orig_params=True), case(m, 2, 3, b),
                case(m, 2, 5, b)]

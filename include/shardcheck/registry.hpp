@@ -116,6 +116,9 @@ struct ArchSpec {
   std::vector<NamedExpr> defaults;   // config class defaults for absent keys
   std::vector<NamedExpr> derived;    // computed fields, in order (may use earlier ones)
   std::vector<TiedWeight> tied_weights;   // applied when tie_word_embeddings is true
+  // get_input_embeddings() / get_output_embeddings() module paths when no tied-weight pair names them
+  // (a model whose head is never tied: Mllama); accelerate's FSDP2 preparation groups them apart.
+  std::string input_embeddings, output_embeddings;
   std::vector<CheckpointRename> renames;
   std::vector<std::string> ignore_unexpected;  // regexes (with ${expr} interpolation): tensors on disk
                                                // that transformers drops on load (old buffers, MTP)

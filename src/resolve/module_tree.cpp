@@ -490,8 +490,16 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   // get_input_embeddings()/get_output_embeddings(): the module of the first tied-weight pair
   // (the registry lists the head's weight -> the embedding's weight for every tied LM).
   auto module_of = [](const std::string& fqn) { return fqn.substr(0, fqn.rfind('.')); };
-  // The first pair whose head exists in this version's tree (gpt_neox lists embed_out and lm_head).
+  // The first pair whose head exists in this version's tree (gpt_neox lists embed_out and lm_head);
+  // `embeddings:` when no pair names them.
+  if (!arch.output_embeddings.empty() || !arch.input_embeddings.empty()) {
+    for (const auto& m : tree.modules) {
+      if (m.path == arch.output_embeddings) tree.output_embeddings = m.path;
+      if (m.path == arch.input_embeddings) tree.input_embeddings = m.path;
+    }
+  }
   for (const auto& t : arch.tied_weights) {
+    if (!tree.output_embeddings.empty()) break;
     const std::string in = module_of(t.target), out = module_of(t.alias);
     bool has_in = false, has_out = false;
     for (const auto& m : tree.modules) {

@@ -386,7 +386,7 @@ class Reader {
     static const std::set<std::string, std::less<>> known = {
         "model_type", "since", "vars", "extends", "architectures", "base_model_prefix", "base_model_class",
         "no_split_modules", "config", "tied_weights", "checkpoint", "classes", "doc", "abstract",
-        "activations", "fsdp_plan", "sub_configs"};
+        "activations", "fsdp_plan", "sub_configs", "embeddings"};
     for (const auto& [k, v] : root.entries)
       if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown top-level key '{}'", key(*k)));
     if (!root.get("model_type")) fail(file_, &root, "missing `model_type`");
@@ -459,6 +459,10 @@ class Reader {
         else if (field == "head") a.fsdp_plan_head = entries(*v, "head");
         else fail(file_, k, fmt::format("unknown fsdp_plan field '{}' (expected base, head)", field));
       }
+    }
+    if (const Node* emb = optional_map(root.get("embeddings"), "embeddings")) {
+      if (const Node* in = emb->get("input")) a.input_embeddings = str(in, "embeddings.input");
+      if (const Node* out = emb->get("output")) a.output_embeddings = str(out, "embeddings.output");
     }
     if (const Node* tied = optional_map(root.get("tied_weights"), "tied_weights")) {
       for (const auto& [k, v] : tied->entries) a.tied_weights.push_back({key(*k), str(v, "tied weight target")});

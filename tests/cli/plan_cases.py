@@ -408,11 +408,11 @@ CASES += [
      "stderr": ["transformers 5.12.1 has no native FSDP2 plan", "[SET005]"]},
 ]
 
-# A composite model planned as its text part alone is not the job's plan (ARCH002, exit 11): idefics3,
-# which the registry does not describe (fixtures/check/idefics3, a tiny hand-written config).
+# A composite model planned as its text part alone is not the job's plan (ARCH002, exit 11): mistral3,
+# which the registry does not describe (fixtures/check/mistral3, a tiny hand-written config).
 CASES += [
-    {"name": "plan: idefics3 (llama text_config) is refused as a whole-model plan (ARCH002, exit 11, no verdict)",
-     "args": ["plan", "{src}/fixtures/check/idefics3", "--world-size", "2"], "exit": 11,
+    {"name": "plan: mistral3 (llama text_config) is refused as a whole-model plan (ARCH002, exit 11, no verdict)",
+     "args": ["plan", "{src}/fixtures/check/mistral3", "--world-size", "2"], "exit": 11,
      "stderr": ["composite model the registry does not describe", "[ARCH002]"],
      "stdout": ["no fit verdict: shardcheck cannot lay out this model"], "not_stdout": ["fits in"]},
     # llava is described whole: its vision tower and language model, and accelerate's default class list
