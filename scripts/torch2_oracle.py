@@ -163,6 +163,17 @@ MODELS = {
                                                                             mrope_section=[1, 2, 2])),
                                       image_token_id=36, video_token_id=35, vision_start_token_id=34,
                                       vision_end_token_id=33, tie_word_embeddings=False)),
+    # Idefics3 / SmolVLM: pixel-shuffle connectors (scale 2 and 4: 4 image tokens per image).
+    "idefics3": ("idefics3", dict(vision_config=dict(model_type="idefics3_vision", hidden_size=12, intermediate_size=26,
+                                                     num_hidden_layers=2, num_attention_heads=2, image_size=16,
+                                                     patch_size=4),
+                                  text_config=dict(BASE, model_type="llama", pad_token_id=0),
+                                  scale_factor=2, image_token_id=36, pad_token_id=0, tie_word_embeddings=False)),
+    "smolvlm": ("smolvlm", dict(vision_config=dict(model_type="smolvlm_vision", hidden_size=16, intermediate_size=24,
+                                                   num_hidden_layers=2, num_attention_heads=2, image_size=32, patch_size=4,
+                                                   hidden_act="gelu"),
+                                text_config=dict(BASE, model_type="llama", pad_token_id=0),
+                                scale_factor=4, image_token_id=36, pad_token_id=0, tie_word_embeddings=False)),
     # Llama 3.2 Vision: a cross-attention layer at index 1 of 3, a tiny tiled vision model.
     "mllama": ("mllama", dict(image_token_index=37,
                               text_config=dict(vocab_size=37, hidden_size=24, intermediate_size=40, num_hidden_layers=3,
@@ -410,6 +421,11 @@ def vlm_inputs(cfg) -> dict:
                            after=(cfg.vision_end_token_id, 7, 8))
         return dict(input_ids=ids, labels=labels, pixel_values=torch.randn(16, 1176, generator=g),
                     image_grid_thw=torch.tensor([[1, 4, 4]]), mm_token_type_ids=(ids == cfg.image_token_id).long())
+    if t in ("idefics3", "smolvlm"):
+        # One 5-D image (batch, images, C, H, W) per sequence and its 4 tokens.
+        ids, labels = text(cfg.image_token_id, 4)
+        size = cfg.vision_config.image_size
+        return dict(input_ids=ids, labels=labels, pixel_values=torch.randn(1, 1, 3, size, size, generator=g))
     if t == "mllama":
         # Two sequences, each one image of tiles ([1, 2] aspect: two tiles; [1, 1]: one) and a cross-attention
         # mask from the image token on.
@@ -816,7 +832,9 @@ def all_cases() -> list:
                   "llava_onevision": TF("SiglipEncoderLayer", "Qwen2DecoderLayer"),
                   "paligemma": TF("SiglipEncoderLayer", "GemmaDecoderLayer"),
                   "gemma3": TF("SiglipEncoderLayer", "Gemma3DecoderLayer"),
-                  "qwen2_vl": TF(), "qwen2_5_vl": TF(), "mllama": TF()}
+                  "qwen2_vl": TF(), "qwen2_5_vl": TF(), "mllama": TF(),
+                  "idefics3": TF("Idefics3EncoderLayer", "LlamaDecoderLayer"),
+                  "smolvlm": TF("SmolVLMEncoderLayer", "LlamaDecoderLayer")}
     for m, b in vlm_blocks.items():
         cs += [case(m, 1, 3, TF()), case(m, 1, 3, b), case(m, 1, 4, b, use_orig_params=True), case(m, 2, 3, b),
                case(m, 2, 5, b)]
