@@ -332,6 +332,12 @@ constexpr FindingCode kCodes[] = {
      "it is a usage error (exit code 2); choose one of the listed classes."},
 
     // ---- checkpoint matching (src/resolve/checkpoint_match.cpp) ----
+    {"ARCH004", Severity::warning, ExitCode::ok, "The wrap classes of a model inferred from its tensor names are guessed",
+     "A model_type the registry does not describe is laid out from its checkpoint's tensor names (ARCH001), "
+     "and its repeated block gets a guessed class name. accelerate's TRANSFORMER_BASED_WRAP without a class "
+     "list uses the model class's own _no_split_modules, which only the model's code knows, so the plan "
+     "wraps the guessed block in its place and says so. Give the real class with --wrap-cls "
+     "(fsdp_transformer_layer_cls_to_wrap) to plan what the job will do."},
     {"MT001", Severity::warning, ExitCode::model_mismatch, "Checkpoint tensors have no place in the module tree",
      "shardcheck pairs checkpoint tensors with parameters the way from_pretrained does (transformers "
      "modeling_utils.py: base_model_prefix added or stripped, _keys_to_ignore_on_load_unexpected, 5.x "

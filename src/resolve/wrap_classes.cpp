@@ -76,8 +76,28 @@ static void resolve_peft_classes(const ModuleTree& tree, FsdpSettings& s, Diagno
   }
 }
 
+// A model inferred from its tensor names (no registry entry): its own _no_split_modules, which
+// accelerate reads from the model class, is unknown; the guessed repeated block stands in for it, and
+// the plan says so rather than passing the guess off as the model's.
+static void warn_guessed_classes(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
+  if (!tree.classes_guessed || s.wrap_classes.source != "model _no_split_modules") return;
+  std::string guessed;
+  for (const auto& c : tree.no_split_modules) guessed += (guessed.empty() ? "" : ", ") + c;
+  sink.report(diag("ARCH004", Severity::warning, s.wrap_classes.source, tree,
+                   fmt::format("this model's _no_split_modules is unknown (its model_type '{}' is not in the registry): "
+                               "the plan wraps the repeated block shardcheck inferred from the tensor names ({}) where "
+                               "accelerate will use the model class's own list",
+                               tree.model_type, guessed.empty() ? "none found" : guessed),
+                   "give the real decoder-layer class with --wrap-cls (fsdp_transformer_layer_cls_to_wrap), or add "
+                   "rules/models/" + tree.model_type + ".yaml"));
+}
+
 void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSink& sink) {
-  if (s.policy.value == WrapPolicyKind::peft) return resolve_peft_classes(tree, s, sink);
+  if (s.policy.value == WrapPolicyKind::peft) {
+    resolve_peft_classes(tree, s, sink);
+    warn_guessed_classes(tree, s, sink);
+    return;
+  }
   if (s.policy.value != WrapPolicyKind::transformer) return;
   const Version& acc = s.accelerate_version.value;
   if (s.wrap_classes.value.empty()) {
@@ -90,6 +110,7 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
       s.wrap_classes = {chars, "model _no_split_modules, iterated per character by accelerate 0.34.0"};
     } else {
       s.wrap_classes = {tree.no_split_modules, "model _no_split_modules"};
+      warn_guessed_classes(tree, s, sink);
     }
   }
   if (s.wrap_classes.value.empty()) {

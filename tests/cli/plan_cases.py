@@ -434,6 +434,18 @@ CASES += [
                 "AutoModelForCausalLM = modeling_internlm2.InternLM2ForCausalLM", "[ARCH001]"]},
 ]
 
+# An unknown model_type with a checkpoint is laid out from its tensor names (ARCH001): the wrap class is
+# the guessed repeated block standing in for the model's own _no_split_modules, said so (ARCH004);
+# naming the class silences it.
+CASES += [
+    {"name": "plan: an inferred model wraps its guessed block and says that the real class list is unknown (ARCH004)",
+     "args": ["plan", "{src}/fixtures/models/toyformer", "--world-size", "2", "--no-env"], "exit": 0,
+     "stderr": ["[ARCH001]", "_no_split_modules is unknown", "[ARCH004]", "--wrap-cls"]},
+    {"name": "plan: an inferred model with --wrap-cls has no ARCH004",
+     "args": ["plan", "{src}/fixtures/models/toyformer", "--world-size", "2", "--no-env", "--wrap-cls",
+              "GuessedBlocksBlock"], "not_stderr": ["ARCH004"]},
+]
+
 # Tensor parallelism over heads it does not divide fails at the first forward (PLAN021).
 CASES += [
     {"name": "check: tp_size 4 with 2 key/value heads fails at the first forward (PLAN021)",
