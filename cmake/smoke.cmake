@@ -47,7 +47,7 @@ if(Torch_FOUND)
   target_include_directories(shardcheck-smoke PRIVATE src)
   target_link_libraries(shardcheck-smoke PRIVATE shardcheck_smoke shardcheck_core CLI11::CLI11 ${yaml_cpp}
                         ${TORCH_LIBRARIES} ${smoke_cuda_libs})
-  install(TARGETS shardcheck-smoke)
+  install(TARGETS shardcheck-smoke COMPONENT smoke)
   if(SHARDCHECK_BUILD_TESTS)
     # Real gloo process groups on CPU: world sizes 1-4, --weights, the shifted shard, every fault.
     # Under ASan+UBSan (which runs clean with the uninstrumented Debian LibTorch) every rank starts

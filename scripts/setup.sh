@@ -5,9 +5,10 @@ set -euo pipefail
 
 need=(cmake g++ ninja-build ccache python3 clang
       libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev doctest-dev
-      libcurl4-openssl-dev nginx-light python3-jsonschema pre-commit)
+      libcurl4-openssl-dev nginx-light python3-jsonschema pre-commit dpkg-dev file)
 # libcurl: Hub model ids; nginx: loopback Hub in tests; jsonschema: SARIF output checked against SARIF 2.1.0;
-# pre-commit: the hooks of .pre-commit-hooks.yaml tested for real (tests/precommit)
+# pre-commit: the hooks of .pre-commit-hooks.yaml tested for real (tests/precommit); dpkg-dev and
+# file: CPack's Debian package computes its Depends with dpkg-shlibdeps (tests/package)
 # The smoke runner (shardcheck-smoke): LibTorch's c10d with gloo on CPU. libtorch-dev
 # lacks a dependency on libgloo-dev although ProcessGroupGloo.hpp includes <gloo/...>.
 # SHARDCHECK_WITH_TORCH=0 skips them (CMake then builds everything but shardcheck-smoke).

@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "shardcheck/exit_codes.hpp"
+#include "shardcheck/rules_dir.hpp"
 
 namespace {
 
@@ -61,8 +62,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   cli::CliContext ctx;
-  if (const char* env = std::getenv("SHARDCHECK_RULES")) ctx.rules_dir = env;
-  if (ctx.rules_dir.empty()) ctx.rules_dir = SHARDCHECK_DEFAULT_RULES_DIR;
+  ctx.rules_dir = default_rules_dir();
   ctx.color = isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
   app.add_option("--rules", ctx.rules_dir, "Directory of rule data (models/, accelerate/)")
       ->check(CLI::ExistingDirectory);

@@ -20,6 +20,7 @@
 #include "shardcheck/peft_model.hpp"
 #include "shardcheck/registry.hpp"
 #include "shardcheck/report.hpp"
+#include "shardcheck/rules_dir.hpp"
 #include "smoke/launcher.hpp"
 #include "smoke/plan_reader.hpp"
 #include "smoke/report.hpp"
@@ -308,8 +309,7 @@ int main(int argc, char** argv) {
   CLI::App app{"shardcheck smoke: verify the shard plan with real all-gather / reduce-scatter (LibTorch c10d)"};
   app.name("shardcheck smoke");
   cli::CliContext ctx;
-  if (const char* env = std::getenv("SHARDCHECK_RULES")) ctx.rules_dir = env;
-  if (ctx.rules_dir.empty()) ctx.rules_dir = SHARDCHECK_DEFAULT_RULES_DIR;
+  ctx.rules_dir = default_rules_dir();
   app.add_option("--rules", ctx.rules_dir, "Directory of rule data (models/, accelerate/)")->check(CLI::ExistingDirectory);
   SmokeFlags f;
   app.add_option("model", f.plan.model, "Model directory or its config.json");
