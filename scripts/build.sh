@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# Configure and build one flavour of shardcheck. Usage: scripts/build.sh [release|asan] 
+# Configure and build one flavour of shardcheck. Usage: scripts/build.sh [release|asan|cli]
+# cli: the shardcheck program alone in build-cli/ (no tests, benchmarks or smoke runner).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 flavour=${1:-release}
 case "$flavour" in
   release) dir=build;      args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
   asan)    dir=build-asan; args=(-DCMAKE_BUILD_TYPE=Debug -DSHARDCHECK_SANITIZE=ON) ;;
+  cli)     dir=build-cli;  args=(-DCMAKE_BUILD_TYPE=Release -DSHARDCHECK_BUILD_TESTS=OFF -DSHARDCHECK_BUILD_BENCH=OFF
+                                -DSHARDCHECK_WITH_TORCH=OFF) ;;
   *) echo "unknown flavour $flavour" >&2; exit 2 ;;
 esac
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B "$dir" -G Ninja "${args[@]}" "${launcher[@]}" >/dev/null
-cmake --build "$dir" -j "$(nproc)"
+target=(); [[ $flavour == cli ]] && target=(--target shardcheck)
+cmake --build "$dir" -j "$(nproc)" "${target[@]}"

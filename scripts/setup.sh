@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # Installs every system package shardcheck needs on a fresh Debian 12 machine (idempotent).
 # Only Debian packages are used; nothing is vendored or downloaded from elsewhere.
+# `setup.sh --cli`: only what building the shardcheck CLI needs (scripts/build.sh cli; the GitHub
+# Action uses it), no test tools, LibTorch or browser.
 set -euo pipefail
 
-need=(cmake g++ ninja-build ccache python3 clang
-      libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev doctest-dev
-      libcurl4-openssl-dev nginx-light python3-jsonschema pre-commit dpkg-dev file)
+cli_only=0; [[ "${1:-}" == --cli ]] && cli_only=1
+need=(cmake g++ ninja-build ccache libyaml-cpp-dev nlohmann-json3-dev libfmt-dev libcli11-dev libcurl4-openssl-dev)
+if ((cli_only)); then
+  SHARDCHECK_WITH_TORCH=0 SHARDCHECK_WITH_BROWSER=0
+else
+  need+=(python3 clang doctest-dev nginx-light python3-jsonschema python3-yaml pre-commit dpkg-dev file python3-venv)
+fi
 # libcurl: Hub model ids; nginx: loopback Hub in tests; jsonschema: SARIF output checked against SARIF 2.1.0;
 # pre-commit: the hooks of .pre-commit-hooks.yaml tested for real (tests/precommit); dpkg-dev and
-# file: CPack's Debian package computes its Depends with dpkg-shlibdeps (tests/package)
+# file: CPack's Debian package computes its Depends with dpkg-shlibdeps (tests/package); python3-venv:
+# the wheel installed into a fresh virtualenv (tests/package); python3-yaml: action.yml read by its test
 # The smoke runner (shardcheck-smoke): LibTorch's c10d with gloo on CPU. libtorch-dev
 # lacks a dependency on libgloo-dev although ProcessGroupGloo.hpp includes <gloo/...>.
 # SHARDCHECK_WITH_TORCH=0 skips them (CMake then builds everything but shardcheck-smoke).

@@ -93,5 +93,8 @@ std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics,
                                      const std::string& tool_version, const std::string& uri_base);
 // GitHub Actions workflow commands: `::error file=F,line=L,col=C,title=RULE::message`
 std::string render_diagnostics_github(const std::vector<Diagnostic>& diagnostics);
+// GitLab's Code Quality report (artifacts:reports:codequality): a JSON array of issues with
+// repository-relative paths (relative to `uri_base` when given, as for SARIF).
+std::string render_diagnostics_gitlab(const std::vector<Diagnostic>& diagnostics, const std::string& uri_base);
 
 }  // namespace shardcheck

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 
+#include "cli/finding_formats.hpp"
 #include "cli/plan_flags.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
@@ -80,10 +81,9 @@ int run_check(CheckFlags f, const CliContext& ctx) {
     if (r.plan)
       std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, items, r.tree && r.tree->peft ? &*r.tree->peft : nullptr).c_str(), stdout);
     else std::fputs(render_diagnostics_json(items).c_str(), stdout);
-  } else if (f.format == "sarif") {
-    std::fputs(render_diagnostics_sarif(items, sarif_rules_for(items), SHARDCHECK_VERSION, f.uri_base).c_str(), stdout);
-  } else if (f.format == "github") {
-    std::fputs(render_diagnostics_github(items).c_str(), stdout);
+  } else if (const auto report = render_for_code_host(f.format, items, [&] { return sarif_rules_for(items); },
+                                                      f.uri_base)) {
+    std::fputs(report->c_str(), stdout);
   } else {
     SourceLookup lookup = [&r](const std::string& file) -> const std::string* {
       return r.config_doc && r.config_doc->path == file ? &r.config_doc->text : nullptr;
@@ -109,9 +109,9 @@ void register_check(CLI::App& app, CliContext& ctx) {
   cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]");
   cmd->add_option("--model", f->model_flag, "The same as the positional MODEL (one of the two is required)");
   cmd->add_flag("--no-tree", f->no_tree, "Accepted for symmetry with plan: check prints the unit table, never the tree");
-  cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json", "sarif", "github"}));
+  cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember(kFindingFormats));
   cmd->add_flag("--strict", f->strict, "Warnings fail the check too");
-  cmd->add_option("--uri-base", f->uri_base, "SARIF: make file paths relative to this directory");
+  cmd->add_option("--uri-base", f->uri_base, "SARIF and GitLab: make file paths relative to this directory");
   add_plan_flags(cmd, *f);
   cmd->callback([f, &ctx] { ctx.exit_code = run_check(*f, ctx); });
 }

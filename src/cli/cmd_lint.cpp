@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/finding_formats.hpp"
 #include "shardcheck/environment.hpp"
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/config_doc.hpp"
@@ -168,10 +169,8 @@ int run_lint(LintArgs a, const CliContext& ctx) {
   const auto& items = all.items();
   if (a.format == "json") {
     std::fputs(render_diagnostics_json(items).c_str(), stdout);
-  } else if (a.format == "sarif") {
-    std::fputs(render_diagnostics_sarif(items, sarif_rules(), SHARDCHECK_VERSION, a.uri_base).c_str(), stdout);
-  } else if (a.format == "github") {
-    std::fputs(render_diagnostics_github(items).c_str(), stdout);
+  } else if (const auto report = render_for_code_host(a.format, items, sarif_rules, a.uri_base)) {
+    std::fputs(report->c_str(), stdout);
   } else if (!a.diff) {
     SourceLookup lookup = [&sources](const std::string& f) -> const std::string* {
       auto it = sources.find(f);
@@ -214,8 +213,8 @@ void register_lint(CLI::App& app, CliContext& ctx) {
                 "Audit FSDP_*/ACCELERATE_* variables of the calling shell (default on)");
   cmd->add_option("--env-file", args->env_file, "Audit the KEY=VALUE lines of this file instead of the shell");
   cmd->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "sarif", "github"}));
-  cmd->add_option("--uri-base", args->uri_base, "SARIF: make file paths relative to this directory (default: .)");
+      ->check(CLI::IsMember(kFindingFormats));
+  cmd->add_option("--uri-base", args->uri_base, "SARIF and GitLab: make file paths relative to this directory (default: .)");
   cmd->add_flag("--strict", args->strict, "Exit 1 on warnings too");
   cmd->add_flag("--fix", args->fix, "Rewrite the files, applying every automatic fix");
   cmd->add_flag("--diff", args->diff, "Print the changes --fix would make, as a unified diff");

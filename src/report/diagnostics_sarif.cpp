@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include <cctype>
-#include <filesystem>
 #include <string_view>
 
 #include "report/json_writer.hpp"
+#include "report/report_paths.hpp"
 #include "shardcheck/finding_codes.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
@@ -37,28 +37,7 @@ std::string percent_encode_path(const std::string& path) {
 }
 
 std::string relative_uri(const std::string& file, const std::string& base) {
-  namespace fs = std::filesystem;
-  std::string out = file;
-  std::error_code ec;
-  if (!base.empty()) {
-    const fs::path abs = fs::weakly_canonical(fs::absolute(file, ec), ec);
-    const fs::path root = fs::weakly_canonical(fs::absolute(base, ec), ec);
-    const fs::path rel = abs.lexically_relative(root);
-    if (!rel.empty() && rel.native().rfind("..", 0) != 0) out = rel.generic_string();
-  }
-  while (out.rfind("./", 0) == 0) out = out.substr(2);
-  return percent_encode_path(out);
-}
-
-// FNV-1a: stable across runs and platforms, independent of line numbers.
-std::string fingerprint(const Diagnostic& d, const std::string& uri) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (const std::string* s : {&d.code, &uri, &d.message})
-    for (unsigned char c : *s + "\x1f") {
-      h ^= c;
-      h *= 1099511628211ULL;
-    }
-  return fmt::format("{:016x}", h);
+  return percent_encode_path(report_paths::relative_path(file, base));
 }
 
 }  // namespace
@@ -151,7 +130,7 @@ std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics,
       w.end_object().end_array();
     }
     w.end_object().end_array();
-    w.key("partialFingerprints").begin_object().key("primaryLocationLineHash").value(fingerprint(d, uri) + ":1").end_object();
+    w.key("partialFingerprints").begin_object().key("primaryLocationLineHash").value(report_paths::fingerprint(d, uri) + ":1").end_object();
     w.end_object();
   }
   w.end_array();
