@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "shardcheck/diagnostics.hpp"
-#include "shardcheck/expr.hpp"  // Version
+#include "shardcheck/version.hpp"
 
 namespace shardcheck {
 

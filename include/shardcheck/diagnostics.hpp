@@ -76,6 +76,13 @@ class DiagnosticSink {
   std::vector<Diagnostic> items_;
 };
 
+// A finding about what a setting does to this model (a wrap class it lacks, a policy that leaves
+// the model in one unit): at the setting's source when that is a line of the accelerate config,
+// else at the model's config.json (`model_config`) with " (from SOURCE)" appended; an error exits
+// with `findings` whatever the source, as the model, not the command line, is what does not fit.
+Diagnostic model_setting_finding(std::string code, Severity severity, const std::string& source,
+                                 const std::string& model_config, std::string message, std::string help);
+
 // A finding about a setting's value. A command-line flag ("--world-size") is a usage error shown under
 // the flag's name (exit 2); a value from the config file or the environment points at its source
 // (setting_location, " (from SOURCE)" appended when that has no line) and exits with `findings`.

@@ -23,8 +23,5 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
 // Reports accelerate's ValueError for a class the model does not have, with the classes it does.
 void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSink& sink);
 
-// Warnings about a plan that runs but is probably not what was meant (most parameters left in the
-// root unit, a wrap class that holds no parameters).
-void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink);
 
 }  // namespace shardcheck

@@ -21,14 +21,9 @@
 #include <variant>
 #include <vector>
 
-namespace shardcheck {
+#include "shardcheck/version.hpp"  // a value of the language
 
-struct Version {
-  int major = 0, minor = 0, patch = 0;
-  static std::optional<Version> parse(std::string_view s);  // "4.48", "4.48.0", "5.16.0.dev0"
-  std::string str() const;
-  auto operator<=>(const Version&) const = default;
-};
+namespace shardcheck {
 
 struct Value;
 using ValueList = std::vector<Value>;

@@ -94,8 +94,8 @@ struct CommVolume {
 
 MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                const MemoryOptions& opts);
-CommVolume communication(const ShardPlan& plan, const FsdpSettings& s,
-                         std::optional<double> bus_bandwidth = std::nullopt);
+// Everything it needs is in the plan: each unit carries its resolved compute and reduce dtypes.
+CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth = std::nullopt);
 ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                         const MemoryOptions& opts);
 

@@ -14,7 +14,7 @@
 #include "shardcheck/checkpoint.hpp"
 #include "shardcheck/diagnostics.hpp"
 #include "shardcheck/dtype.hpp"
-#include "shardcheck/expr.hpp"
+#include "shardcheck/version.hpp"
 #include "shardcheck/model_config.hpp"
 #include "shardcheck/quantization.hpp"
 #include "shardcheck/registry.hpp"
@@ -158,5 +158,9 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
 
 // The fallback on its own: module tree inferred from tensor names, classes guessed.
 ModuleTree infer_module_tree(const ModelConfig& config, const CheckpointMeta& ckpt, DiagnosticSink& sink);
+
+// Classes of modules that sit in a numbered container (model.layers.0, ...) and hold parameters,
+// in first-seen order: the repeated blocks a user means to wrap.
+std::vector<std::string> block_classes(const ModuleTree& tree);
 
 }  // namespace shardcheck

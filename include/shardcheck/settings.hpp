@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "shardcheck/dtype.hpp"
-#include "shardcheck/expr.hpp"
+#include "shardcheck/version.hpp"
 
 namespace shardcheck {
 

@@ -81,6 +81,9 @@ struct ShardPlan {
 ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink);
 // FSDP2: `fully_shard` groups as accelerate's fsdp2_prepare_model calls them.
 ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink);
+// Warnings about a plan that runs but is probably not what was meant (PLAN013: a wrap class that
+// holds no parameters; PLAN014: most parameters left in the root unit).
+void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink);
 // A PEFT model's failures that depend on its units (PEFT007: DoRA under FSDP1 use_orig_params=True).
 void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink);
 

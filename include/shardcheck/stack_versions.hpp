@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "shardcheck/diagnostics.hpp"
-#include "shardcheck/expr.hpp"
+#include "shardcheck/version.hpp"
 #include "shardcheck/settings.hpp"
 
 namespace shardcheck {

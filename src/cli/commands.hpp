@@ -9,8 +9,7 @@ namespace shardcheck::cli {
 
 struct CliContext {
   int exit_code = 0;
-  std::string rules_dir;      // --rules, else $SHARDCHECK_RULES, else the build-time default
-  std::string format = "text";  // --format text|json|sarif|github (what a command supports)
+  std::string rules_dir;      // --rules, else default_rules_dir() (shardcheck/rules_dir.hpp)
   bool color = false;         // stdout is a terminal and NO_COLOR is unset
 };
 

@@ -190,7 +190,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   }
   timer.lap("plan: memory and communication");
   r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
-  r.comm = communication(*r.plan, r.settings, req.bus_bandwidth);
+  r.comm = communication(*r.plan, req.bus_bandwidth);
   // A job that fails before training gets no fit verdict: the numbers are what FSDP would hold once
   // the errors above are fixed.
   for (const auto& d : r.sink.items())

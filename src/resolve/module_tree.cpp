@@ -6,14 +6,26 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 #include "resolve/scope.hpp"
 #include "resolve/tree_internal.hpp"
 
 namespace shardcheck {
+
+std::vector<std::string> block_classes(const ModuleTree& tree) {
+  std::set<std::string> seen;
+  std::vector<std::string> out;
+  for (const auto& m : tree.modules)
+    if (!m.name.empty() && std::isdigit(static_cast<unsigned char>(m.name[0])) && m.total_numel > 0 &&
+        seen.insert(m.cls).second)
+      out.push_back(m.cls);
+  return out;
+}
 
 bool ModuleTree::is_instance(const Module& m, const std::string& cls) const {
   auto it = class_chains.find(m.cls);

@@ -76,8 +76,10 @@ std::optional<Version> VersionRules::torch_floor(const Version& transformers) co
 }
 
 StackVersions resolve_stack_versions(const VersionRequest& req, const VersionRules& rules) {
-  StackVersions v{{rules.torch_default, "default"}, {rules.transformers_default, "default"},
-                  {rules.accelerate_default, "default"}};
+  StackVersions v;
+  v.torch = {rules.torch_default, "default"};
+  v.transformers = {rules.transformers_default, "default"};
+  v.accelerate = {rules.accelerate_default, "default"};
   auto pick = [&](Setting<Version>& out, const std::optional<Setting<Version>>& flag, const char* package) {
     if (flag) {
       out = *flag;

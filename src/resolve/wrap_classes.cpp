@@ -2,6 +2,7 @@
 // utils/fsdp_utils.py `fsdp2_prepare_auto_wrap_policy` for FSDP2, accelerate 1.14.0). Class names are matched exactly against `type(m).__name__` by a
 // depth-first search (`get_module_class_from_name`): no stripping, case-sensitive.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <set>
@@ -12,38 +13,7 @@
 namespace shardcheck {
 namespace {
 
-// Classes of modules that sit in a numbered container: the blocks a user means to wrap.
-std::vector<std::string> block_classes(const ModuleTree& tree) {
-  std::set<std::string> seen;
-  std::vector<std::string> out;
-  for (const auto& m : tree.modules)
-    if (!m.name.empty() && std::isdigit(static_cast<unsigned char>(m.name[0])) && m.total_numel > 0 &&
-        seen.insert(m.cls).second)
-      out.push_back(m.cls);
-  return out;
-}
 
-std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
-  return s;
-}
-
-// A setting's source is "FILE:LINE" when it came from the accelerate config; otherwise the finding
-// is about the model (its config.json) and the message says where the value came from.
-Diagnostic diag(std::string code, Severity sev, const std::string& source, const ModuleTree& tree, std::string message,
-                std::string help) {
-  Diagnostic d;
-  d.code = std::move(code);
-  d.severity = sev;
-  std::string note;
-  d.location = setting_location(source, tree.config_path, &note);
-  message += note;
-  d.message = std::move(message);
-  d.help = std::move(help);
-  d.exit_code = ExitCode::findings;
-  return d;
-}
 
 }  // namespace
 
@@ -64,7 +34,7 @@ static void resolve_peft_classes(const ModuleTree& tree, FsdpSettings& s, Diagno
     if (present.count(name)) continue;
     std::string blocks;
     for (const auto& b : block_classes(tree)) blocks += (blocks.empty() ? "" : ",") + b;
-    sink.report(diag("PLAN012", Severity::error, s.wrap_classes.source, tree,
+    sink.report(model_setting_finding("PLAN012", Severity::error, s.wrap_classes.source, tree.config_path,
                      fmt::format("TypeError: Could not find the transformer layer class to wrap in the model. (peft's "
                                  "FSDP wrap policy, which transformers' Trainer installs for a PEFT model, cannot find "
                                  "class {})",
@@ -83,7 +53,7 @@ static void warn_guessed_classes(const ModuleTree& tree, const FsdpSettings& s, 
   if (!tree.classes_guessed || s.wrap_classes.source != "model _no_split_modules") return;
   std::string guessed;
   for (const auto& c : tree.no_split_modules) guessed += (guessed.empty() ? "" : ", ") + c;
-  sink.report(diag("ARCH004", Severity::warning, s.wrap_classes.source, tree,
+  sink.report(model_setting_finding("ARCH004", Severity::warning, s.wrap_classes.source, tree.config_path,
                    fmt::format("this model's _no_split_modules is unknown (its model_type '{}' is not in the registry): "
                                "the plan wraps the repeated block shardcheck inferred from the tensor names ({}) where "
                                "accelerate will use the model class's own list",
@@ -103,7 +73,7 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
   if (s.wrap_classes.value.empty()) {
     if (acc == Version{0, 34, 0} && s.fsdp_version.value == 1) {
       // v0.34.0 joined _no_split_modules into one string and iterated it (fixed in 0.34.1, #3075).
-      std::string joined = join(tree.no_split_modules);
+      std::string joined = fmt::format("{}", fmt::join(tree.no_split_modules, ", "));
       joined.erase(std::remove(joined.begin(), joined.end(), ' '), joined.end());
       std::vector<std::string> chars;
       for (char c : joined) chars.emplace_back(1, c);
@@ -114,15 +84,15 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
     }
   }
   if (s.wrap_classes.value.empty()) {
-    sink.report(diag(acc < Version{1, 0, 0} ? "PLAN010" : "PLAN011",
-                     acc < Version{1, 0, 0} ? Severity::error : Severity::warning, s.wrap_classes.source, tree,
+    sink.report(model_setting_finding(acc < Version{1, 0, 0} ? "PLAN010" : "PLAN011",
+                     acc < Version{1, 0, 0} ? Severity::error : Severity::warning, s.wrap_classes.source, tree.config_path,
                      acc < Version{1, 0, 0}
                          ? "Could not find the transformer layer class to wrap in the model. (the model declares no "
                            "_no_split_modules, so the class list is [''])"
                          : "TRANSFORMER_BASED_WRAP with an empty class list wraps nothing: every parameter stays in "
                            "the root unit",
                      fmt::format("set fsdp_transformer_layer_cls_to_wrap (the blocks of this model: {})",
-                                 join(block_classes(tree)))));
+                                 fmt::format("{}", fmt::join(block_classes(tree), ", ")))));
     return;
   }
   std::set<std::string> present;
@@ -130,7 +100,7 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
   for (const auto& name : s.wrap_classes.value) {
     if (present.count(name)) continue;
     std::string help = fmt::format("the block classes of this {} model are: {}", tree.architecture,
-                                   join(block_classes(tree)));
+                                   fmt::format("{}", fmt::join(block_classes(tree), ", ")));
     std::string best;
     std::size_t best_d = 4;
     for (const auto& c : present)
@@ -162,7 +132,7 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
     if (missing.size() > 1 && s.wrap_classes.source == "model _no_split_modules" &&
         tree.transformers >= Version{5, 0, 0})
       message += fmt::format(" (_no_split_modules is a set in transformers 5.x, so the class named may be any of: {})",
-                             join(missing));
+                             fmt::join(missing, ", "));
     if (s.wrap_classes.source == "model _no_split_modules") {
       std::string blocks;  // accelerate splits the setting on ',' without stripping spaces
       for (const auto& b : block_classes(tree)) blocks += (blocks.empty() ? "" : ",") + b;
@@ -170,37 +140,9 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
                          "fsdp_transformer_layer_cls_to_wrap: {}. ",
                          blocks) + help;
     }
-    sink.report(diag("PLAN012", Severity::error, s.wrap_classes.source, tree, message, help));
+    sink.report(model_setting_finding("PLAN012", Severity::error, s.wrap_classes.source, tree.config_path, message, help));
     break;  // accelerate raises on the first class it cannot find
   }
-}
-
-void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink) {
-  if (s.policy.value == WrapPolicyKind::transformer) {
-    for (const auto& name : s.wrap_classes.value) {
-      bool any = false, with_params = false;
-      for (const auto& m : tree.modules)
-        if (m.cls == name) {
-          any = true;
-          with_params = with_params || m.total_numel > 0;
-        }
-      if (any && !with_params)
-        sink.report(diag("PLAN013", Severity::warning, s.wrap_classes.source, tree,
-                         fmt::format("wrap class {} exists in the model but none of its modules has parameters, so "
-                                     "its units are empty",
-                                     name),
-                         fmt::format("wrap the blocks instead: {}", join(block_classes(tree)))));
-    }
-  }
-  if (plan.units.empty() || tree.num_params == 0 || plan.shard_group == 1) return;
-  for (const auto& u : plan.units)
-    if (u.module == 0 && u.numel * 2 > tree.num_params)
-      sink.report(diag("PLAN014", Severity::warning, s.policy.source, tree,
-                       fmt::format("the root unit keeps {} of {} parameters ({:.0f}%): those are all-gathered whole "
-                                   "on every rank for the whole step",
-                                   u.numel, tree.num_params, 100.0 * static_cast<double>(u.numel) /
-                                                                 static_cast<double>(tree.num_params)),
-                       "wrap the repeated blocks (TRANSFORMER_BASED_WRAP with the model's layer class)"));
 }
 
 }  // namespace shardcheck

@@ -21,7 +21,7 @@ struct Dtypes {
   DType p, c, r;  // master, compute (all-gather), reduce
 };
 
-Dtypes dtypes_of(const ShardUnit& u, const FsdpSettings&) { return {u.dtype, u.compute_dtype, u.reduce_dtype}; }
+Dtypes dtypes_of(const ShardUnit& u) { return {u.dtype, u.compute_dtype, u.reduce_dtype}; }
 
 // Real (non-padding) elements of a FlatParameter's trainable parameters that fall in rank r's slice
 // [r*S, (r+1)*S): with use_orig_params=True each original parameter is a view of that part, and only
@@ -64,9 +64,9 @@ std::uint64_t buffer_bytes(const ModuleTree& tree) {
 bool is_root(const ShardUnit& u) { return u.module == 0; }
 
 // Unsharded bytes of unit u while it computes (the all-gather output).
-std::uint64_t unsharded(const ShardPlan& plan, const ShardUnit& u, const FsdpSettings& s) {
+std::uint64_t unsharded(const ShardPlan& plan, const ShardUnit& u) {
   if (u.params.empty()) return 0;
-  const Dtypes d = dtypes_of(u, s);
+  const Dtypes d = dtypes_of(u);
   if (plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard)
     return d.c != d.p ? bytes(u.numel, d.c) : 0;  // the low-precision copy only
   return bytes(u.padded_numel, d.c);
@@ -74,9 +74,9 @@ std::uint64_t unsharded(const ShardPlan& plan, const ShardUnit& u, const FsdpSet
 
 // Gradient temporaries of one unit in its post-backward: unsharded grad in c, cast to r, padded
 // copy for the reduce-scatter input, reduce-scatter output.
-std::uint64_t grad_temps(const ShardPlan& plan, const ShardUnit& u, const FsdpSettings& s) {
+std::uint64_t grad_temps(const ShardPlan& plan, const ShardUnit& u) {
   if (!u.gets_grad || u.params.empty()) return 0;
-  const Dtypes d = dtypes_of(u, s);
+  const Dtypes d = dtypes_of(u);
   std::uint64_t t = bytes(u.numel, d.c);
   if (d.r != d.c) t += bytes(u.numel, d.r);
   if (plan.strategy != ShardingStrategy::no_shard) {
@@ -101,15 +101,15 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   const bool zero2 = plan.strategy == ShardingStrategy::shard_grad_op ||
                      plan.strategy == ShardingStrategy::hybrid_shard_zero2;
   for (const auto& u : plan.units) {
-    const std::uint64_t g = unsharded(plan, u, s);
+    const std::uint64_t g = unsharded(plan, u);
     const bool stays = plan.fsdp_version == 1 ? (is_root(u) || zero2) : !u.reshard_after_forward.value_or(true);
     if (stays) {
       kept += g;
       continue;
     }
     flowing.push_back(g);
-    grads.push_back(grad_temps(plan, u, s));
-    unsharded_grad.push_back(u.gets_grad && !u.params.empty() ? bytes(u.numel, dtypes_of(u, s).c) : 0);
+    grads.push_back(grad_temps(plan, u));
+    unsharded_grad.push_back(u.gets_grad && !u.params.empty() ? bytes(u.numel, dtypes_of(u).c) : 0);
     names.push_back(module_label(u.path));
   }
   // Forward: the rate limiter (_limiter_utils.py, 2 in flight) and FSDP2's one-ahead prefetch keep
@@ -278,7 +278,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
   return est;
 }
 
-CommVolume communication(const ShardPlan& plan, const FsdpSettings& s, std::optional<double> bus_bandwidth) {
+CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth) {
   CommVolume cv;
   cv.bus_bandwidth = bus_bandwidth;
   // nccl-tests ( src/all_gather.cu, reduce_scatter.cu,
@@ -295,7 +295,7 @@ CommVolume communication(const ShardPlan& plan, const FsdpSettings& s, std::opti
     CollectiveBytes cb;
     cb.unit = u.path;
     if (!u.params.empty()) {
-      const Dtypes d = dtypes_of(u, s);
+      const Dtypes d = dtypes_of(u);
       if (plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard) {
         if (u.gets_grad) {
           cb.all_reduce += bytes(u.numel, d.r);

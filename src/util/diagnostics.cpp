@@ -29,6 +29,19 @@ Diagnostic setting_finding(std::string code, Severity severity, const std::strin
   return d;
 }
 
+Diagnostic model_setting_finding(std::string code, Severity severity, const std::string& source,
+                                 const std::string& model_config, std::string message, std::string help) {
+  Diagnostic d;
+  d.code = std::move(code);
+  d.severity = severity;
+  std::string note;
+  d.location = setting_location(source, model_config, &note);
+  d.message = std::move(message) + note;
+  d.help = std::move(help);
+  d.exit_code = ExitCode::findings;
+  return d;
+}
+
 SourceLocation setting_location(const std::string& source, const std::string& fallback_file, std::string* note) {
   SourceLocation loc;
   // Sources from the accelerate config are "FILE:LINE" (effective_settings.cpp); a file name may

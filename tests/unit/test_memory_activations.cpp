@@ -77,9 +77,9 @@ TEST_CASE("communication time at a bus bandwidth: FSDP1 FULL_SHARD, llama fixtur
   const FsdpSettings s = llama_settings(3);
   DiagnosticSink sink;
   const ShardPlan plan = plan_fsdp1(tree, s, sink);
-  const CommVolume none = communication(plan, s);
+  const CommVolume none = communication(plan);
   CHECK(none.total.seconds == 0.0);
-  const CommVolume cv = communication(plan, s, 1e9);
+  const CommVolume cv = communication(plan, 1e9);
   CHECK(cv.total.all_gather == 55'344u);
   CHECK(cv.total.reduce_scatter == 29'172u);
   // t = size (n-1)/n / busbw with n = 3: (55344 + 29172) * 2/3 / 1e9 s.

@@ -96,7 +96,7 @@ TEST_CASE("torchtitan reduces in fp32 under bf16 mixed precision; accelerate in 
     FsdpSettings s = fsdp2(3, caller, "LlamaDecoderLayer");
     s.mixed_precision.value = "bf16";
     const ShardPlan p = plan_fsdp2(tree, s, sink);
-    CHECK(communication(p, s).total.reduce_scatter == padded * bytes);
+    CHECK(communication(p).total.reduce_scatter == padded * bytes);
   }
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("FSDP2 HSDP: dp_replicate=2 on 6 ranks shards over 3 and all-reduces e
     if (u.path == "model.layers.0") CHECK(u.shard_numel == 1538);  // as W=3: the mesh's shard dim
   // All-reduce of E_g * |r| bytes per group with gradients (bf16, no mixed precision):
   // (260 + 3*1538 + 267) * 2 = 10,282 bytes in 5 calls; at 1 GB/s over R=2: size * 2 * 1/2 / 1e9.
-  const CommVolume cv = communication(p, s, 1e9);
+  const CommVolume cv = communication(p, 1e9);
   CHECK(cv.total.all_reduce == 10'282u);
   CHECK(cv.total.all_reduces == 5);
   const double ag_rs = static_cast<double>(cv.total.all_gather + cv.total.reduce_scatter) * 2 / 3;
