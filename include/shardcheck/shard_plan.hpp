@@ -87,6 +87,15 @@ void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const Sh
 // A PEFT model's failures that depend on its units (PEFT007: DoRA under FSDP1 use_orig_params=True).
 void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink);
 
+// torch.chunk of n items (elements of a FlatParameter, dim-0 rows of an FSDP2 parameter) into w
+// pieces, the one formula every stage uses: each piece holds ceil(n / w) ...
+constexpr std::int64_t chunk_size(std::int64_t n, int w) { return w > 0 ? (n + w - 1) / w : n; }
+// ... and piece r holds clamp(n - r * chunk, 0, chunk) real items (the last ones may hold fewer, or none).
+constexpr std::int64_t chunk_real(std::int64_t n, std::int64_t chunk, int r) {
+  const std::int64_t left = n - static_cast<std::int64_t>(r) * chunk;
+  return left < 0 ? 0 : left < chunk ? left : chunk;
+}
+
 // torch.chunk sharding of n elements over w ranks (flat_param.py FlatParamHandle._get_shard):
 // shard = ceil(n / w); rank r holds clamp(n - r*shard, 0, shard) real elements, the rest padding.
 struct ChunkSplit {

@@ -468,12 +468,9 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
         ps.row_numel = 1;
         for (std::size_t k = 1; k < p.shape.size(); ++k) ps.row_numel *= p.shape[k];
       }
-      ps.rows_per_rank = (d0 + w - 1) / w;  // chunks[0].size(0)
-      for (int r = 0; r < w; ++r) {
-        const std::int64_t rows = std::clamp<std::int64_t>(d0 - static_cast<std::int64_t>(r) * ps.rows_per_rank, 0,
-                                                           ps.rows_per_rank);
-        unit.rank_pad[static_cast<std::size_t>(r)] += (ps.rows_per_rank - rows) * ps.row_numel;
-      }
+      ps.rows_per_rank = chunk_size(d0, w);  // chunks[0].size(0)
+      for (int r = 0; r < w; ++r)
+        unit.rank_pad[static_cast<std::size_t>(r)] += (ps.rows_per_rank - chunk_real(d0, ps.rows_per_rank, r)) * ps.row_numel;
       unit.shard_numel += ps.rows_per_rank * ps.row_numel;
       unit.params.push_back(p.fqn);
       unit.param_numels.push_back(p.numel);

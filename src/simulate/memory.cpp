@@ -41,8 +41,7 @@ std::int64_t trainable_in_rank(const ShardUnit& u, int r) {
 // FSDP2: the unpadded local rows of one parameter on rank r (zeros_like(DTensor) for Adam).
 std::int64_t real_rows_numel(const ParamShard& ps, int r) {
   const std::int64_t d0 = ps.shape.empty() ? 1 : ps.shape.front();
-  return std::clamp<std::int64_t>(d0 - static_cast<std::int64_t>(r) * ps.rows_per_rank, 0, ps.rows_per_rank) *
-         ps.row_numel;
+  return chunk_real(d0, ps.rows_per_rank, r) * ps.row_numel;
 }
 
 // Elements of a unit's trainable parameters (NO_SHARD keeps every original whole).

@@ -155,9 +155,11 @@ ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {
 
 ChunkSplit chunk_split(std::int64_t n, int w) {
   ChunkSplit c;
-  c.shard = w > 0 ? (n + w - 1) / w : n;
+  c.shard = chunk_size(n, w);
+  c.real.reserve(static_cast<std::size_t>(std::max(w, 0)));
+  c.pad.reserve(static_cast<std::size_t>(std::max(w, 0)));
   for (int r = 0; r < w; ++r) {
-    const std::int64_t real = std::clamp<std::int64_t>(n - static_cast<std::int64_t>(r) * c.shard, 0, c.shard);
+    const std::int64_t real = chunk_real(n, c.shard, r);
     c.real.push_back(real);
     c.pad.push_back(c.shard - real);
   }
