@@ -42,10 +42,9 @@ if(Torch_FOUND)
   else()
     message(STATUS "shardcheck-smoke: LibTorch ${Torch_VERSION} (CPU): gloo")
   endif()
-  add_executable(shardcheck-smoke src/smoke/tool/main.cpp src/cli/plan_flags.cpp src/cli/adapter_flags.cpp
-                 $<TARGET_OBJECTS:shardcheck_smoke_c10d>)
+  add_executable(shardcheck-smoke src/smoke/tool/main.cpp $<TARGET_OBJECTS:shardcheck_smoke_c10d>)
   target_include_directories(shardcheck-smoke PRIVATE src)
-  target_link_libraries(shardcheck-smoke PRIVATE shardcheck_smoke shardcheck_core CLI11::CLI11 ${yaml_cpp}
+  target_link_libraries(shardcheck-smoke PRIVATE shardcheck_smoke shardcheck_cli_flags shardcheck_core CLI11::CLI11 ${yaml_cpp}
                         ${TORCH_LIBRARIES} ${smoke_cuda_libs})
   install(TARGETS shardcheck-smoke COMPONENT smoke)
   if(SHARDCHECK_BUILD_TESTS)
