@@ -62,8 +62,16 @@ enum class FitVerdict {
 };
 const char* verdict_name(FitVerdict v);  // "fits", "fits_without_activations", "does_not_fit", "withheld"
 
+// With tensor parallelism: the largest per-rank memory of one TP rank's data-parallel group.
+struct TpRankMemory {
+  int tp_rank = 0;
+  int global_rank = 0;             // the rank of the mesh holding it (dims dp_replicate, dp_shard, tp)
+  RankMemory memory;
+};
+
 struct MemoryEstimate {
   std::vector<RankMemory> ranks;   // one per rank of the shard group
+  std::vector<TpRankMemory> tp_ranks;  // with tensor parallelism, one per TP rank
   std::uint64_t peak = 0;          // max over ranks of total()
   int peak_rank = 0;
   std::uint64_t gpu_memory = 0;

@@ -103,6 +103,13 @@ struct ModuleTree {
   std::map<std::string, std::int64_t> activations;  // the registry's activation model, evaluated
   // transformers' native FSDP2 plan with full module paths (base keys prefixed by the base model).
   std::vector<std::pair<std::string, std::string>> fsdp_plan;
+  // transformers' tensor-parallel plan with full names (base keys under the base model) and each
+  // entry's style resolved from the registry; nullopt when the registry does not describe it.
+  struct TpEntry {
+    std::string pattern;
+    TpStyle style;
+  };
+  std::optional<std::vector<TpEntry>> tp_plan;
 
   bool is_instance(const Module& m, const std::string& cls) const;
 };

@@ -133,6 +133,27 @@ struct ArchSpec {
   // PreTrainedConfig's default); `head`: the head class's `_fsdp_plan`.
   std::optional<std::vector<std::pair<std::string, std::string>>> fsdp_plan_base;
   std::vector<std::pair<std::string, std::string>> fsdp_plan_head;
+  // transformers' tensor-parallel plan: parameter or module name pattern ("layers.*.mlp.down_proj") ->
+  // style (a TpStyle name). `base`: the config's base_model_tp_plan, `head`: the head class's
+  // `_tp_plan`; both empty: the architecture has no plan. nullopt: not described in the registry.
+  struct TpPlanSpec {
+    std::vector<std::pair<std::string, std::string>> base, head;
+  };
+  std::optional<TpPlanSpec> tp_plan;
+};
+
+// How one tensor-parallel style places a parameter on the TP ranks (transformers'
+// integrations/tensor_parallel.py, each style's shard_tensor). `matrix_dim`: the dimension a
+// parameter of two or more dimensions is split on (negative counts from the end), nullopt: kept
+// whole; `vector_dim`: the same for a one-dimensional parameter (a bias). `packed`: the split
+// dimension holds that many equal blocks (gate and up), each split on its own and put back together.
+struct TpStyle {
+  std::string name;
+  std::optional<int> matrix_dim;
+  std::optional<int> vector_dim;
+  int packed = 1;
+  bool exact = false;             // the split must be exact (expert parallel refuses a remainder)
+  std::string source;             // where the style is described
 };
 
 struct TransformersVersions {
@@ -152,12 +173,14 @@ class Registry {
   const ArchSpec* find(const std::string& model_type) const;
   const ClassSpec* find_class(const ArchSpec& arch, const std::string& cls) const;
   std::vector<std::string> model_types() const;
+  const TpStyle* find_tp_style(const std::string& name) const;
   // Every class name `cls` is an instance of (itself, then bases transitively): isinstance().
   std::vector<std::string> class_chain(const ArchSpec& arch, const std::string& cls) const;
 
  private:
   std::map<std::string, ArchSpec> archs_;
   std::map<std::string, ClassSpec> builtins_;   // torch.nn and transformers utility classes
+  std::map<std::string, TpStyle> tp_styles_;    // rules/models/_tensor_parallel.yaml
 };
 
 }  // namespace shardcheck

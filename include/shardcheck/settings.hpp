@@ -35,6 +35,14 @@ enum class Fsdp2Caller { accelerate, torchtitan, transformers };
 const char* caller_name(Fsdp2Caller c);
 std::optional<Fsdp2Caller> parse_caller(std::string_view s);
 
+// The device mesh accelerate's ParallelismConfig.build_device_mesh makes (parallelism_config.py,
+// 1.14.0): only the dims of size above 1, in the order dp_replicate, dp_shard, tp.
+struct MeshDim {
+  const char* name;
+  int size;
+};
+std::vector<MeshDim> mesh_dims(int dp_replicate, int dp_shard, int tp);
+
 template <class T>
 struct Setting {
   T value{};

@@ -12,6 +12,7 @@
 #include "shardcheck/diagnostics.hpp"
 #include "shardcheck/module_tree.hpp"
 #include "shardcheck/settings.hpp"
+#include "shardcheck/tensor_parallel.hpp"
 
 namespace shardcheck {
 
@@ -75,6 +76,10 @@ struct ShardPlan {
   ShardingStrategy strategy = ShardingStrategy::full_shard;  // after the world-size-1 clamp
   std::vector<ShardUnit> units;         // pre-order of the module tree (root first)
   std::vector<IgnoredParam> ignored;    // fsdp_ignored_modules' parameters
+  // Tensor parallelism (FSDP2 with tp_size > 1): the layout every TP rank loads, and which TP rank's
+  // local tensors this plan shards (the one with the largest per-rank memory). Absent without TP.
+  std::optional<TensorParallelLayout> tensor_parallel;
+  int tp_rank = 0;
 };
 
 // FSDP1: torch/distributed/fsdp/wrap.py `_recursive_wrap` + flat_param.py, per torch version.

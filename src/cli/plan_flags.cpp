@@ -121,6 +121,9 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
       ->check(CLI::IsMember({"trainer", "accelerate"}));
   cmd->add_option("--dp-replicate", f.dp_replicate, "FSDP2 HSDP: replicas of the shard group (2-D mesh)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--tp-size", f.tp_size,
+                  "FSDP2: tensor-parallel ranks (accelerate parallelism_config tp_size); the rest are data parallel")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--training-args", f.training_args,
                   "The run's Trainer / TRL config (YAML or JSON): per_device_train_batch_size and max_length (or "
                   "max_seq_length) as the workload, gradient_checkpointing, bf16/fp16, dtype, and TRL's use_peft, lora_* and "
@@ -272,6 +275,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     from_cli(s.offload_params, f.offload_params, "--offload-params");
     from_cli(s.activation_checkpointing, f.activation_checkpointing, "--activation-checkpointing");
     from_cli(s.dp_replicate, f.dp_replicate, "--dp-replicate");
+    from_cli(s.tp_size, f.tp_size, "--tp-size");
     if (!f.backward_prefetch.empty())
       s.backward_prefetch = {*parse_prefetch(f.backward_prefetch), "--backward-prefetch"};
     if (!f.caller.empty()) s.trainer = {f.caller == "trainer", "--caller"};

@@ -525,6 +525,25 @@ constexpr FindingCode kCodes[] = {
      "-1, 10]' is invalid for input of size 25\". Use a tp_size that divides num_attention_heads and "
      "num_key_value_heads."},
 
+    {"PLAN022", Severity::error, ExitCode::findings, "A tensor-parallel split transformers refuses while loading",
+     "transformers 5.12.1 (integrations/tensor_parallel.py) cuts each parameter of the model's tp plan while "
+     "from_pretrained loads it. A packed style (packed_colwise: an MoE's gate_up_proj holds gate and up as two "
+     "blocks) cuts each block of the checkpoint into ceil(block / tp_size) rows, while the model expects ceil(2 x "
+     "block / tp_size) rows: when the two differ (moe_intermediate_size 14 over 4 ranks: 8 rows against 7) "
+     "from_pretrained stops with \"RuntimeError: You set `ignore_mismatched_sizes` to `False`\" and a size "
+     "mismatch for gate_up_proj (run for real: fixtures/oracle2/tp/). Expert parallelism (grouped_gemm) raises "
+     "\"ValueError: Global number of experts must be divisible by number of devices\". The job stops at load, "
+     "on every rank. Use a tp_size that divides the dimension named."},
+
+    {"PLAN023", Severity::error, ExitCode::findings, "FSDP2 with tensor parallelism and a dp_shard of 1",
+     "accelerate 1.14 (utils/fsdp_utils.py fsdp2_prepare_model) passes fully_shard the sub-mesh of the dims "
+     "dp_shard_cp (and dp_replicate for HSDP). ParallelismConfig.build_device_mesh keeps only the dims of size "
+     "above 1 and flattens dp_shard_cp from dp_shard (and cp), so when tp_size x dp_replicate_size uses every "
+     "process, dp_shard is 1, the mesh has no such dim and prepare raises KeyError: \"Invalid mesh_dim_names "
+     "('dp_shard_cp',) specified. Valid mesh_dim_names are ['tp'].\" (run for real with torch 2.14.1 and "
+     "transformers 5.12.1: fixtures/oracle2/tp/). Give FSDP at least two data-parallel shards, or run tensor "
+     "parallelism without FSDP."},
+
     // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp, src/simulate/peft_checks.cpp) ----
     {"PEFT001", Severity::error, ExitCode::bad_adapter, "adapter_config.json is not a JSON object",
      "peft reads adapter_config.json back with json.load into a LoraConfig (config.py "

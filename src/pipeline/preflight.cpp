@@ -7,6 +7,7 @@
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/effective_settings.hpp"
 #include "shardcheck/load_tree.hpp"
+#include "shardcheck/tensor_parallel.hpp"
 #include "shardcheck/text.hpp"
 #include "shardcheck/trl_model_config.hpp"
 #include "shardcheck/validate_settings.hpp"
@@ -44,6 +45,61 @@ void check_tp_heads(const ModelConfig& config, const ModuleTree& tree, const Fsd
                     kv)));
     return;
   }
+}
+
+// Why the tensor-parallel layout cannot be simulated for this run ("" when it can). The layout is
+// transformers 5.12.1's: plain local tensors cut in ceil pieces (integrations/tensor_parallel.py).
+// The 4.5x releases placed DTensors cut by floor division and later main returns to DTensors, whose
+// FSDP2 sharding (_StridedShard) is another layout.
+std::string tp_not_simulated(const ModuleTree& tree, const FsdpSettings& s) {
+  if (!tree.tp_plan) return fmt::format("the registry does not describe {}'s tensor-parallel plan", tree.model_type);
+  if (tree.peft) return "a PEFT model's LoRA layers under tensor parallelism are not laid out";
+  const Version& tf = s.transformers_version.value;
+  if (tf < Version{5, 0, 0} || tf > Version{5, 12, 1})
+    return fmt::format("the layout is transformers 5.x's (plain local tensors, checked on 5.12.1) and transformers {} "
+                       "places tensor-parallel parameters as DTensors",
+                       tf.str());
+  return "";
+}
+
+// FSDP2 over tensor-parallel local tensors: every TP rank's tree planned over its data-parallel group
+// (accelerate 1.14 fsdp2_prepare_model shards over the mesh's dp_shard_cp dims; transformers 5.12.1's
+// TP parameters are plain tensors, so fully_shard sees each rank's pieces as whole parameters). The
+// plan and memory kept are the TP rank's with the largest per-rank peak; diagnostics come from TP rank 0.
+void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
+  TensorParallelLayout layout = tensor_parallel_layout(*r.tree, r.settings, r.sink);
+  const int tp = layout.tp_size;
+  std::optional<ShardPlan> best;
+  MemoryEstimate best_memory;
+  std::vector<TpRankMemory> per_rank;
+  for (int t = 0; t < tp; ++t) {
+    const ModuleTree local = tp_local_tree(*r.tree, layout, t);
+    DiagnosticSink scratch;
+    ShardPlan plan = plan_fsdp2(local, r.settings, t == 0 ? r.sink : scratch);
+    plan.tp_rank = t;
+    MemoryEstimate memory = estimate_memory(plan, local, r.settings, opts);
+    const RankMemory& peak = memory.ranks[static_cast<std::size_t>(memory.peak_rank)];
+    // Mesh order dp_replicate, dp_shard, tp (accelerate parallelism_config.py): the rank at
+    // dp_shard index d and tp index t of the first replica is d * tp + t.
+    per_rank.push_back({t, peak.rank * tp + t, peak});
+    if (!best || memory.peak > best_memory.peak) {
+      best = std::move(plan);
+      best_memory = std::move(memory);
+    }
+  }
+  best->tensor_parallel = std::move(layout);
+  best_memory.tp_ranks = std::move(per_rank);
+  r.plan = std::move(best);
+  r.memory = std::move(best_memory);
+}
+
+// The mesh rank of the tensor-parallel plan's peak: the TP rank whose group holds the largest memory.
+int global_peak_rank(const MemoryEstimate& m) {
+  int rank = 0;
+  std::uint64_t peak = 0;
+  for (const auto& t : m.tp_ranks)
+    if (t.memory.total() > peak) peak = t.memory.total(), rank = t.global_rank;
+  return rank;
 }
 
 // Who prepares a PEFT model. Most LoRA runs go through transformers' Trainer (TRL's trainers subclass
@@ -169,27 +225,31 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   resolve_wrap_classes(*r.tree, r.settings, r.sink);
   timer.lap("plan: simulate");
   const bool wrap_failed = r.sink.count(Severity::error) > errors_before;  // accelerate would stop here
-  r.plan = r.settings.fsdp_version.value == 2 ? plan_fsdp2(*r.tree, r.settings, r.sink)
-                                              : plan_fsdp1(*r.tree, r.settings, r.sink);
+  const bool tp = r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1;
+  const std::string tp_gap = tp ? tp_not_simulated(*r.tree, r.settings) : "";
+  if (tp && tp_gap.empty()) {
+    plan_tensor_parallel(r, req.memory);
+  } else {
+    r.plan = r.settings.fsdp_version.value == 2 ? plan_fsdp2(*r.tree, r.settings, r.sink)
+                                                : plan_fsdp1(*r.tree, r.settings, r.sink);
+  }
   if (!wrap_failed) check_plan_coverage(*r.tree, r.settings, *r.plan, r.sink);
   if (r.tree->peft && !wrap_failed) check_peft_plan(*r.tree, r.settings, *r.plan, r.sink);
-  if (r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1 && loaded.inputs)
-    check_tp_heads(loaded.inputs->config, *r.tree, r.settings, r.sink);
-  if (r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1) {
-    // accelerate applies tensor parallelism before fully_shard, so each parameter FSDP shards is
-    // already a TP slice; shardcheck does not model TP plans, and says so rather than guess.
+  if (tp && loaded.inputs) check_tp_heads(loaded.inputs->config, *r.tree, r.settings, r.sink);
+  if (!tp_gap.empty()) {
+    // What shardcheck cannot lay out it says so rather than guess.
     Diagnostic d;
     d.code = "PLAN015";
     d.severity = Severity::warning;
     std::string from;
     d.location = setting_location(r.settings.tp_size.source, r.tree->config_path, &from);
-    d.message = fmt::format("tensor parallelism (tp_size {}{}) is not simulated: the shards below are over {} ranks of "
-                            "whole parameters; with TP each rank holds about 1/{} of those elements",
-                            r.settings.tp_size.value, from, r.plan->shard_group, r.settings.tp_size.value);
+    d.message = fmt::format("tensor parallelism (tp_size {}{}) is not simulated: {}; the shards below are over {} "
+                            "ranks of whole parameters, and with TP each rank holds about 1/{} of those elements",
+                            r.settings.tp_size.value, from, tp_gap, r.plan->shard_group, r.settings.tp_size.value);
     r.sink.report(std::move(d));
   }
   timer.lap("plan: memory and communication");
-  r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
+  if (!r.plan->tensor_parallel) r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
   r.comm = communication(*r.plan, req.bus_bandwidth);
   // A job that fails before training gets no fit verdict: the numbers are what FSDP would hold once
   // the errors above are fixed.
@@ -213,7 +273,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     d.location.file = r.tree->config_path;  // a file for SARIF and annotations; req.model may be a directory
     d.message = fmt::format("the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
                             "optimizer states sharded; the largest unsharded units resident; {})",
-                            human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_rank,
+                            human_bytes(r.memory.peak), r.memory.peak,
+                            r.memory.tp_ranks.empty() ? r.memory.peak_rank : global_peak_rank(r.memory),
                             human_bytes(r.memory.gpu_memory),
                             r.memory.activations.available ? "activations estimated" : "activations not counted");
     // Only the remedies that are not already on.

@@ -99,6 +99,52 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   w.end_object();
 }
 
+// "mesh" and "tensor_parallel": which TP rank's local tensors the units hold, every parameter's
+// placement with its local shape per TP rank, and the largest per-rank memory of each TP rank.
+void tensor_parallel_json(JsonWriter& w, const ShardPlan& plan, const MemoryEstimate& m) {
+  const TensorParallelLayout& tp = *plan.tensor_parallel;
+  w.key("mesh").begin_object();
+  w.key("dims").begin_array();
+  for (const MeshDim& d : mesh_dims(plan.replicate_group, plan.shard_group, tp.tp_size)) {
+    w.begin_object();
+    w.key("name").value(d.name);
+    w.key("size").value(d.size);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  w.key("tensor_parallel").begin_object();
+  w.key("tp_size").value(tp.tp_size);
+  w.key("plan_tp_rank").value(plan.tp_rank);
+  w.key("ranks").begin_array();
+  for (const auto& r : m.tp_ranks) {
+    w.begin_object();
+    w.key("tp_rank").value(r.tp_rank);
+    w.key("global_rank").value(r.global_rank);
+    w.key("params").value(r.memory.params);
+    w.key("grads").value(r.memory.grads);
+    w.key("optimizer").value(r.memory.optimizer);
+    w.key("total").value(r.memory.total());
+    w.end_object();
+  }
+  w.end_array();
+  w.key("params").begin_array();
+  for (const auto& p : tp.params) {
+    w.begin_object();
+    w.key("name").value(p.fqn);
+    if (p.style.empty()) w.key("style").null();
+    else w.key("style").value(p.style);
+    if (p.dim) w.key("dim").value(*p.dim);
+    else w.key("dim").null();
+    w.key("local_shapes").begin_array();
+    for (const auto& shape : p.shapes) w.array(shape);
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
 void comm_json(JsonWriter& w, const CommVolume& c) {
   auto bytes = [&](const CollectiveBytes& b) {
     w.key("all_gather_bytes").value(b.all_gather);
@@ -140,6 +186,7 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
   w.key("torch_version").value(plan.torch_version.str());
   w.key("sharding_strategy").value(strategy_name(plan.strategy));
   settings_json(w, settings);
+  if (plan.tensor_parallel) tensor_parallel_json(w, plan, memory);
   if (peft) {
     w.key("peft").begin_object();
     w.key("adapter").value(peft->adapter);

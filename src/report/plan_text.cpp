@@ -115,6 +115,17 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
   else
     out += fmt::format(" (torch {}, accelerate {}, use_orig_params={})\n", plan.torch_version.str(),
                        s.accelerate_version.value.str(), s.use_orig_params.value ? "True" : "False");
+  if (plan.tensor_parallel) {
+    const TensorParallelLayout& tp = *plan.tensor_parallel;
+    std::string dims;
+    for (const MeshDim& d : mesh_dims(plan.replicate_group, plan.shard_group, tp.tp_size))
+      dims += fmt::format("{}{} {}", dims.empty() ? "" : " x ", d.name, d.size);
+    std::size_t split = 0;
+    for (const auto& p : tp.params) split += p.dim.has_value();
+    out += fmt::format("mesh {}: tensor parallelism splits {} of {} parameters (transformers {} layout); the units "
+                       "below hold TP rank {}'s pieces\n",
+                       dims, split, tp.params.size(), s.transformers_version.value.str(), plan.tp_rank);
+  }
   std::string classes;
   for (const auto& c : s.wrap_classes.value) classes += (classes.empty() ? "" : ",") + c;
   out += fmt::format("policy {}{} [{}]\n", policy_name(s.policy.value),
@@ -156,7 +167,16 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
   }
   if (!mem.ranks.empty()) {
     const RankMemory& r = mem.ranks[static_cast<std::size_t>(mem.peak_rank)];
-    out += fmt::format("\nmemory per rank (rank {}, the largest):\n", r.rank);
+    if (mem.tp_ranks.empty()) {
+      out += fmt::format("\nmemory per rank (rank {}, the largest):\n", r.rank);
+    } else {
+      std::string each;
+      for (const auto& t : mem.tp_ranks)
+        each += fmt::format("{}TP rank {} (rank {}) {}", each.empty() ? "" : ", ", t.tp_rank, t.global_rank,
+                            human_bytes(t.memory.total()));
+      out += fmt::format("\nlargest per rank of each TP rank's group: {}\n", each);
+      out += fmt::format("memory per rank (rank {} of TP rank {}'s group, the largest):\n", r.rank, plan.tp_rank);
+    }
     out += fmt::format("  {:<34} {:>14}\n", "sharded parameters", human_bytes(r.params));
     out += fmt::format("  {:<34} {:>14}\n", "sharded gradients", human_bytes(r.grads));
     out += fmt::format("  {:<34} {:>14}\n", "optimizer states (AdamW)", human_bytes(r.optimizer));

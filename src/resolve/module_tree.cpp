@@ -537,6 +537,17 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     tree.fsdp_plan.emplace_back(has_head ? tree.base_model_path + "." + pattern : pattern, strategy);
   if (root_cls != arch.base_model_class)
     for (const auto& entry : arch.fsdp_plan_head) tree.fsdp_plan.push_back(entry);
+  // The tensor-parallel plan the loaded model uses (modeling_utils.py PreTrainedModel.post_init,
+  // transformers 5.12.1): the base model's base_model_tp_plan, collected by the head under the child's
+  // name. The head class's own `_tp_plan` ({"lm_head": "colwise_gather_output"}) is not applied: post_init
+  // replaces it with {} on the instance before merging the children's plans, so lm_head stays whole on
+  // every TP rank (seen in fixtures/oracle2/tp/: lm_head [37, 24] on every rank).
+  if (arch.tp_plan) {
+    tree.tp_plan.emplace();
+    for (const auto& [pattern, style] : arch.tp_plan->base)
+      if (const TpStyle* st = reg.find_tp_style(style))
+        tree.tp_plan->push_back({has_head ? tree.base_model_path + "." + pattern : pattern, *st});
+  }
 
   // Tied weights (tie_word_embeddings): the alias keeps its place in the tree, shares the storage.
   const Value* tie = globals.lookup()("tie_word_embeddings");

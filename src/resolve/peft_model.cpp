@@ -867,6 +867,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   for (const auto& [old_name, new_name] : b.renamed()) summary.base_names.emplace(new_name, old_name);
   tree.base_model_path = "base_model.model";
   for (auto& [path, style] : tree.fsdp_plan) path = moved(path);
+  if (tree.tp_plan)
+    for (auto& entry : *tree.tp_plan) entry.pattern = moved(entry.pattern);
   tree.class_chains["lora.Linear"] = {"lora.Linear", "LoraLayer", "BaseTunerLayer", "Module"};
   tree.class_chains["lora.Embedding"] = {"lora.Embedding", "LoraLayer", "BaseTunerLayer", "Module"};
   tree.class_chains["lora.Linear4bit"] = {"lora.Linear4bit", "LoraLayer", "BaseTunerLayer", "Module"};

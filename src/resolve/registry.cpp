@@ -370,6 +370,45 @@ class Reader {
     return c;
   }
 
+  // tp_styles: {name: {matrix_dim: -2, vector_dim: -1, packed: 2, exact: true, source: "..."}}; an
+  // absent dim keeps the parameter whole on every TP rank.
+  void tp_styles(const Node* map, std::map<std::string, TpStyle>& out) const {
+    if (!map) return;
+    if (!map->is_map()) fail(file_, map, "tp_styles must be a map");
+    auto dim = [&](const Node* n, const char* what) -> std::optional<int> {
+      if (!n || n->is_null()) return std::nullopt;
+      const std::string t = str(n, what);
+      int d = 0;
+      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), d);
+      if (ec != std::errc() || end != t.data() + t.size() || d < -3 || d > 2)
+        fail(file_, n, fmt::format("expected a dimension from -3 to 2 for {}, found '{}'", what, t));
+      return d;
+    };
+    static const std::set<std::string, std::less<>> fields = {"matrix_dim", "vector_dim", "packed", "exact", "source"};
+    for (const auto& [k, v] : map->entries) {
+      TpStyle st;
+      st.name = key(*k);
+      if (!v->is_map() && !v->is_null()) fail(file_, v, fmt::format("tp style '{}' must be a map", st.name));
+      if (v->is_map()) {
+        for (const auto& [fk, fv] : v->entries)
+          if (!fields.count(key(*fk)))
+            fail(file_, fk, fmt::format("unknown tp style field '{}' (expected matrix_dim, vector_dim, packed, exact, source)",
+                                        key(*fk)));
+        st.matrix_dim = dim(v->get("matrix_dim"), "matrix_dim");
+        st.vector_dim = dim(v->get("vector_dim"), "vector_dim");
+        if (const Node* p = v->get("packed")) {
+          const std::string t = str(p, "packed");
+          const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), st.packed);
+          if (ec != std::errc() || end != t.data() + t.size() || st.packed < 1 || st.packed > 16)
+            fail(file_, p, fmt::format("expected a block count from 1 to 16 for packed, found '{}'", t));
+        }
+        if (const Node* e = v->get("exact")) st.exact = bool_value(file_, *e, "exact");
+        if (const Node* src = v->get("source")) st.source = str(src, "source");
+      }
+      out[st.name] = std::move(st);
+    }
+  }
+
   void classes(const Node* map, std::map<std::string, ClassSpec>& out) const {
     if (!map) return;
     if (!map->is_map()) fail(file_, map, "classes must be a map");
@@ -386,7 +425,7 @@ class Reader {
     static const std::set<std::string, std::less<>> known = {
         "model_type", "since", "vars", "extends", "architectures", "base_model_prefix", "base_model_class",
         "no_split_modules", "config", "tied_weights", "checkpoint", "classes", "doc", "abstract",
-        "activations", "fsdp_plan", "sub_configs", "embeddings"};
+        "activations", "fsdp_plan", "tp_plan", "sub_configs", "embeddings"};
     for (const auto& [k, v] : root.entries)
       if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown top-level key '{}'", key(*k)));
     if (!root.get("model_type")) fail(file_, &root, "missing `model_type`");
@@ -441,23 +480,35 @@ class Reader {
           fail(file_, k, fmt::format("unknown activations field '{}' (expected layer, layers, checkpointed, logits)",
                                      key(*k)));
     }
-    if (const Node* plan = optional_map(root.get("fsdp_plan"), "fsdp_plan")) {
-      auto entries = [&](const Node& m, const char* what) {
-        std::vector<std::pair<std::string, std::string>> out;
-        if (!m.is_map()) fail(file_, &m, fmt::format("`fsdp_plan.{}` must map module patterns to strategies", what));
-        for (const auto& [k, v] : m.entries) {
-          const std::string strategy = str(v, "fsdp_plan strategy");
-          if (strategy != "free_full_weight" && strategy != "keep_full_weight")
-            fail(file_, v, fmt::format("expected free_full_weight or keep_full_weight, found '{}'", strategy));
-          out.emplace_back(key(*k), strategy);
-        }
-        return out;
-      };
+    // Both plans map name patterns to a value: fsdp_plan to a strategy, tp_plan to a style name
+    // (checked against the style table once every file is read).
+    auto plan_entries = [&](const Node& m, const std::string& what, const char* value_kind,
+                            const std::set<std::string, std::less<>>* allowed) {
+      std::vector<std::pair<std::string, std::string>> out;
+      if (!m.is_map()) fail(file_, &m, fmt::format("`{}` must map module patterns to {}", what, value_kind));
+      for (const auto& [k, v] : m.entries) {
+        const std::string value = str(v, what.c_str());
+        if (allowed && !allowed->count(value))
+          fail(file_, v, fmt::format("expected free_full_weight or keep_full_weight, found '{}'", value));
+        out.emplace_back(key(*k), value);
+      }
+      return out;
+    };
+    static const std::set<std::string, std::less<>> fsdp_strategies = {"free_full_weight", "keep_full_weight"};
+    if (const Node* plan = optional_map(root.get("fsdp_plan"), "fsdp_plan"))
       for (const auto& [k, v] : plan->entries) {
         const std::string field = key(*k);
-        if (field == "base") a.fsdp_plan_base = entries(*v, "base");
-        else if (field == "head") a.fsdp_plan_head = entries(*v, "head");
+        if (field == "base") a.fsdp_plan_base = plan_entries(*v, "fsdp_plan.base", "strategies", &fsdp_strategies);
+        else if (field == "head") a.fsdp_plan_head = plan_entries(*v, "fsdp_plan.head", "strategies", &fsdp_strategies);
         else fail(file_, k, fmt::format("unknown fsdp_plan field '{}' (expected base, head)", field));
+      }
+    if (const Node* plan = optional_map(root.get("tp_plan"), "tp_plan")) {
+      a.tp_plan.emplace();
+      for (const auto& [k, v] : plan->entries) {
+        const std::string field = key(*k);
+        if (field == "base") a.tp_plan->base = plan_entries(*v, "tp_plan.base", "tensor-parallel styles", nullptr);
+        else if (field == "head") a.tp_plan->head = plan_entries(*v, "tp_plan.head", "tensor-parallel styles", nullptr);
+        else fail(file_, k, fmt::format("unknown tp_plan field '{}' (expected base, head)", field));
       }
     }
     if (const Node* emb = optional_map(root.get("embeddings"), "embeddings")) {
@@ -664,6 +715,7 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
         if (!file.root->is_map() && !file.root->is_null())
           fail(file.path, file.root, "expected a map of top-level keys");
         Reader(file.path).classes(file.root->get("classes"), reg.builtins_);
+        Reader(file.path).tp_styles(file.root->get("tp_styles"), reg.tp_styles_);
         continue;
       }
       std::vector<std::string> stack;
@@ -683,6 +735,15 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
                 fmt::format("model_type '{}' is defined twice", arch.model_type)});
         continue;
       }
+      // Every style a tp_plan names is described in a shared `_*.yaml` (read first: "_" sorts
+      // before every model_type).
+      if (arch.tp_plan)
+        for (const auto* plan : {&arch.tp_plan->base, &arch.tp_plan->head})
+          for (const auto& [pattern, style] : *plan)
+            if (!reg.tp_styles_.count(style))
+            fail(file.path, merged->get("tp_plan"),
+                 fmt::format("tp_plan entry '{}': unknown tensor-parallel style '{}' (described in "
+                             "models/_tensor_parallel.yaml)", pattern, style));
       reg.archs_[arch.model_type] = std::move(arch);
     } catch (const RulesError& e) {
       report(e);
@@ -690,6 +751,11 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
   }
   if (!ok) return std::nullopt;
   return reg;
+}
+
+const TpStyle* Registry::find_tp_style(const std::string& name) const {
+  auto it = tp_styles_.find(name);
+  return it == tp_styles_.end() ? nullptr : &it->second;
 }
 
 const ArchSpec* Registry::find(const std::string& model_type) const {

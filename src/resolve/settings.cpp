@@ -74,6 +74,13 @@ std::optional<Fsdp2Caller> parse_caller(std::string_view s) {
   return std::nullopt;
 }
 
+std::vector<MeshDim> mesh_dims(int dp_replicate, int dp_shard, int tp) {
+  std::vector<MeshDim> dims;
+  for (const MeshDim d : {MeshDim{"dp_replicate", dp_replicate}, MeshDim{"dp_shard", dp_shard}, MeshDim{"tp", tp}})
+    if (d.size > 1) dims.push_back(d);
+  return dims;
+}
+
 int FsdpSettings::shard_group_size() const {
   // FSDP2 shards over the "dp_shard_cp" mesh dimension: the ranks left after the replicas and the
   // tensor-parallel groups (accelerate parallelism_config.py `fsdp_dim_names`).

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace cls_list_without_transformer_wrap {
 void check(LintContext& ctx);
 }
 
@@ -17,9 +17,9 @@ const Rule kClsListWithoutTransformerWrap{
     "TRANSFORMER_BASED_WRAP. The policy defaults to NO_WRAP when fsdp_auto_wrap_policy is absent "
     "(FSDP_AUTO_WRAP_POLICY is exported only if set), so the list is silently ignored and the whole model becomes "
     "one FSDP unit: no per-layer sharding, the full model is all-gathered at once.",
-    "add `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP` when no policy is given", check};
+    "add `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP` when no policy is given", cls_list_without_transformer_wrap::check};
 
-namespace {
+namespace cls_list_without_transformer_wrap {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp()) return;
   const YamlEntry* cls = ctx.fsdp("fsdp_transformer_layer_cls_to_wrap");
@@ -41,6 +41,6 @@ void check(LintContext& ctx) {
                          policy_entry ? "" : " (the default, fsdp_auto_wrap_policy is absent)"),
              "set `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP` or remove the class list", std::move(fix));
 }
-}  // namespace
+}  // namespace cls_list_without_transformer_wrap
 
 }  // namespace shardcheck::rules

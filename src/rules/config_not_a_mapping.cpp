@@ -4,7 +4,7 @@
 #include "shardcheck/lint.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace config_not_a_mapping {
 void check(LintContext& ctx);
 }
 
@@ -15,9 +15,9 @@ const Rule kConfigNotAMapping{
     "`yaml.safe_load` as a dict: it looks up `compute_environment` and `distributed_type` in it. An empty file "
     "loads as None and a list or a scalar is not a dict, so accelerate fails with a Python TypeError before "
     "printing anything useful.",
-    "", check};
+    "", config_not_a_mapping::check};
 
-namespace {
+namespace config_not_a_mapping {
 void check(LintContext& ctx) {
   const YamlNode& r = ctx.root();
   if (r.is_mapping()) return;
@@ -26,6 +26,6 @@ void check(LintContext& ctx) {
              fmt::format("expected a mapping of accelerate settings at the top level, found {}", found),
              "write `key: value` lines, e.g. run `accelerate config` to generate a file");
 }
-}  // namespace
+}  // namespace config_not_a_mapping
 
 }  // namespace shardcheck::rules

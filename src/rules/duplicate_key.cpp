@@ -4,7 +4,7 @@
 #include "shardcheck/lint.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace duplicate_key {
 void check(LintContext& ctx);
 }
 
@@ -15,9 +15,9 @@ const Rule kDuplicateKey{
     "value of a repeated key; YAML 1.2 forbids duplicates. The earlier line looks like it configures something "
     "but has no effect. For fsdp_config the same happens across spellings: `sharding_strategy` and "
     "`fsdp_sharding_strategy` are the same setting (launch.py adds the prefix) and the later one wins.",
-    "", check};
+    "", duplicate_key::check};
 
-namespace {
+namespace duplicate_key {
 void walk(LintContext& ctx, const YamlNode& n, int depth) {
   if (depth > 64) return;
   if (n.is_mapping()) {
@@ -49,6 +49,6 @@ void check(LintContext& ctx) {
                  "keep one spelling");
   }
 }
-}  // namespace
+}  // namespace duplicate_key
 
 }  // namespace shardcheck::rules

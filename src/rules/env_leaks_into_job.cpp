@@ -5,7 +5,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace env_leaks_into_job {
 void check(LintContext& ctx);
 }
 
@@ -19,9 +19,9 @@ const Rule kEnvLeaksIntoJob{
     "not passed in Python. ACCELERATE_USE_FSDP=true makes AcceleratorState pick FSDP even for a MULTI_GPU file. "
     "A stale FSDP_TRANSFORMER_CLS_TO_WRAP is a classic cause of `Could not find the transformer layer class`. "
     "Precedence (utils/dataclasses.py, v1.14.0): explicit plugin arguments > launcher-set variables > inherited variables > defaults.",
-    "", check};
+    "", env_leaks_into_job::check};
 
-namespace {
+namespace env_leaks_into_job {
 void check(LintContext& ctx) {
   if (!ctx.opts.audit_env) return;
   const SectionSpec* fsdp = ctx.schema.section("fsdp_config");
@@ -47,6 +47,6 @@ void check(LintContext& ctx) {
                fmt::format("unset {} or set `{}` in fsdp_config", var.name, k->name));
   }
 }
-}  // namespace
+}  // namespace env_leaks_into_job
 
 }  // namespace shardcheck::rules

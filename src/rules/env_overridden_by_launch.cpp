@@ -8,7 +8,7 @@
 #include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace env_overridden_by_launch {
 void check(LintContext& ctx);
 }
 
@@ -19,9 +19,9 @@ const Rule kEnvOverriddenByLaunch{
     "ACCELERATE_MIXED_PRECISION, ...; utils/launch.py::prepare_multi_gpu_env, v1.14.0) the file wins and the shell's "
     "value is overwritten. Started any other way (torchrun, python, a notebook), the FSDP plugin reads the shell's "
     "value instead. A contradiction is harmless under accelerate launch but a trap otherwise.",
-    "", check};
+    "", env_overridden_by_launch::check};
 
-namespace {
+namespace env_overridden_by_launch {
 
 void check(LintContext& ctx) {
   if (!ctx.opts.audit_env) return;
@@ -54,6 +54,6 @@ void check(LintContext& ctx) {
                fmt::format("unset {}", var.name));
   }
 }
-}  // namespace
+}  // namespace env_overridden_by_launch
 
 }  // namespace shardcheck::rules

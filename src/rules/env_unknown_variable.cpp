@@ -5,7 +5,7 @@
 #include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace env_unknown_variable {
 void check(LintContext& ctx);
 }
 
@@ -16,9 +16,9 @@ const Rule kEnvUnknownVariable{
     "in rules/accelerate/schema.yaml as each key's `env`). A misspelled one (FSDP_SHARDING_STRATGY) is ignored, "
     "and so is ACCELERATE_CONFIG_FILE: accelerate has no such variable and finds its config only through "
     "--config_file or $HF_HOME/accelerate/default_config.yaml (commands/config/config_args.py).",
-    "", check, /*environment_only=*/true};
+    "", env_unknown_variable::check, /*environment_only=*/true};
 
-namespace {
+namespace env_unknown_variable {
 void check(LintContext& ctx) {
   if (!ctx.opts.audit_env) return;
   std::vector<std::string> known;
@@ -50,6 +50,6 @@ void check(LintContext& ctx) {
                fmt::format("unset {}", var.name));
   }
 }
-}  // namespace
+}  // namespace env_unknown_variable
 
 }  // namespace shardcheck::rules

@@ -7,7 +7,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace flattened_fsdp_config {
 void check(LintContext& ctx);
 }
 
@@ -22,9 +22,9 @@ const Rule kFlattenedFsdpConfig{
     "keys ([...])`; a loader that dropped them instead would run FSDP with every default (FULL_SHARD, NO_WRAP: "
     "the whole model as one unit). The fix indents the keys back under `fsdp_config:` (or moves them there), "
     "keeping their order, values and comments.",
-    "re-nest the keys under `fsdp_config:` (indent by two spaces)", check};
+    "re-nest the keys under `fsdp_config:` (indent by two spaces)", flattened_fsdp_config::check};
 
-namespace {
+namespace flattened_fsdp_config {
 
 bool blank_or_comment(std::string_view line) {
   const auto p = line.find_first_not_of(" \t");
@@ -166,6 +166,6 @@ void check(LintContext& ctx) {
                fmt::format("`{}` belongs under `fsdp_config`", e->key));
 }
 
-}  // namespace
+}  // namespace flattened_fsdp_config
 
 }  // namespace shardcheck::rules

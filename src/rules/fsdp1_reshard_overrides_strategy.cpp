@@ -5,7 +5,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace fsdp1_reshard_overrides_strategy {
 void check(LintContext& ctx);
 }
 
@@ -19,9 +19,9 @@ const Rule kFsdp1ReshardStrategyIgnored{
     "`sharding_strategy or reshard_after_forward`; tests/fsdp/test_fsdp.py asserts reshard_after_forward is None for "
     "FSDP1. So `fsdp_reshard_after_forward: SHARD_GRAD_OP` without fsdp_sharding_strategy runs FULL_SHARD "
     "(derived from v1.14.0 source). The fix renames the key to fsdp_sharding_strategy.",
-    "rename the key to fsdp_sharding_strategy", check};
+    "rename the key to fsdp_sharding_strategy", fsdp1_reshard_overrides_strategy::check};
 
-namespace {
+namespace fsdp1_reshard_overrides_strategy {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp() || ctx.fsdp_version() != 1 || ctx.version() < Version{1, 6, 0}) return;
   if (ctx.fsdp("fsdp_sharding_strategy")) return;
@@ -37,6 +37,6 @@ void check(LintContext& ctx) {
              fmt::format("write `{}: {}`", key, m.canonical),
              {ctx.edit(e->key_pos.offset, e->key_end - e->key_pos.offset, key)});
 }
-}  // namespace
+}  // namespace fsdp1_reshard_overrides_strategy
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace fsdp2_fsdp1_only_key {
 void check(LintContext& ctx);
 }
 
@@ -19,9 +19,9 @@ const Rule kFsdp2Fsdp1OnlyKey{
     "unchanged from v1.6.0 to v1.13.x (fixed by #4065 in v1.14.0). The fix does what to-fsdp2 does: it removes them, "
     "and turns fsdp_sharding_strategy into fsdp_reshard_after_forward (FULL_SHARD/HYBRID_SHARD -> true, others -> "
     "false).",
-    "remove the key (map fsdp_sharding_strategy to fsdp_reshard_after_forward)", check};
+    "remove the key (map fsdp_sharding_strategy to fsdp_reshard_after_forward)", fsdp2_fsdp1_only_key::check};
 
-namespace {
+namespace fsdp2_fsdp1_only_key {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp() || ctx.fsdp_version() != 2) return;
   const SectionSpec* section = ctx.schema.section("fsdp_config");
@@ -54,6 +54,6 @@ void check(LintContext& ctx) {
                std::move(fix));
   }
 }
-}  // namespace
+}  // namespace fsdp2_fsdp1_only_key
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace fsdp2_local_state_dict {
 void check(LintContext& ctx);
 }
 
@@ -14,9 +14,9 @@ const Rule kFsdp2LocalStateDict{
     "FullyShardedDataParallelPlugin.set_state_dict_type (utils/dataclasses.py, v1.6.0+) raises `ValueError: FSDP2 "
     "does not support LOCAL_STATE_DICT. Please set `fsdp_state_dict_type` to `SHARDED_STATE_DICT` or "
     "`FULL_STATE_DICT`.` `accelerate to-fsdp2` does not remap it either.",
-    "use SHARDED_STATE_DICT", check};
+    "use SHARDED_STATE_DICT", fsdp2_local_state_dict::check};
 
-namespace {
+namespace fsdp2_local_state_dict {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp() || ctx.fsdp_version() != 2) return;
   if (ctx.fsdp_enum("fsdp_state_dict_type") != std::optional<std::string>("LOCAL_STATE_DICT")) return;
@@ -27,6 +27,6 @@ void check(LintContext& ctx) {
              "write `SHARDED_STATE_DICT`",
              {ctx.edit(e->value->pos.offset, e->value->end - e->value->pos.offset, "SHARDED_STATE_DICT")});
 }
-}  // namespace
+}  // namespace fsdp2_local_state_dict
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace fsdp_config_unused {
 void check(LintContext& ctx);
 }
 
@@ -14,9 +14,9 @@ const Rule kFsdpConfigUnused{
     "launch.py::_validate_launch_command sets `use_fsdp = distributed_type == FSDP` unless --use_fsdp is passed; "
     "only then does prepare_multi_gpu_env export the FSDP_* variables (v0.34.0 and v1.14.0). A non-empty "
     "fsdp_config under MULTI_GPU or DEEPSPEED is silently unused: the job runs plain DDP (or DeepSpeed).",
-    "", check};
+    "", fsdp_config_unused::check};
 
-namespace {
+namespace fsdp_config_unused {
 void check(LintContext& ctx) {
   const YamlNode* m = ctx.section_map("fsdp_config");
   const std::string dt = ctx.distributed_type();
@@ -26,6 +26,6 @@ void check(LintContext& ctx) {
                          ctx.top("fsdp_config")->key_pos.line),
              "set `distributed_type: FSDP` to use it (or pass --use_fsdp), or remove the block");
 }
-}  // namespace
+}  // namespace fsdp_config_unused
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace fsdp_torch_version {
 void check(LintContext& ctx);
 }
 
@@ -15,9 +15,9 @@ const Rule kFsdpTorchVersion{
     "The Accelerator raises `ValueError: FSDP requires PyTorch >= 2.1.0.a0+32f93b1` and the plugin `ImportError: "
     "FSDP2 requires PyTorch >= 2.6.0`; fsdp_ignored_modules with FSDP2 needs torch 2.7 and is otherwise dropped "
     "with a warning. Checked only when the torch version is known (--torch-version, or --python-env).",
-    "", check};
+    "", fsdp_torch_version::check};
 
-namespace {
+namespace fsdp_torch_version {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp() || !ctx.opts.torch) return;
   const Version& torch = *ctx.opts.torch;
@@ -43,6 +43,6 @@ void check(LintContext& ctx) {
                            torch.str()),
                "upgrade torch to 2.7");
 }
-}  // namespace
+}  // namespace fsdp_torch_version
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace gpu_ids_count {
 void check(LintContext& ctx);
 }
 
@@ -16,9 +16,9 @@ const Rule kGpuIdsCount{
     "extra ranks have no device (`CUDA error: invalid device ordinal`); with more, GPUs sit idle. For MULTI_GPU, "
     "accelerate launch itself refuses fewer than two ids: `Less than two GPU ids were configured and tried to run "
     "on on multiple GPUs.` (text as of v1.14.0).",
-    "", check};
+    "", gpu_ids_count::check};
 
-namespace {
+namespace gpu_ids_count {
 void check(LintContext& ctx) {
   const YamlEntry* e = ctx.top("gpu_ids");
   if (!e || !e->value || !e->value->is_scalar()) return;
@@ -52,6 +52,6 @@ void check(LintContext& ctx) {
                            count - static_cast<std::size_t>(per_node) == 1 ? "" : "s"),
                "raise num_processes or list fewer GPUs");
 }
-}  // namespace
+}  // namespace gpu_ids_count
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace hybrid_shard_no_wrap {
 void check(LintContext& ctx);
 }
 
@@ -15,9 +15,9 @@ const Rule kHybridShardNoWrap{
     "'requires explicit specification of process group or device_mesh.')` when a hybrid strategy gets no auto-wrap "
     "policy, no process group and no device mesh. accelerate's FSDP1 path passes neither a process group nor a mesh, "
     "so HYBRID_SHARD and HYBRID_SHARD_ZERO2 need TRANSFORMER_BASED_WRAP or SIZE_BASED_WRAP (accelerate#2671).",
-    "", check};
+    "", hybrid_shard_no_wrap::check};
 
-namespace {
+namespace hybrid_shard_no_wrap {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp() || ctx.fsdp_version() != 1) return;
   const auto strategy = ctx.fsdp_enum("fsdp_sharding_strategy");
@@ -34,6 +34,6 @@ void check(LintContext& ctx) {
                          *strategy),
              "set `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP` (or SIZE_BASED_WRAP)");
 }
-}  // namespace
+}  // namespace hybrid_shard_no_wrap
 
 }  // namespace shardcheck::rules

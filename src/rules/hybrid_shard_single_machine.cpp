@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace hybrid_shard_single_machine {
 void check(LintContext& ctx);
 }
 
@@ -16,9 +16,9 @@ const Rule kHybridShardSingleMachine{
     "FULL_SHARD (HYBRID_SHARD_ZERO2 like SHARD_GRAD_OP) with extra process groups, and when fewer processes run than "
     "GPUs are visible torch fails with `ValueError: The arg 'group_size' (8) must not exceed the world size (2)` "
     "(instructlab/training#678).",
-    "", check};
+    "", hybrid_shard_single_machine::check};
 
-namespace {
+namespace hybrid_shard_single_machine {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp() || ctx.fsdp_version() != 1 || ctx.num_machines() != 1) return;
   const auto strategy = ctx.fsdp_enum("fsdp_sharding_strategy");
@@ -27,6 +27,6 @@ void check(LintContext& ctx) {
              fmt::format("{} on one machine (num_machines: 1) has no nodes to replicate across", *strategy),
              fmt::format("use {} on a single machine", *strategy == "HYBRID_SHARD" ? "FULL_SHARD" : "SHARD_GRAD_OP"));
 }
-}  // namespace
+}  // namespace hybrid_shard_single_machine
 
 }  // namespace shardcheck::rules

@@ -8,7 +8,7 @@
 #include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace ignored_by_launch {
 void check(LintContext& ctx);
 }
 
@@ -20,9 +20,9 @@ const Rule kIgnoredByLaunch{
     "`--enable_cpu_affinity` are store_true flags defaulting to False, so the YAML values of these keys never reach "
     "the launcher (v0.34.0 and v1.14.0). A file that says `rdzv_backend: c10d`, `enable_cpu_affinity: true` or, on "
     "several machines, `same_network: true` silently gets the defaults. Pass the setting as a command-line flag.",
-    "", check};
+    "", ignored_by_launch::check};
 
-namespace {
+namespace ignored_by_launch {
 
 void check(LintContext& ctx) {
   if (ctx.version() < Version{0, 34, 0}) return;  // verified from v0.34.0 on
@@ -41,6 +41,6 @@ void check(LintContext& ctx) {
                fmt::format("pass `{}` on the `accelerate launch` command line", flag));
   }
 }
-}  // namespace
+}  // namespace ignored_by_launch
 
 }  // namespace shardcheck::rules

@@ -7,7 +7,7 @@
 #include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace invalid_enum_value {
 void check(LintContext& ctx);
 }
 
@@ -22,9 +22,9 @@ const Rule kInvalidEnumValue{
     "`Unknown mixed_precision mode: ...`; `fsdp_auto_wrap_policy` raised `AttributeError: 'list' object has no "
     "attribute 'keys'` from v0.34.0 to v1.7.x (accelerate#3600). Before v0.26.0 the sharding strategy was read with "
     "int(), so only the integer form works there.",
-    "write the integer form where the targeted release reads only integers", check};
+    "write the integer form where the targeted release reads only integers", invalid_enum_value::check};
 
-namespace {
+namespace invalid_enum_value {
 void check(LintContext& ctx) {
   const Version& v = ctx.version();
   for (const KeyUse& use : ctx.known_keys()) {
@@ -94,6 +94,6 @@ void check(LintContext& ctx) {
   next:;
   }
 }
-}  // namespace
+}  // namespace invalid_enum_value
 
 }  // namespace shardcheck::rules

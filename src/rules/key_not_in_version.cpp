@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace key_not_in_version {
 void check(LintContext& ctx);
 }
 
@@ -19,9 +19,9 @@ const Rule kKeyNotInVersion{
     "< 0.29), so it is an error; inside fsdp_config the key is silently ignored (a warning): "
     "`fsdp_version: 2` on accelerate 1.5 quietly runs FSDP1. Pass --accelerate-version (or --python-env) to "
     "check against the release you run.",
-    "remove a top-level key whose value is the default anyway", check};
+    "remove a top-level key whose value is the default anyway", key_not_in_version::check};
 
-namespace {
+namespace key_not_in_version {
 std::string history(const KeySpec& k) {
   if (k.since && k.removed) return fmt::format("it exists from {} until {}", k.since->str(), k.removed->str());
   if (k.since) return fmt::format("added in {}", k.since->str());
@@ -61,6 +61,6 @@ void check(LintContext& ctx) {
     }
   }
 }
-}  // namespace
+}  // namespace key_not_in_version
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace machine_rank_out_of_range {
 void check(LintContext& ctx);
 }
 
@@ -13,9 +13,9 @@ const Rule kMachineRankOutOfRange{
     "machine-rank-out-of-range", Severity::error, "machine_rank is not below num_machines",
     "machine_rank becomes torchrun's --node_rank (utils/launch.py, v1.14.0), which must lie in [0, nnodes). A rank "
     "equal to or above num_machines makes the rendezvous wait for a node that never joins, or fail.",
-    "", check};
+    "", machine_rank_out_of_range::check};
 
-namespace {
+namespace machine_rank_out_of_range {
 void check(LintContext& ctx) {
   const auto rank = ctx.top_int("machine_rank");
   if (!rank) return;
@@ -26,6 +26,6 @@ void check(LintContext& ctx) {
                          machines),
              "machine ranks count from 0 to num_machines - 1");
 }
-}  // namespace
+}  // namespace machine_rank_out_of_range
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace min_num_params_without_size_wrap {
 void check(LintContext& ctx);
 }
 
@@ -16,9 +16,9 @@ const Rule kMinNumParamsWithoutSizeWrap{
     "set_auto_wrap_policy, v1.14.0). With TRANSFORMER_BASED_WRAP or NO_WRAP the threshold is ignored; transformers' "
     "Trainer even rejects the combination with a class list (`min_num_params and transformer_layer_cls_to_wrap are "
     "mutually exclusive`).",
-    "", check};
+    "", min_num_params_without_size_wrap::check};
 
-namespace {
+namespace min_num_params_without_size_wrap {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp()) return;
   const YamlEntry* min = ctx.fsdp("fsdp_min_num_params");
@@ -33,6 +33,6 @@ void check(LintContext& ctx) {
                          policy_entry ? "" : " (the default)"),
              "remove it, or set `fsdp_auto_wrap_policy: SIZE_BASED_WRAP`");
 }
-}  // namespace
+}  // namespace min_num_params_without_size_wrap
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace missing_distributed_type {
 void check(LintContext& ctx);
 }
 
@@ -14,9 +14,9 @@ const Rule kMissingDistributedType{
     "process_config (commands/config/config_args.py, factored out in v0.34.0, commit 1a6af0bd) raises "
     "`ValueError: A `distributed_type` must be specified in the config file.` when the key is absent. Older "
     "releases fell back to the dataclass default.",
-    "", check};
+    "", missing_distributed_type::check};
 
-namespace {
+namespace missing_distributed_type {
 void check(LintContext& ctx) {
   if (!ctx.root().is_mapping() || ctx.top("distributed_type")) return;
   const KeySpec* k = ctx.schema.top.find("distributed_type");
@@ -28,6 +28,6 @@ void check(LintContext& ctx) {
                    : "`distributed_type` is missing (required from accelerate 0.34.0)",
              "add e.g. `distributed_type: FSDP`");
 }
-}  // namespace
+}  // namespace missing_distributed_type
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace multi_node_no_main_ip {
 void check(LintContext& ctx);
 }
 
@@ -15,9 +15,9 @@ const Rule kMultiNodeNoMainIp{
     "machines, you need to specify the main process IP.` and torchrun needs --master_addr / --rdzv_endpoint "
     "(commands/launch.py, utils/launch.py, v1.14.0). It may be passed on the command line "
     "(--main_process_ip), hence a warning.",
-    "", check};
+    "", multi_node_no_main_ip::check};
 
-namespace {
+namespace multi_node_no_main_ip {
 void check(LintContext& ctx) {
   if (ctx.num_machines() <= 1) return;
   const YamlEntry* ip = ctx.top("main_process_ip");
@@ -28,6 +28,6 @@ void check(LintContext& ctx) {
                          ctx.num_machines()),
              "add `main_process_ip: <address of machine 0>` and `main_process_port`");
 }
-}  // namespace
+}  // namespace multi_node_no_main_ip
 
 }  // namespace shardcheck::rules

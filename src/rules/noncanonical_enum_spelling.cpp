@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace noncanonical_enum_spelling {
 void check(LintContext& ctx);
 }
 
@@ -16,9 +16,9 @@ const Rule kNoncanonicalEnumSpelling{
     "mean FULL_SHARD. The names are what `accelerate config` writes since v0.26.0 and what readers (and other "
     "tools, such as transformers' Trainer which maps its own options by name) expect; the integer form is easy to "
     "misread (3 is NO_SHARD).",
-    "write the canonical name", check};
+    "write the canonical name", noncanonical_enum_spelling::check};
 
-namespace {
+namespace noncanonical_enum_spelling {
 void check(LintContext& ctx) {
   const Version& v = ctx.version();
   for (const KeyUse& use : ctx.known_keys()) {
@@ -37,6 +37,6 @@ void check(LintContext& ctx) {
                {ctx.edit(e.value->pos.offset, e.value->end - e.value->pos.offset, m.canonical)});
   }
 }
-}  // namespace
+}  // namespace noncanonical_enum_spelling
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace num_processes_unset {
 void check(LintContext& ctx);
 }
 
@@ -14,9 +14,9 @@ const Rule kNumProcessesUnset{
     "process_config fills num_processes only for distributed_type NO; otherwise the ClusterConfig default -1 "
     "stays, and `accelerate launch` (launch.py, v0.34.0 and v1.14.0) stops with `You need to manually pass in "
     "`--num_processes` using this config yaml.` unless --num_processes is given on the command line.",
-    "", check};
+    "", num_processes_unset::check};
 
-namespace {
+namespace num_processes_unset {
 void check(LintContext& ctx) {
   const std::string dt = ctx.distributed_type();
   if (dt.empty() || dt == "NO" || ctx.schema.top.keys.count("num_processes") == 0) return;
@@ -30,6 +30,6 @@ void check(LintContext& ctx) {
                  "`--num_processes` using this config yaml.`",
              "add `num_processes: <total GPUs>` or pass --num_processes when launching");
 }
-}  // namespace
+}  // namespace num_processes_unset
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace parallelism_requires_fsdp2 {
 void check(LintContext& ctx);
 }
 
@@ -16,9 +16,9 @@ const Rule kParallelismRequiresFsdp2{
     "AcceleratorState (state.py, v1.10.0+) raises `Using `cp_size>1` requires FSDP2, but the provided `fsdp_plugin` "
     "is using FSDP1.` or, with no FSDP plugin at all, `cp_size > 1 specified in the parallelism_config, but no "
     "fsdp_plugin was provided.`",
-    "", check};
+    "", parallelism_requires_fsdp2::check};
 
-namespace {
+namespace parallelism_requires_fsdp2 {
 void check(LintContext& ctx) {
   const YamlNode* m = ctx.section_map("parallelism_config");
   if (!m || ctx.version() < Version{1, 10, 0}) return;
@@ -33,6 +33,6 @@ void check(LintContext& ctx) {
   ctx.report(kParallelismRequiresFsdp2, ctx.doc.value_location(*cp), msg,
              "set `distributed_type: FSDP` and `fsdp_version: 2` in fsdp_config");
 }
-}  // namespace
+}  // namespace parallelism_requires_fsdp2
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace parallelism_size_product {
 void check(LintContext& ctx);
 }
 
@@ -16,9 +16,9 @@ const Rule kParallelismSizeProduct{
     "Mismatches surface late and cryptically: `KeyError: \"A parameter in the optimizer couldn't be switched to its "
     "sharded version.\"` (accelerate#3821) or `KeyError: \"Invalid mesh_dim_names ('dp_shard_cp',) specified.\"` "
     "(accelerate#3798: 'You had FSDP enabled in the command, but gave all the ranks to TP').",
-    "", check};
+    "", parallelism_size_product::check};
 
-namespace {
+namespace parallelism_size_product {
 void check(LintContext& ctx) {
   const YamlNode* m = ctx.section_map("parallelism_config");
   const auto n = ctx.top_int("num_processes");
@@ -43,6 +43,6 @@ void check(LintContext& ctx) {
              fmt::format("parallelism sizes multiply to {} ({}) but num_processes is {}", product, formula, *n),
              "make dp_replicate x dp_shard x tp x cp equal num_processes");
 }
-}  // namespace
+}  // namespace parallelism_size_product
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace processes_not_divisible {
 void check(LintContext& ctx);
 }
 
@@ -15,9 +15,9 @@ const Rule kProcessesNotDivisible{
     "division and no check, then starts torchrun with nnodes=num_machines. If the division is not exact the job "
     "starts fewer processes than num_processes says, and every size computed from num_processes (batch size per "
     "rank, parallelism sizes) is wrong.",
-    "", check};
+    "", processes_not_divisible::check};
 
-namespace {
+namespace processes_not_divisible {
 void check(LintContext& ctx) {
   const auto n = ctx.top_int("num_processes");
   const auto m = ctx.top_int("num_machines");
@@ -28,6 +28,6 @@ void check(LintContext& ctx) {
                          *n, *m, *n, *m, *n / *m, (*n / *m) * *m),
              fmt::format("num_processes counts all GPUs on all machines: e.g. {}", ((*n + *m - 1) / *m) * *m));
 }
-}  // namespace
+}  // namespace processes_not_divisible
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace renamed_key {
 void check(LintContext& ctx);
 }
 
@@ -17,9 +17,9 @@ const Rule kRenamedKey{
     "fsdp_backward_prefetch instead`, and from v1.0.0 (79a84264, 'The Great Deprecation') the old key is "
     "silently ignored, so backward prefetching quietly falls back to the default. The official "
     "usage_guides/fsdp.md sample still shows the old name. `accelerate config update` does not rename it.",
-    "rename the key (or drop it when the new name is already present)", check};
+    "rename the key (or drop it when the new name is already present)", renamed_key::check};
 
-namespace {
+namespace renamed_key {
 void check(LintContext& ctx) {
   const Version& v = ctx.version();
   for (const KeyUse& use : ctx.known_keys()) {
@@ -55,6 +55,6 @@ void check(LintContext& ctx) {
                std::move(fix));
   }
 }
-}  // namespace
+}  // namespace renamed_key
 
 }  // namespace shardcheck::rules

@@ -6,7 +6,7 @@
 #include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace reshard_after_forward_value {
 void check(LintContext& ctx);
 }
 
@@ -19,9 +19,9 @@ const Rule kReshardAfterForwardValue{
     "(`reshard_after_forward set to True. This is not supported with FSDP1, please set to a `str` or an instance of "
     "`torch.distributed.fsdp.fully_sharded_data_parallel.ShardingStrategy``). `accelerate to-fsdp2` maps FULL_SHARD "
     "and HYBRID_SHARD to true and the other strategies to false; the fix does the same.",
-    "map a strategy name to true/false for FSDP2", check};
+    "map a strategy name to true/false for FSDP2", reshard_after_forward_value::check};
 
-namespace {
+namespace reshard_after_forward_value {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp() || ctx.version() < Version{1, 6, 0}) return;
   const YamlEntry* e = ctx.fsdp("fsdp_reshard_after_forward");
@@ -55,6 +55,6 @@ void check(LintContext& ctx) {
                            e->key, e->value->text),
                "for FSDP1 set `fsdp_sharding_strategy` (e.g. FULL_SHARD); or set `fsdp_version: 2`");
 }
-}  // namespace
+}  // namespace reshard_after_forward_value
 
 }  // namespace shardcheck::rules

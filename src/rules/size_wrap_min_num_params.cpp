@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace size_wrap_min_num_params {
 void check(LintContext& ctx);
 }
 
@@ -15,9 +15,9 @@ const Rule kSizeWrapMinNumParams{
     "as '100000000.0', and the plugin's int() fails: `ValueError: invalid literal for int() with base 10: "
     "'100000000.0'` (accelerate#3854, fixed by c7a77460 in v1.13.0). A threshold of 0 makes the size policy None: "
     "'If zero, we silently ignore it' (utils/dataclasses.py), so nothing is wrapped.",
-    "", check};
+    "", size_wrap_min_num_params::check};
 
-namespace {
+namespace size_wrap_min_num_params {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp() || ctx.fsdp_enum("fsdp_auto_wrap_policy") != std::optional<std::string>("SIZE_BASED_WRAP")) return;
   const YamlEntry* min = ctx.fsdp("fsdp_min_num_params");
@@ -38,6 +38,6 @@ void check(LintContext& ctx) {
                "`fsdp_min_num_params: 0` disables SIZE_BASED_WRAP: accelerate silently builds no wrap policy",
                "set a parameter count, e.g. 100000000");
 }
-}  // namespace
+}  // namespace size_wrap_min_num_params
 
 }  // namespace shardcheck::rules

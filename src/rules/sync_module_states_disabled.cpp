@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace sync_module_states_disabled {
 void check(LintContext& ctx);
 }
 
@@ -17,9 +17,9 @@ const Rule kSyncModuleStatesDisabled{
     "on and sync is off. Only rank 0 loads real weights under efficient loading; the others must receive them "
     "through sync_module_states. The launcher's default for fsdp_cpu_ram_efficient_loading is \"true\", so a file "
     "that turns sync off and does not mention efficient loading fails too, FSDP2 included.",
-    "", check};
+    "", sync_module_states_disabled::check};
 
-namespace {
+namespace sync_module_states_disabled {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp() || ctx.version() < Version{0, 24, 0}) return;
   const YamlEntry* sync = ctx.fsdp("fsdp_sync_module_states");
@@ -36,6 +36,6 @@ void check(LintContext& ctx) {
              "set `fsdp_sync_module_states: true`, or `fsdp_cpu_ram_efficient_loading: false` to load the full "
              "model on every rank");
 }
-}  // namespace
+}  // namespace sync_module_states_disabled
 
 }  // namespace shardcheck::rules

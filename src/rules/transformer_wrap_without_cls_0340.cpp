@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace transformer_wrap_without_cls_0340 {
 void check(LintContext& ctx);
 }
 
@@ -17,9 +17,9 @@ const Rule kTransformerWrapWithoutCls0340{
     "model fails with `ValueError: Could not find the transformer layer class L in the model.` (the refactor "
     "3bde6156, #2998, moved the split; fixed by ab89fc7e, #3075, released in v0.34.1). An explicit "
     "fsdp_transformer_layer_cls_to_wrap avoids the bug.",
-    "", check};
+    "", transformer_wrap_without_cls_0340::check};
 
-namespace {
+namespace transformer_wrap_without_cls_0340 {
 void check(LintContext& ctx) {
   if (ctx.version() != Version{0, 34, 0} || !ctx.is_fsdp()) return;
   if (ctx.fsdp_enum("fsdp_auto_wrap_policy") != std::optional<std::string>("TRANSFORMER_BASED_WRAP")) return;
@@ -32,6 +32,6 @@ void check(LintContext& ctx) {
              "upgrade to accelerate 0.34.1 or later, or set `fsdp_transformer_layer_cls_to_wrap` (e.g. "
              "LlamaDecoderLayer)");
 }
-}  // namespace
+}  // namespace transformer_wrap_without_cls_0340
 
 }  // namespace shardcheck::rules

@@ -5,7 +5,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace unknown_nested_key {
 void check(LintContext& ctx);
 }
 
@@ -17,9 +17,9 @@ const Rule kUnknownNestedKey{
     "with `fsdp`. A key that matches no launcher option becomes an unused attribute: `fsdp_sharding_stratgy: "
     "SHARD_GRAD_OP` silently runs FULL_SHARD. The load-time unknown-key check in config_args.py covers top-level "
     "keys only. The same holds for `dynamo_config` and `parallelism_config`.",
-    "", check};
+    "", unknown_nested_key::check};
 
-namespace {
+namespace unknown_nested_key {
 void check(LintContext& ctx) {
   for (const auto& [name, section] : ctx.schema.sections) {
     if (!section.check_unknown) continue;
@@ -47,6 +47,6 @@ void check(LintContext& ctx) {
     }
   }
 }
-}  // namespace
+}  // namespace unknown_nested_key
 
 }  // namespace shardcheck::rules

@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace unknown_top_level_key {
 void check(LintContext& ctx);
 }
 
@@ -17,9 +17,9 @@ const Rule kUnknownTopLevelKey{
     "your `accelerate` version or fix (and potentially remove) these keys from your config file.` The check "
     "covers top-level keys only; SageMaker-only keys in a cluster file (and the reverse) fail the same way "
     "(gemlab-vt/NoiseCLR#2: a mistyped compute_environment made every cluster key unknown).",
-    "", check};
+    "", unknown_top_level_key::check};
 
-namespace {
+namespace unknown_top_level_key {
 bool is_sagemaker(const LintContext& ctx) {
   const YamlEntry* e = ctx.top("compute_environment");
   return e && e->value && !(e->value->is_scalar() && e->value->text == "LOCAL_MACHINE");
@@ -58,6 +58,6 @@ void check(LintContext& ctx) {
                            ctx.version().str(), ctx.doc.path, python_list({e.key})));
   }
 }
-}  // namespace
+}  // namespace unknown_top_level_key
 
 }  // namespace shardcheck::rules

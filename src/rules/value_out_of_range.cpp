@@ -7,7 +7,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace value_out_of_range {
 void check(LintContext& ctx);
 }
 
@@ -20,9 +20,9 @@ const Rule kValueOutOfRange{
     "be a TCP port; ParallelismConfig raises `ValueError: ... must be at least 1` for a mesh size below 1; a "
     "negative fsdp_min_num_params silently disables the size policy. The ranges are data (schema.yaml "
     "`min`/`max`); a key's own default (num_processes: -1, \"unset\") is left to its rule.",
-    "", check};
+    "", value_out_of_range::check};
 
-namespace {
+namespace value_out_of_range {
 void check(LintContext& ctx) {
   for (const KeyUse& use : ctx.known_keys()) {
     const KeySpec& k = *use.spec;
@@ -43,6 +43,6 @@ void check(LintContext& ctx) {
                                                  : "");
   }
 }
-}  // namespace
+}  // namespace value_out_of_range
 
 }  // namespace shardcheck::rules

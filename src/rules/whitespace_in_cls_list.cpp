@@ -4,7 +4,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace whitespace_in_cls_list {
 void check(LintContext& ctx);
 }
 
@@ -17,9 +17,9 @@ const Rule kWhitespaceInClsList{
     "class is called, and wrapping fails with `ValueError: Could not find the transformer layer class  LlamaMLP "
     "in the model.` (accelerate#2872; before v0.34.0 the message has no class name). An empty item (a trailing or "
     "doubled comma) fails the same way.",
-    "remove the spaces and empty items", check};
+    "remove the spaces and empty items", whitespace_in_cls_list::check};
 
-namespace {
+namespace whitespace_in_cls_list {
 std::string trim(std::string_view s) {
   const auto b = s.find_first_not_of(" \t");
   if (b == std::string_view::npos) return {};
@@ -67,6 +67,6 @@ void check(LintContext& ctx) {
                          text, bad, version_msg),
              fmt::format("write `{}: {}`", cls->key, joined.empty() ? "<ClassName>" : joined), std::move(fix));
 }
-}  // namespace
+}  // namespace whitespace_in_cls_list
 
 }  // namespace shardcheck::rules

@@ -9,7 +9,7 @@
 #include "shardcheck/text.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace wrong_type {
 void check(LintContext& ctx);
 }
 
@@ -22,9 +22,9 @@ const Rule kWrongType{
     "y/yes/t/true/on/1 and n/no/f/false/off/0 in any case and raises `ValueError: invalid truth value ...` for "
     "anything else; integers go through int(). fsdp_transformer_layer_cls_to_wrap is split on commas, so a YAML "
     "list becomes the string \"['A', 'B']\" and no class matches.",
-    "turn a YAML list of class names into the comma-separated string accelerate expects", check};
+    "turn a YAML list of class names into the comma-separated string accelerate expects", wrong_type::check};
 
-namespace {
+namespace wrong_type {
 const char* kind_name(const YamlNode& n) {
   switch (n.kind) {
     case YamlNode::Kind::null: return "null";
@@ -116,6 +116,6 @@ void check(LintContext& ctx) {
     }
   }
 }
-}  // namespace
+}  // namespace wrong_type
 
 }  // namespace shardcheck::rules

@@ -8,7 +8,7 @@
 #include "rules/rule_util.hpp"
 
 namespace shardcheck::rules {
-namespace {
+namespace yaml11_implicit_type {
 void check(LintContext& ctx);
 }
 
@@ -23,9 +23,9 @@ const Rule kYaml11ImplicitType{
     "only when it is a str. For integer FSDP settings the value is exported as str(value) and read with int(): "
     "'1e8' and '100000000.0' both fail with `ValueError: invalid literal for int() with base 10`. The files "
     "`accelerate config` writes quote these values ('NO', 'no').",
-    "quote YAML-1.1 booleans; write scientific-notation integers out in full", check};
+    "quote YAML-1.1 booleans; write scientific-notation integers out in full", yaml11_implicit_type::check};
 
-namespace {
+namespace yaml11_implicit_type {
 bool wants_string(const KeySpec& k) {
   return k.type == "enum" || k.type == "string" || k.type == "class_list" || k.type == "regex";
 }
@@ -94,6 +94,6 @@ void check(LintContext& ctx) {
     }
   }
 }
-}  // namespace
+}  // namespace yaml11_implicit_type
 
 }  // namespace shardcheck::rules

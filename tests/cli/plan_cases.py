@@ -456,3 +456,33 @@ CASES += [
      "args": ["check", "--no-env", "--config", "{src}/fixtures/check/tp2.yaml", LLAMA],
      "not_stdout": ["PLAN021"]},
 ]
+
+# FSDP2 over tensor-parallel pieces (transformers 5.12.1 layout; the oracle model llama_tp: hidden 24,
+# 4 heads of 6, intermediate 52). A decoder layer on one TP rank of 2: q, k, v [12, 24] and o [24, 12]
+# (4 x 288), gate and up [26, 24] and down [24, 26] (3 x 624), two norms of 24: 3,072 elements, 1,536
+# per rank of dp_shard 2.
+TP_MODEL = "{src}/fixtures/oracle2/models/llama_tp"
+CASES += [
+    {"name": "plan: FSDP2 with tp_size 2 shows the mesh and plans TP rank 0's pieces",
+     "args": ["plan", TP_MODEL, "--world-size", "4", "--fsdp-version", "2", "--tp-size", "2", "--no-env",
+              "--no-tree"], "exit": 0,
+     "stdout": ["mesh dp_shard 2 x tp 2: tensor parallelism splits 14 of 21 parameters",
+                "2 x LlamaDecoderLayer                    3,072           1,536",
+                "TP rank 0 (rank 0)", "TP rank 1 (rank 1)"],
+     "not_stderr": ["PLAN015"]},
+    {"name": "plan: FSDP2 with tp_size taking every process has no dp_shard_cp dim (PLAN023, accelerate's KeyError)",
+     "args": ["plan", TP_MODEL, "--world-size", "2", "--fsdp-version", "2", "--tp-size", "2", "--no-env",
+              "--no-tree"], "exit": 2,
+     "stderr": ["Invalid mesh_dim_names ('dp_shard_cp',) specified. Valid mesh_dim_names are ['tp'].", "[PLAN023]"]},
+    {"name": "plan --format json: the mesh and each parameter's TP placement",
+     "args": ["plan", TP_MODEL, "--world-size", "4", "--fsdp-version", "2", "--tp-size", "2", "--no-env",
+              "--format", "json"], "exit": 0,
+     "stdout": ['"mesh":{{"dims":[{{"name":"dp_shard","size":2}},{{"name":"tp","size":2}}]}}',
+                '{{"name":"model.layers.0.mlp.down_proj.weight","style":"rowwise","dim":1,'
+                '"local_shapes":[[24,26],[24,26]]}}',
+                '{{"name":"lm_head.weight","style":null,"dim":null,"local_shapes":[[37,24],[37,24]]}}']},
+    {"name": "plan: a composite model's TP plan is not laid out, and says so (PLAN015)",
+     "args": ["plan", "{src}/fixtures/check/llava", "--config-only", "--world-size", "4", "--fsdp-version", "2",
+              "--tp-size", "2", "--no-env", "--no-tree"], "exit": 1,
+     "stderr": ["[PLAN015]", "the registry does not describe llava's tensor-parallel plan"]},
+]

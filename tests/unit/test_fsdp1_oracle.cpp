@@ -69,7 +69,7 @@ bool tree_from_json(const json& j, ModuleTree& tree) {
   return true;
 }
 
-FsdpSettings settings_for(const json& c) {
+FsdpSettings fsdp1_settings_for(const json& c) {
   FsdpSettings s;
   s.torch_version.value = Version{1, 13, 1};
   s.world_size.value = c.at("world_size").get<int>();
@@ -117,7 +117,7 @@ TEST_CASE("fsdp1 oracle: every case matches real torch 1.13 FSDP to the element"
       continue;
     }
     apply_param_dtype(c, tree);
-    const FsdpSettings s = settings_for(c);
+    const FsdpSettings s = fsdp1_settings_for(c);
     DiagnosticSink sink;
     const ShardPlan plan = plan_fsdp1(tree, s, sink);
     CAPTURE(name);

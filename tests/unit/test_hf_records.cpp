@@ -22,12 +22,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Built {
+struct RecordTree {
   std::optional<ModuleTree> tree;
   std::string errors;
 };
 
-Built build_config_only(const json& config, const std::string& transformers, const fs::path& dir) {
+RecordTree build_config_only(const json& config, const std::string& transformers, const fs::path& dir) {
   fs::create_directories(dir);
   std::ofstream(dir / "config.json") << config.dump();
   ResolveOptions options;
@@ -35,7 +35,7 @@ Built build_config_only(const json& config, const std::string& transformers, con
   // from_config builds a quantised config's model unquantised, as from_pretrained's dequantize does.
   options.dequantize = config.contains("quantization_config");
   DiagnosticSink sink;
-  Built b;
+  RecordTree b;
   b.tree = load_module_tree(dir.string(), true, SHARDCHECK_SOURCE_DIR "/rules", options, sink).tree;
   for (const auto& d : sink.items())
     if (d.severity == Severity::error) b.errors += "[" + d.code + "] " + d.message + "\n";
@@ -60,7 +60,7 @@ TEST_CASE("hf records: config-only trees equal what transformers 5.12.1 builds")
     const json rec = test::read_json(file);
     const std::string name = rec.at("name").get<std::string>();
     CAPTURE(name);
-    const Built b = build_config_only(rec.at("config"), rec.at("versions").at("transformers").get<std::string>(),
+    const RecordTree b = build_config_only(rec.at("config"), rec.at("versions").at("transformers").get<std::string>(),
                                       work / name);
     REQUIRE_MESSAGE(b.tree.has_value(), "no tree:\n" << b.errors);
     const ModuleTree& t = *b.tree;

@@ -26,14 +26,6 @@ namespace {
 const fs::path kPeft = fs::path(SHARDCHECK_FIXTURES_DIR) / "peft-oracle";
 const fs::path kModels = fs::path(SHARDCHECK_FIXTURES_DIR) / "oracle2" / "models";
 
-std::vector<fs::path> json_files(const fs::path& dir, const std::string& prefix = "") {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".json" && e.path().filename().string().starts_with(prefix)) files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 // "float32", as torch prints a dtype without its "torch." (plan_internal.hpp torch_dtype_name).
 std::string dtype_label(DType d) { return torch_dtype_name(d).substr(6); }
 

@@ -32,7 +32,7 @@ ModuleTree deepseek(bool dequantize) {
   return std::move(*b.tree);
 }
 
-FsdpSettings settings(int world, int version, const char* block = "DeepseekV3DecoderLayer") {
+FsdpSettings dtype_settings(int world, int version, const char* block = "DeepseekV3DecoderLayer") {
   FsdpSettings s;
   s.wrap_classes.value = {block};
   s.world_size.value = world;
@@ -47,7 +47,7 @@ using test::unit;
 TEST_CASE("plan dtypes: an FP8 checkpoint loaded dequantised shards like a bf16 model") {
   const ModuleTree tree = deepseek(true);
   DiagnosticSink sink;
-  const ShardPlan plan = plan_fsdp1(tree, settings(2, 1), sink);
+  const ShardPlan plan = plan_fsdp1(tree, dtype_settings(2, 1), sink);
   CHECK_MESSAGE(!sink.has_errors(), test::dump(sink));
   REQUIRE(plan.units.size() == 4);
   CHECK(unit(plan, "").numel == 1500);
@@ -57,7 +57,7 @@ TEST_CASE("plan dtypes: an FP8 checkpoint loaded dequantised shards like a bf16 
   CHECK(unit(plan, "model.layers.2").shard_numel == 6546);
   for (const auto& u : plan.units) CHECK(u.dtype == DType::BF16);
 
-  const ShardPlan plan2 = plan_fsdp2(tree, settings(2, 2), sink);
+  const ShardPlan plan2 = plan_fsdp2(tree, dtype_settings(2, 2), sink);
   CHECK_MESSAGE(!sink.has_errors(), test::dump(sink));
 }
 
@@ -65,7 +65,7 @@ TEST_CASE("plan dtypes: FP8 kept quantised fails in every layer, reported once")
   const ModuleTree tree = deepseek(false);
   SUBCASE("FSDP1: FlatParameter of F8 weights and F32 scales") {
     DiagnosticSink sink;
-    (void)plan_fsdp1(tree, settings(2, 1), sink);
+    (void)plan_fsdp1(tree, dtype_settings(2, 1), sink);
     REQUIRE(test::count_code(sink, "PLAN002") == 1);
     const Diagnostic& d = *test::first_code(sink, "PLAN002");
     CHECK(d.location.model_path == std::optional<std::string>("model.layers.0"));
@@ -81,7 +81,7 @@ TEST_CASE("plan dtypes: FP8 kept quantised fails in every layer, reported once")
   }
   SUBCASE("FSDP2: one original dtype per fully_shard group") {
     DiagnosticSink sink;
-    (void)plan_fsdp2(tree, settings(2, 2), sink);
+    (void)plan_fsdp2(tree, dtype_settings(2, 2), sink);
     REQUIRE(test::count_code(sink, "PLAN006") == 1);
     const Diagnostic& d = *test::first_code(sink, "PLAN006");
     CHECK(d.location.model_path == std::optional<std::string>("model.layers.0"));
@@ -98,7 +98,7 @@ TEST_CASE("plan dtypes: FSDP2 with frozen bf16 beside upcast trainable parameter
   // accelerate upcasts trainable parameters to fp32 under mixed precision; frozen ones stay bf16
   // (the llama fixture is bf16). A layer with a frozen MLP then holds fp32 and bf16 parameters.
   const ModuleTree tree = fixture_tree("llama");
-  FsdpSettings s = settings(2, 2, "LlamaDecoderLayer");
+  FsdpSettings s = dtype_settings(2, 2, "LlamaDecoderLayer");
   s.mixed_precision.value = "bf16";
   s.frozen.value = R"(\.mlp\.)";
   s.torch_version.value = Version{2, 7, 1};

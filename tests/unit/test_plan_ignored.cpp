@@ -17,7 +17,7 @@ static ModuleTree llama() { return model_fixtures::fixture_tree("llama"); }
 
 namespace {
 
-FsdpSettings settings(int version, const std::string& ignored) {
+FsdpSettings ignored_settings(int version, const std::string& ignored) {
   FsdpSettings s;
   s.world_size.value = 3;
   s.fsdp_version.value = version;
@@ -38,7 +38,7 @@ TEST_CASE("ignored embedding: the FSDP1 root flattens norm + lm_head only; the e
   // Root without embed: norm 20 + lm_head 740 = 760, padded to 762 for W=3, 254 per rank, r2 pads 2.
   // Ignored embed 37x20 bf16 = 1480 bytes, plus its grad and two AdamW states: 4 * 1480 = 5920.
   const ModuleTree tree = llama();
-  const FsdpSettings s = settings(1, "model\\.embed_tokens");
+  const FsdpSettings s = ignored_settings(1, "model\\.embed_tokens");
   DiagnosticSink sink;
   const ShardPlan p = plan_fsdp1(tree, s, sink);
   REQUIRE(p.units.size() == 4);
@@ -55,7 +55,7 @@ TEST_CASE("ignored layer subtree: FSDP1 never wraps it, its parameters leave the
   // model.layers.2 (4360 elements) ignored: units = root (1500) + layers 0, 1.
   const ModuleTree tree = llama();
   DiagnosticSink sink;
-  const ShardPlan p = plan_fsdp1(tree, settings(1, "model\\.layers\\.2"), sink);
+  const ShardPlan p = plan_fsdp1(tree, ignored_settings(1, "model\\.layers\\.2"), sink);
   REQUIRE(p.units.size() == 3);
   CHECK(p.units[0].numel == 1500);
   CHECK(p.ignored.size() == 9);  // q, k, v, o, gate, up, down, two norms
@@ -65,7 +65,7 @@ TEST_CASE("ignored layer subtree: FSDP1 never wraps it, its parameters leave the
 TEST_CASE("ignored modules are matched whole (re.fullmatch), not by prefix") {
   const ModuleTree tree = llama();
   DiagnosticSink sink;
-  const ShardPlan p = plan_fsdp1(tree, settings(1, "model\\.layers\\.1"), sink);
+  const ShardPlan p = plan_fsdp1(tree, ignored_settings(1, "model\\.layers\\.1"), sink);
   CHECK(p.units.size() == 3);                             // layers 0 and 2 still units, not "model.layers.1*"
   CHECK(holds(p, "model.layers.0.mlp.up_proj.weight"));
 }
@@ -73,7 +73,7 @@ TEST_CASE("ignored modules are matched whole (re.fullmatch), not by prefix") {
 TEST_CASE("ignored embedding under FSDP2: no fully_shard group holds it") {
   const ModuleTree tree = llama();
   DiagnosticSink sink;
-  const ShardPlan p = plan_fsdp2(tree, settings(2, "model\\.embed_tokens"), sink);
+  const ShardPlan p = plan_fsdp2(tree, ignored_settings(2, "model\\.embed_tokens"), sink);
   CHECK_FALSE(holds(p, "model.embed_tokens.weight"));
   CHECK(p.ignored.size() == 1);
 }

@@ -49,11 +49,7 @@ PreflightResult run_case(const json& c) {
 
 TEST_CASE("torch 2.x oracle: every case matches real FSDP1/FSDP2 through accelerate") {
   int compared = 0, errors = 0, with_memory = 0;
-  std::vector<fs::path> files;
-  for (const auto& entry : fs::directory_iterator(kOracle))
-    if (entry.path().extension() == ".json") files.push_back(entry.path());
-  std::sort(files.begin(), files.end());
-  for (const auto& file : files) {
+  for (const auto& file : json_files(kOracle)) {
     const json c = read_json(file);
     const std::string name = c.at("case").get<std::string>();
     CAPTURE(name);

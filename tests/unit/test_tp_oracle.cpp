@@ -1,0 +1,184 @@
+// Tensor parallelism with FSDP2 against REAL torch 2.14.1, transformers 5.12.1 and accelerate 1.14.0:
+// every fixtures/oracle2/tp/<case>.json was written by scripts/tp_oracle.py, which loads a tiny saved
+// model with from_pretrained(tp_plan="auto", device_mesh=mesh["tp"]) on the mesh accelerate's
+// ParallelismConfig builds, prepares it with accelerate's own fsdp2_prepare_model and steps it once
+// with AdamW, in W gloo processes. shardcheck reads the same model and must give, per global rank,
+// every parameter's TP-local shape, its FSDP2 shard rows, the bytes of parameters, gradients and
+// optimizer states, and an error finding wherever the real run raised.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "oracle_case.hpp"
+#include "shardcheck/memory.hpp"
+#include "shardcheck/preflight.hpp"
+#include "shardcheck/tensor_parallel.hpp"
+#include "test_files.hpp"
+
+using namespace shardcheck;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kTpOracle = fs::path(SHARDCHECK_FIXTURES_DIR) / "oracle2" / "tp";
+
+FsdpSettings tp_settings_for(const json& c) {
+  json flat = c;
+  flat["fsdp_version"] = 2;
+  flat["dp_replicate"] = c.at("mesh").at("dp_replicate");
+  FsdpSettings s = test::settings_for(flat);
+  s.tp_size = {c.at("mesh").at("tp").get<int>(), "oracle"};
+  s.transformers_version.value = test::parse_version(c.at("versions").at("transformers").get<std::string>());
+  return s;
+}
+
+PreflightResult run_tp_case(const json& c) {
+  PreflightRequest req;
+  req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
+  req.model = (kTpOracle.parent_path() / "models" / c.at("model").get<std::string>()).string();
+  req.defaults = tp_settings_for(c);
+  const json& v = c.at("versions");
+  req.versions.torch = Setting<Version>{test::parse_version(v.at("torch").get<std::string>()), "oracle"};
+  req.versions.transformers = Setting<Version>{test::parse_version(v.at("transformers").get<std::string>()), "oracle"};
+  req.versions.accelerate = Setting<Version>{test::parse_version(v.at("accelerate").get<std::string>()), "oracle"};
+  return run_preflight(req);
+}
+
+// The finding that predicts the real failure: which code for which stage, and the words of the
+// real message it must carry (a forward's shape error names this input's sizes, so only the code).
+void check_predicted(const json& c, const PreflightResult& r) {
+  const json& e = c.at("error");
+  const std::string stage = e.at("stage").get<std::string>();
+  const std::string message = e.at("message").get<std::string>();
+  std::string code, words;
+  if (stage == "wrap" && e.at("type") == "KeyError") {
+    code = "PLAN023";
+    words = message.substr(message.find("Invalid mesh_dim_names"));
+    words = words.substr(0, words.find('"'));
+  } else if (stage == "load" && message.starts_with("You set `ignore_mismatched_sizes` to `False`")) {
+    code = "PLAN022";
+    words = "You set `ignore_mismatched_sizes` to `False`";
+  } else if (stage == "step" && message.find("is invalid for input of size") != std::string::npos) {
+    code = "PLAN021";
+  }
+  REQUIRE_MESSAGE(!code.empty(), "no prediction known for " << stage << ": " << message);
+  bool found = false;
+  for (const auto& d : r.sink.items())
+    found = found || (d.code == code && d.severity == Severity::error && d.message.find(words) != std::string::npos);
+  CHECK_MESSAGE(found, "real run: " << stage << ": " << message << "\nexpected " << code << "; our errors:\n"
+                                    << test::errors_of(r.sink));
+}
+
+// Global rank g sits at mesh coordinate (replica, dp_shard index, tp index), tp varying fastest.
+struct Coord {
+  int dp, tp;
+};
+Coord coord(int g, int dp_shard, int tp) { return {(g / tp) % dp_shard, g % tp}; }
+
+}  // namespace
+
+TEST_CASE("tensor-parallel oracle: TP-local shapes, FSDP2 shards, memory and failures match the real run") {
+  int compared = 0, predicted = 0, ranks = 0;
+  for (const auto& path : test::json_files(kTpOracle)) {
+    const json c = test::read_json(path);
+    CAPTURE(c.at("case").get<std::string>());
+    const int T = c.at("mesh").at("tp").get<int>();
+    const int D = c.at("mesh").at("dp_shard").get<int>();
+    PreflightResult r = run_tp_case(c);
+    REQUIRE(r.tree.has_value());
+    ++compared;
+    if (c.at("mode") == "tponly") {
+      // Tensor parallelism without FSDP: shardcheck plans FSDP, so only the load-time layout is
+      // compared (TP-local shapes), and a load failure must be predicted.
+      DiagnosticSink sink;
+      const TensorParallelLayout layout = tensor_parallel_layout(*r.tree, r.settings, sink);
+      if (c.contains("error") && c.at("error").at("stage") == "load") {
+        ++predicted;
+        CHECK(sink.has_errors());
+        continue;
+      }
+      CHECK_FALSE(sink.has_errors());
+      std::map<std::string, const TpPlacement*> ours;
+      for (const auto& p : layout.params) ours[p.fqn] = &p;
+      for (const json& p : c.at("params")) {
+        CAPTURE(p.at("name").get<std::string>());
+        REQUIRE(ours.count(p.at("name")));
+        for (int g = 0; g < T; ++g)
+          CHECK(ours[p.at("name")]->shapes[static_cast<std::size_t>(g)] ==
+                p.at("tp_local_shape")[static_cast<std::size_t>(g)].get<std::vector<std::int64_t>>());
+      }
+      continue;
+    }
+    if (c.contains("error")) {
+      ++predicted;
+      check_predicted(c, r);
+      if (!c.contains("params")) continue;  // nobody got past wrap
+    } else {
+      CHECK_MESSAGE(!r.sink.has_errors(), "the real run trained; our errors:\n" << test::errors_of(r.sink));
+    }
+    REQUIRE(r.plan.has_value());
+    REQUIRE(r.plan->tensor_parallel.has_value());
+    const TensorParallelLayout& layout = *r.plan->tensor_parallel;
+    CHECK(r.plan->shard_group == D);
+    CHECK(r.plan->replicate_group == c.at("mesh").at("dp_replicate").get<int>());
+    CHECK(static_cast<int>(r.memory.tp_ranks.size()) == T);
+    // Every TP rank's plan, as the pipeline builds it, to compare all global ranks.
+    std::vector<ShardPlan> plans;
+    std::vector<MemoryEstimate> memory;
+    for (int t = 0; t < T; ++t) {
+      const ModuleTree local = tp_local_tree(*r.tree, layout, t);
+      DiagnosticSink scratch;
+      plans.push_back(plan_fsdp2(local, r.settings, scratch));
+      memory.push_back(estimate_memory(plans.back(), local, r.settings, MemoryOptions{}));
+    }
+    std::map<std::string, const TpPlacement*> placement;
+    for (const auto& p : layout.params) placement[p.fqn] = &p;
+    std::vector<std::map<std::string, const ParamShard*>> shards(static_cast<std::size_t>(T));
+    for (int t = 0; t < T; ++t)
+      for (const auto& u : plans[static_cast<std::size_t>(t)].units)
+        for (const auto& ps : u.shards) shards[static_cast<std::size_t>(t)][ps.fqn] = &ps;
+    const int W = c.at("world_size").get<int>();
+    for (const json& p : c.at("params")) {
+      const std::string name = p.at("name").get<std::string>();
+      CAPTURE(name);
+      REQUIRE(placement.count(name));
+      if (p.at("tp_style").is_null()) CHECK(!placement[name]->dim.has_value());
+      else CHECK(placement[name]->style == p.at("tp_style").get<std::string>());
+      for (int g = 0; g < W; ++g) {
+        CAPTURE(g);
+        const Coord at = coord(g, D, T);
+        if (p.at("tp_local_shape")[static_cast<std::size_t>(g)].is_null()) continue;  // the load failed
+        const auto tp_local = p.at("tp_local_shape")[static_cast<std::size_t>(g)].get<std::vector<std::int64_t>>();
+        CHECK(placement[name]->shapes[static_cast<std::size_t>(at.tp)] == tp_local);
+        if (!p.contains("fsdp_local_shape")) continue;  // the real run stopped before fully_shard
+        const ParamShard* ps = shards[static_cast<std::size_t>(at.tp)][name];
+        REQUIRE(ps != nullptr);
+        CHECK(ps->shape == tp_local);
+        CHECK(ps->rows_per_rank == p.at("fsdp_padded_rows")[static_cast<std::size_t>(g)].get<std::int64_t>());
+        const auto fsdp_local = p.at("fsdp_local_shape")[static_cast<std::size_t>(g)].get<std::vector<std::int64_t>>();
+        CHECK(chunk_real(ps->shape.front(), ps->rows_per_rank, at.dp) == fsdp_local.front());
+      }
+    }
+    if (c.contains("error")) continue;  // no step, no memory
+    for (int g = 0; g < W; ++g) {
+      CAPTURE(g);
+      const Coord at = coord(g, D, T);
+      const json& want = c.at("ranks")[static_cast<std::size_t>(g)].at("memory");
+      const RankMemory& m = memory[static_cast<std::size_t>(at.tp)].ranks.at(static_cast<std::size_t>(at.dp));
+      CHECK(m.params == want.at("params").get<std::uint64_t>());
+      CHECK(m.grads == want.at("grads").get<std::uint64_t>());
+      CHECK(m.optimizer == want.at("optimizer").get<std::uint64_t>());
+      ++ranks;
+    }
+    // The pipeline's own figures are those of one of these plans: the TP rank with the largest peak.
+    std::uint64_t largest = 0;
+    for (const auto& m : memory) largest = std::max(largest, m.peak);
+    CHECK(r.memory.peak == largest);
+  }
+  CHECK(compared >= 29);
+  MESSAGE("compared " << compared << " tensor-parallel cases (" << predicted << " failures predicted, " << ranks
+                      << " ranks' memory)");
+}
