@@ -69,10 +69,26 @@ std::string tp_not_simulated(const ModuleTree& tree, const FsdpSettings& s) {
 void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
   TensorParallelLayout layout = tensor_parallel_layout(*r.tree, r.settings, r.sink);
   const int tp = layout.tp_size;
+  // TP ranks whose pieces have the same shapes hold the same plan (every rank, when tp_size divides
+  // every split dimension): each distinct set of shapes is planned once.
+  auto same_pieces = [&](int a, int b) {
+    for (const auto& p : layout.params)
+      if (p.shapes[static_cast<std::size_t>(a)] != p.shapes[static_cast<std::size_t>(b)]) return false;
+    return true;
+  };
   std::optional<ShardPlan> best;
   MemoryEstimate best_memory;
   std::vector<TpRankMemory> per_rank;
   for (int t = 0; t < tp; ++t) {
+    int twin = 0;
+    while (twin < t && !same_pieces(twin, t)) ++twin;
+    if (twin < t) {
+      TpRankMemory copy = per_rank[static_cast<std::size_t>(twin)];
+      copy.tp_rank = t;
+      copy.global_rank += t - twin;
+      per_rank.push_back(copy);
+      continue;
+    }
     const ModuleTree local = tp_local_tree(*r.tree, layout, t);
     DiagnosticSink scratch;
     ShardPlan plan = plan_fsdp2(local, r.settings, t == 0 ? r.sink : scratch);

@@ -20,22 +20,17 @@ const Rule kParallelismSizeProduct{
 
 namespace parallelism_size_product {
 void check(LintContext& ctx) {
-  const YamlNode* m = ctx.section_map("parallelism_config");
+  const auto sizes = parallelism_sizes(ctx);
   const auto n = ctx.top_int("num_processes");
-  if (!m || !n || *n <= 0) return;
-  const SectionSpec* s = ctx.schema.section("parallelism_config");
-  if (!s) return;
+  if (!sizes || !n || *n <= 0) return;
   std::int64_t product = 1;
   std::string formula;
-  for (const char* dim : {"dp_replicate", "dp_shard", "tp", "cp", "sp"}) {
-    const std::string key = fmt::format("parallelism_config_{}_size", dim);
-    const YamlEntry* e = m->find(key);
-    if (!e || !e->value || !e->value->is_scalar()) continue;
-    const YamlScalar v = e->value->scalar();
-    if (v.type != YamlType::integer) return;  // wrong-type reports it
-    if (v.integer < 1) return;                // "auto" sizes (-1) are resolved at run time
-    product *= v.integer;
-    formula += fmt::format("{}{} {}", formula.empty() ? "" : " x ", dim, v.integer);
+  for (auto [dim, size] : {std::pair{"dp_replicate", sizes->dp_replicate}, std::pair{"dp_shard", sizes->dp_shard},
+                           std::pair{"tp", sizes->tp}, std::pair{"cp", sizes->cp}, std::pair{"sp", sizes->sp}}) {
+    if (!size.entry) continue;
+    if (size.value < 1) return;  // "auto" sizes (-1) are resolved at run time
+    product *= size.value;
+    formula += fmt::format("{}{} {}", formula.empty() ? "" : " x ", dim, size.value);
     if (product > (1LL << 40)) return;
   }
   if (formula.empty() || product == *n) return;

@@ -46,6 +46,8 @@ extern const Rule kEnvLeaksIntoJob;
 extern const Rule kEnvOverriddenByLaunch;
 extern const Rule kEnvUnknownVariable;
 extern const Rule kValueOutOfRange;
+extern const Rule kParallelismCpSpExclusive;
+extern const Rule kParallelismTpWithPureDp;
 }  // namespace rules
 
 const std::vector<const Rule*>& all_rules() {
@@ -91,6 +93,8 @@ const std::vector<const Rule*>& all_rules() {
       &rules::kEnvOverriddenByLaunch,
       &rules::kEnvUnknownVariable,
       &rules::kValueOutOfRange,
+      &rules::kParallelismCpSpExclusive,
+      &rules::kParallelismTpWithPureDp,
   };
   return kRules;
 }

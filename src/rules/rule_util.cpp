@@ -80,4 +80,19 @@ SourceLocation env_location(const LintContext& ctx, const EnvVar& var, const Yam
 
 bool env_truthy(std::string value) { return accelerate_str_to_bool(value).value_or(false); }
 
+std::optional<ParallelismSizes> parallelism_sizes(const LintContext& ctx) {
+  const YamlNode* m = ctx.section_map("parallelism_config");
+  if (!m) return std::nullopt;
+  ParallelismSizes out;
+  for (auto [dim, size] : {std::pair{"dp_replicate", &out.dp_replicate}, std::pair{"dp_shard", &out.dp_shard},
+                           std::pair{"tp", &out.tp}, std::pair{"cp", &out.cp}, std::pair{"sp", &out.sp}}) {
+    const YamlEntry* e = m->find(fmt::format("parallelism_config_{}_size", dim));
+    if (!e || !e->value) continue;
+    if (!e->value->is_scalar() || e->value->scalar().type != YamlType::integer) return std::nullopt;
+    size->value = e->value->scalar().integer;
+    size->entry = e;
+  }
+  return out;
+}
+
 }  // namespace shardcheck::rules

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,19 @@ std::size_t line_start(const ConfigDoc& doc, int line);
 std::size_t entry_end(const YamlEntry& e);
 // A YAML-1.1-safe single-quoted rendering of a string.
 std::string single_quoted(std::string_view s);
+
+// One parallelism_config size as written (accelerate parallelism_config.py ParallelismConfig): the
+// YAML integer and its entry; an absent key is 1 with no entry.
+struct ParallelismSize {
+  std::int64_t value = 1;
+  const YamlEntry* entry = nullptr;
+};
+struct ParallelismSizes {
+  ParallelismSize dp_replicate, dp_shard, tp, cp, sp;
+};
+// The sizes of the parallelism_config section; nullopt when it is absent or a size is not a plain
+// integer (wrong-type reports that).
+std::optional<ParallelismSizes> parallelism_sizes(const LintContext& ctx);
 
 }  // namespace shardcheck::rules
 
