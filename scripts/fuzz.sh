@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 secs=${1:-20}
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug \
-  -DSHARDCHECK_BUILD_FUZZ=ON -DSHARDCHECK_BUILD_TESTS=OFF -DSHARDCHECK_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
+  -DSHARDCHECK_BUILD_FUZZ=ON -DSHARDCHECK_BUILD_TESTS=OFF -DSHARDCHECK_BUILD_BENCH=OFF "${launcher[@]}" \
+  -DCMAKE_UNITY_BUILD="$([[ ${SHARDCHECK_UNITY:-1} == 0 ]] && echo OFF || echo ON)" -DCMAKE_UNITY_BUILD_BATCH_SIZE=12 >/dev/null
 cmake --build build-fuzz -j "$(nproc)"
 
 seed_dir() {  # harness name -> directory of seed inputs
