@@ -94,16 +94,32 @@ struct CollectiveBytes {
   double seconds = 0;
 };
 
+// Tensor parallelism's own collectives per step on one rank, over its TP group: the activation
+// all-reduces of the plan's module hooks and the gradient all-reduces of replicated parameters.
+struct TpTraffic {
+  int tp_size = 1;
+  bool estimated = false;
+  std::string why_not;             // when not estimated
+  std::int64_t tokens = 0;         // seq_len x micro_batch
+  CollectiveBytes collectives;     // all_reduce bytes and calls, seconds at the bus bandwidth
+};
+
 struct CommVolume {
   std::vector<CollectiveBytes> units;
-  CollectiveBytes total;
+  CollectiveBytes total;           // FSDP's collectives (tensor parallelism's are in `tensor_parallel`)
   std::optional<double> bus_bandwidth;  // bytes per second, when --bus-bandwidth was given
+  std::optional<TpTraffic> tensor_parallel;
 };
 
 MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                const MemoryOptions& opts);
 // Everything it needs is in the plan: each unit carries its resolved compute and reduce dtypes.
 CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth = std::nullopt);
+// Tensor parallelism's collectives per step (transformers 5.12.1's style hooks, described by each
+// style's forward_all_reduce / backward_all_reduce / grad_all_reduce in rules/models/_tensor_parallel.yaml),
+// for a plan with a tensor-parallel layout; activations need --seq-len and --micro-batch.
+TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
+                                  const MemoryOptions& opts, std::optional<double> bus_bandwidth);
 ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                         const MemoryOptions& opts);
 

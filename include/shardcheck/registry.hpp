@@ -153,6 +153,19 @@ struct TpStyle {
   std::optional<int> vector_dim;
   int packed = 1;
   bool exact = false;             // the split must be exact (expert parallel refuses a remainder)
+  // The collectives the style's module hooks run over the TP group, per forward or backward: an
+  // all-reduce of an activation whose feature count is this dimension of the module's first
+  // parameter of two or more dimensions (rowwise: the output, weight dim -2; colwise: the input's
+  // gradient, weight dim -1); `grad_all_reduce`: the module's parameter gradients after backward.
+  std::optional<int> forward_all_reduce;
+  std::optional<int> backward_all_reduce;
+  // An all-gather over the TP group of an activation cut in tp pieces along its features (this
+  // dimension of the same parameter): colwise_gather_output's output in forward, rowwise_split_input's
+  // input gradient in backward. Each rank contributes its ceil piece.
+  std::optional<int> forward_all_gather;
+  std::optional<int> backward_all_gather;
+  bool grad_all_reduce = false;
+  bool routing_all_reduce = false;  // MoE: the routing weights (tokens x experts per token), in backward
   std::string source;             // where the style is described
 };
 

@@ -25,6 +25,10 @@ std::string tp_generic_name(std::string_view fqn);
 // generic name, else its module's; nullptr: the parameter is replicated on every TP rank.
 const ModuleTree::TpEntry* tp_entry_for(const ModuleTree& tree, std::string_view fqn);
 
+// The plan entry whose hooks a module gets (transformers distribute_model: _get_parameter_tp_plan with
+// is_weight=False, the module's own generic name only); nullptr: none.
+const ModuleTree::TpEntry* tp_module_entry(const ModuleTree& tree, std::string_view module_path);
+
 struct TpPlacement {
   std::string fqn;
   std::string style;

@@ -168,6 +168,19 @@ void comm_json(JsonWriter& w, const CommVolume& c) {
     w.end_object();
   }
   w.end_array();
+  if (c.tensor_parallel) {
+    const TpTraffic& tp = *c.tensor_parallel;
+    w.key("tensor_parallel").begin_object();
+    w.key("tp_size").value(tp.tp_size);
+    w.key("estimated").value(tp.estimated);
+    if (tp.estimated) {
+      w.key("tokens").value(tp.tokens);
+      bytes(tp.collectives);
+    } else {
+      w.key("why_not").value(tp.why_not);
+    }
+    w.end_object();
+  }
   w.end_object();
 }
 

@@ -230,6 +230,24 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                        *comm.bus_bandwidth / 1e9,
                        comm.total.seconds >= 1 ? fmt::format("{:.2f} s", comm.total.seconds)
                                                : fmt::format("{:.3f} ms", comm.total.seconds * 1e3));
+  if (comm.tensor_parallel) {
+    const TpTraffic& tp = *comm.tensor_parallel;
+    if (!tp.estimated) {
+      out += fmt::format("tensor parallelism's all-reduces (over {} TP ranks) not estimated: {}\n", tp.tp_size, tp.why_not);
+    } else {
+      out += fmt::format("tensor parallelism per step per rank: all-reduce {} ({} calls)", human_bytes(tp.collectives.all_reduce),
+                         tp.collectives.all_reduces);
+      if (tp.collectives.all_gathers)
+        out += fmt::format(", all-gather {} ({} calls)", human_bytes(tp.collectives.all_gather), tp.collectives.all_gathers);
+      out += fmt::format(" over the {} ranks of its TP group, for {} tokens", tp.tp_size, fmt::group_digits(tp.tokens));
+      if (comm.bus_bandwidth)
+        out += fmt::format("; {} at {:.1f} GB/s",
+                           tp.collectives.seconds >= 1 ? fmt::format("{:.2f} s", tp.collectives.seconds)
+                                                       : fmt::format("{:.3f} ms", tp.collectives.seconds * 1e3),
+                           *comm.bus_bandwidth / 1e9);
+      out += "\n";
+    }
+  }
   return out;
 }
 

@@ -384,7 +384,10 @@ class Reader {
         fail(file_, n, fmt::format("expected a dimension from -3 to 2 for {}, found '{}'", what, t));
       return d;
     };
-    static const std::set<std::string, std::less<>> fields = {"matrix_dim", "vector_dim", "packed", "exact", "source"};
+    static const std::set<std::string, std::less<>> fields = {
+        "matrix_dim",         "vector_dim",          "packed",          "exact",
+        "forward_all_reduce", "backward_all_reduce", "forward_all_gather", "backward_all_gather",
+        "grad_all_reduce",    "routing_all_reduce",  "source"};
     for (const auto& [k, v] : map->entries) {
       TpStyle st;
       st.name = key(*k);
@@ -392,8 +395,11 @@ class Reader {
       if (v->is_map()) {
         for (const auto& [fk, fv] : v->entries)
           if (!fields.count(key(*fk)))
-            fail(file_, fk, fmt::format("unknown tp style field '{}' (expected matrix_dim, vector_dim, packed, exact, source)",
-                                        key(*fk)));
+            fail(file_, fk,
+                 fmt::format("unknown tp style field '{}' (expected matrix_dim, vector_dim, packed, exact, "
+                             "forward_all_reduce, backward_all_reduce, forward_all_gather, backward_all_gather, "
+                             "grad_all_reduce, routing_all_reduce, source)",
+                             key(*fk)));
         st.matrix_dim = dim(v->get("matrix_dim"), "matrix_dim");
         st.vector_dim = dim(v->get("vector_dim"), "vector_dim");
         if (const Node* p = v->get("packed")) {
@@ -403,6 +409,13 @@ class Reader {
             fail(file_, p, fmt::format("expected a block count from 1 to 16 for packed, found '{}'", t));
         }
         if (const Node* e = v->get("exact")) st.exact = bool_value(file_, *e, "exact");
+        st.forward_all_reduce = dim(v->get("forward_all_reduce"), "forward_all_reduce");
+        st.backward_all_reduce = dim(v->get("backward_all_reduce"), "backward_all_reduce");
+        st.forward_all_gather = dim(v->get("forward_all_gather"), "forward_all_gather");
+        st.backward_all_gather = dim(v->get("backward_all_gather"), "backward_all_gather");
+        if (const Node* g = v->get("grad_all_reduce")) st.grad_all_reduce = bool_value(file_, *g, "grad_all_reduce");
+        if (const Node* g = v->get("routing_all_reduce"))
+          st.routing_all_reduce = bool_value(file_, *g, "routing_all_reduce");
         if (const Node* src = v->get("source")) st.source = str(src, "source");
       }
       out[st.name] = std::move(st);
@@ -474,11 +487,14 @@ class Reader {
     }
     if (const Node* act = root.get("activations")) {
       a.activations = named_exprs(act, "activations");
-      static const std::set<std::string, std::less<>> fields = {"layer", "layers", "checkpointed", "logits"};
+      static const std::set<std::string, std::less<>> fields = {"layer", "layers", "checkpointed", "logits",
+                                                                "experts_per_token"};
       for (const auto& [k, v] : act->entries)
         if (!fields.count(key(*k)))
-          fail(file_, k, fmt::format("unknown activations field '{}' (expected layer, layers, checkpointed, logits)",
-                                     key(*k)));
+          fail(file_, k,
+               fmt::format("unknown activations field '{}' (expected layer, layers, checkpointed, logits, "
+                           "experts_per_token)",
+                           key(*k)));
     }
     // Both plans map name patterns to a value: fsdp_plan to a strategy, tp_plan to a style name
     // (checked against the style table once every file is read).

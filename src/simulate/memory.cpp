@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "shardcheck/memory.hpp"
+#include "shardcheck/tensor_parallel.hpp"
 
 namespace shardcheck {
 namespace {
@@ -155,6 +156,14 @@ DType activation_dtype(const ShardPlan& plan, const FsdpSettings& s) {
   return dtype_bits(dt) <= 8 ? DType::BF16 : dt;
 }
 
+// nccl-tests (src/all_gather.cu, reduce_scatter.cu, all_reduce.cu busbw factors): the time a
+// collective of `size` bytes over n ranks takes at a measured bus bandwidth; factor 1 for all-gather
+// and reduce-scatter, 2 for all-reduce.
+double ring_seconds(std::uint64_t size, int n, double factor, std::optional<double> bus_bandwidth) {
+  if (!bus_bandwidth || *bus_bandwidth <= 0 || n <= 1) return 0.0;
+  return static_cast<double>(size) * factor * (n - 1) / n / *bus_bandwidth;
+}
+
 }  // namespace
 
 ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
@@ -280,13 +289,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
 CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth) {
   CommVolume cv;
   cv.bus_bandwidth = bus_bandwidth;
-  // nccl-tests ( src/all_gather.cu, reduce_scatter.cu,
-  // all_reduce.cu busbw factors): the time a collective of `size` bytes over n ranks takes at a
-  // measured bus bandwidth.
-  const auto ring = [&](std::uint64_t size, int n, double factor) {
-    if (!bus_bandwidth || *bus_bandwidth <= 0 || n <= 1) return 0.0;
-    return static_cast<double>(size) * factor * (n - 1) / n / *bus_bandwidth;
-  };
+  const auto ring = [&](std::uint64_t size, int n, double factor) { return ring_seconds(size, n, factor, bus_bandwidth); };
   // NO_SHARD all-reduces over the shard group; HSDP all-reduces the shards over the replicas.
   const int ar_ranks = plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard ? plan.shard_group
                                                                                               : plan.replicate_group;
@@ -335,6 +338,90 @@ CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwi
     cv.units.push_back(std::move(cb));
   }
   return cv;
+}
+
+TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
+                                  const MemoryOptions& opts, std::optional<double> bus_bandwidth) {
+  TpTraffic t;
+  t.tp_size = plan.tensor_parallel ? plan.tensor_parallel->tp_size : 1;
+  if (!opts.seq_len || !opts.micro_batch) {
+    t.why_not = "give --seq-len and --micro-batch to estimate tensor parallelism's activation all-reduces";
+    return t;
+  }
+  t.estimated = true;
+  t.tokens = *opts.seq_len * *opts.micro_batch;
+  const std::uint64_t act_bytes = static_cast<std::uint64_t>(dtype_bits(activation_dtype(plan, s))) / 8;
+  // accelerate's activation checkpointing wraps the policy's blocks, whose forward runs again in backward.
+  const auto recomputed = [&](int m) {
+    if (!s.activation_checkpointing.value) return false;
+    for (int a = tree.modules[static_cast<std::size_t>(m)].parent; a >= 0; a = tree.modules[static_cast<std::size_t>(a)].parent)
+      for (const auto& cls : s.wrap_classes.value)
+        if (tree.is_instance(tree.modules[static_cast<std::size_t>(a)], cls)) return true;
+    return false;
+  };
+  CollectiveBytes& c = t.collectives;
+  for (int m = 0; m < static_cast<int>(tree.modules.size()); ++m) {
+    const Module& mod = tree.modules[static_cast<std::size_t>(m)];
+    const ModuleTree::TpEntry* entry = tp_module_entry(tree, mod.path);
+    if (!entry) continue;
+    const TpStyle& st = entry->style;
+    const ParamInfo* weight = nullptr;
+    for (const auto& p : mod.params)
+      if (!p.buffer && p.shape.size() >= 2) {
+        weight = &p;
+        break;
+      }
+    const auto features = [&](int dim) -> std::uint64_t {
+      if (!weight) return 0;
+      const int nd = static_cast<int>(weight->shape.size());
+      const int d = dim < 0 ? dim + nd : dim;
+      return d >= 0 && d < nd ? static_cast<std::uint64_t>(weight->shape[static_cast<std::size_t>(d)]) : 0;
+    };
+    const std::uint64_t tokens = static_cast<std::uint64_t>(t.tokens);
+    if (st.forward_all_reduce && weight) {
+      const int times = recomputed(m) ? 2 : 1;
+      c.all_reduce += times * tokens * features(*st.forward_all_reduce) * act_bytes;
+      c.all_reduces += times;
+    }
+    if (st.backward_all_reduce && weight) {
+      c.all_reduce += tokens * features(*st.backward_all_reduce) * act_bytes;
+      c.all_reduces += 1;
+    }
+    // An activation cut into tp ceil pieces along its features and gathered: every rank's piece is
+    // the first's size (transformers' _AllGather / _Split allocate empty_like of the local piece).
+    const auto gathered = [&](int dim) {
+      const std::uint64_t n = features(dim);
+      return static_cast<std::uint64_t>(t.tp_size) * static_cast<std::uint64_t>(chunk_size(static_cast<std::int64_t>(n), t.tp_size));
+    };
+    if (st.forward_all_gather && weight) {
+      const int times = recomputed(m) ? 2 : 1;
+      c.all_gather += times * tokens * gathered(*st.forward_all_gather) * act_bytes;
+      c.all_gathers += times;
+    }
+    if (st.backward_all_gather && weight) {
+      c.all_gather += tokens * gathered(*st.backward_all_gather) * act_bytes;
+      c.all_gathers += 1;
+    }
+    if (st.routing_all_reduce) {
+      const auto k = tree.activations.find("experts_per_token");
+      if (k != tree.activations.end()) {
+        c.all_reduce += tokens * static_cast<std::uint64_t>(k->second) * act_bytes;
+        c.all_reduces += 1;
+      }
+    }
+    if (st.grad_all_reduce) {
+      for (const auto& p : mod.params) {
+        if (p.buffer || !p.requires_grad) continue;
+        // FSDP2 under mixed precision keeps trainable parameters (and so their gradients) in fp32.
+        const DType grad = s.param_dtype() ? DType::F32 : p.dtype;
+        c.all_reduce += static_cast<std::uint64_t>(p.numel) * (dtype_bits(grad) / 8);
+        c.all_reduces += 1;
+      }
+    }
+  }
+  c.unit = "tensor parallel";
+  c.seconds = ring_seconds(c.all_reduce, t.tp_size, 2, bus_bandwidth) + ring_seconds(c.all_gather, t.tp_size, 1, bus_bandwidth);
+  return t;
 }
 
 }  // namespace shardcheck

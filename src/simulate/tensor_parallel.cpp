@@ -37,17 +37,27 @@ std::string tp_generic_name(std::string_view fqn) {
   return out;
 }
 
-const ModuleTree::TpEntry* tp_entry_for(const ModuleTree& tree, std::string_view fqn) {
+namespace {
+
+const ModuleTree::TpEntry* find_entry(const ModuleTree& tree, std::string_view generic) {
   if (!tree.tp_plan) return nullptr;
-  auto find = [&](std::string_view name) -> const ModuleTree::TpEntry* {
-    for (const auto& e : *tree.tp_plan)
-      if (e.pattern == name) return &e;
-    return nullptr;
-  };
-  const std::string generic = tp_generic_name(fqn);
-  if (const auto* e = find(generic)) return e;
-  if (const auto dot = generic.rfind('.'); dot != std::string::npos) return find(std::string_view(generic).substr(0, dot));
+  for (const auto& e : *tree.tp_plan)
+    if (e.pattern == generic) return &e;
   return nullptr;
+}
+
+}  // namespace
+
+const ModuleTree::TpEntry* tp_entry_for(const ModuleTree& tree, std::string_view fqn) {
+  const std::string generic = tp_generic_name(fqn);
+  if (const auto* e = find_entry(tree, generic)) return e;
+  if (const auto dot = generic.rfind('.'); dot != std::string::npos)
+    return find_entry(tree, std::string_view(generic).substr(0, dot));
+  return nullptr;
+}
+
+const ModuleTree::TpEntry* tp_module_entry(const ModuleTree& tree, std::string_view module_path) {
+  return module_path.empty() ? nullptr : find_entry(tree, tp_generic_name(module_path));
 }
 
 namespace {

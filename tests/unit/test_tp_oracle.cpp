@@ -83,6 +83,8 @@ Coord coord(int g, int dp_shard, int tp) { return {(g / tp) % dp_shard, g % tp};
 TEST_CASE("tensor-parallel oracle: TP-local shapes, FSDP2 shards, memory and failures match the real run") {
   int compared = 0, predicted = 0, ranks = 0;
   for (const auto& path : test::json_files(kTpOracle)) {
+    const std::string file = path.filename().string();
+    if (file == "plans.json" || file.starts_with("traffic-")) continue;  // the other records of this folder
     const json c = test::read_json(path);
     CAPTURE(c.at("case").get<std::string>());
     const int T = c.at("mesh").at("tp").get<int>();
@@ -181,4 +183,43 @@ TEST_CASE("tensor-parallel oracle: TP-local shapes, FSDP2 shards, memory and fai
   CHECK(compared >= 29);
   MESSAGE("compared " << compared << " tensor-parallel cases (" << predicted << " failures predicted, " << ranks
                       << " ranks' memory)");
+}
+
+// Tensor parallelism's own collectives in one real step: fixtures/oracle2/tp/traffic-*.json were
+// counted by scripts/tp_traffic_probe.py, which wraps torch.distributed.all_reduce and all_gather
+// around one forward and backward of 5 tokens on a TP-only load (float32). shardcheck's figures per
+// step and rank must be the same bytes in the same number of calls.
+TEST_CASE("tensor-parallel oracle: the TP hooks' all-reduces and all-gathers per step match a real step") {
+  int compared = 0;
+  for (const auto& path : test::json_files(kTpOracle, "traffic-")) {
+    const json c = test::read_json(path);
+    CAPTURE(path.filename().string());
+    const int T = c.at("tp").get<int>();
+    json flat = {{"model", c.at("model")}, {"world_size", 2 * T}, {"policy", {{"kind", "transformer"}}},
+                 {"mesh", {{"tp", T}, {"dp_replicate", 1}}},
+                 {"versions", {{"torch", c.at("versions").at("torch")},
+                               {"transformers", c.at("versions").at("transformers")},
+                               {"accelerate", "1.14.0"}}}};
+    PreflightRequest req;
+    req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
+    req.model = (kTpOracle.parent_path() / "models" / c.at("model").get<std::string>()).string();
+    req.defaults = tp_settings_for(flat);
+    req.memory.seq_len = c.at("tokens").get<std::int64_t>();
+    req.memory.micro_batch = 1;
+    const PreflightResult r = run_preflight(req);
+    REQUIRE(r.comm.tensor_parallel.has_value());
+    const TpTraffic& tp = *r.comm.tensor_parallel;
+    REQUIRE(tp.estimated);
+    CHECK(tp.tp_size == T);
+    const auto sum = [&](const char* kind, const char* what) {
+      return c.at(std::string("forward_") + kind).at(what).get<std::int64_t>() +
+             c.at(std::string("backward_") + kind).at(what).get<std::int64_t>();
+    };
+    CHECK(static_cast<std::int64_t>(tp.collectives.all_reduce) == sum("all_reduce", "bytes"));
+    CHECK(tp.collectives.all_reduces == sum("all_reduce", "calls"));
+    CHECK(static_cast<std::int64_t>(tp.collectives.all_gather) == sum("all_gather", "bytes"));
+    CHECK(tp.collectives.all_gathers == sum("all_gather", "calls"));
+    ++compared;
+  }
+  CHECK(compared >= 5);
 }
