@@ -562,7 +562,8 @@ def groups_fsdp2(model) -> list:
 # Running a case
 # --------------------------------------------------------------------------------------------
 
-def rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
+def rank_prologue(rank: int, W: int) -> None:
+    """What every forked rank does first: silence (unless ORACLE_TRACE), the launcher's variables, a seed."""
     if not os.environ.get("ORACLE_TRACE"):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
@@ -571,6 +572,10 @@ def rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
     os.environ["RANK"] = str(rank)
     os.environ["WORLD_SIZE"] = str(W)
     torch.manual_seed(0)
+
+
+def rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
+    rank_prologue(rank, W)
     rec, stage = {}, "init"
     try:
         dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)

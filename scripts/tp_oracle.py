@@ -204,14 +204,7 @@ class ReportCapture(logging.Handler):
 
 
 def tp_rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
-    if not os.environ.get("ORACLE_TRACE"):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-    os.environ["LOCAL_RANK"] = str(rank)
-    os.environ["RANK"] = str(rank)
-    os.environ["WORLD_SIZE"] = str(W)
-    torch.manual_seed(0)
+    o.rank_prologue(rank, W)
     rec, stage = {"rank": rank}, "init"
     capture = None
     try:

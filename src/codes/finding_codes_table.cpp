@@ -544,6 +544,14 @@ constexpr FindingCode kCodes[] = {
      "transformers 5.12.1: fixtures/oracle2/tp/). Give FSDP at least two data-parallel shards, or run tensor "
      "parallelism without FSDP."},
 
+    {"PLAN024", Severity::warning, ExitCode::ok, "Tensor parallelism that splits nothing",
+     "transformers 5.12.1 applies tensor parallelism from the model's plan (the config's base_model_tp_plan). "
+     "An architecture without one (GPT-2, Falcon, StableLM and others) loads with tp_plan=\"auto\" without an "
+     "error: verify_tp_plan only logs \"The following layers were not sharded\", and every TP rank holds and "
+     "computes the whole model (run for real: fixtures/oracle2/tp/traffic-gpt2-t2.json, no collective at all). "
+     "The TP ranks then do the same work twice and FSDP shards over fewer ranks. Use those processes for "
+     "dp_shard instead."},
+
     // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp, src/simulate/peft_checks.cpp) ----
     {"PEFT001", Severity::error, ExitCode::bad_adapter, "adapter_config.json is not a JSON object",
      "peft reads adapter_config.json back with json.load into a LoraConfig (config.py "

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
 
 #include "shardcheck/accelerate_schema.hpp"
@@ -22,7 +23,23 @@ namespace {
 // forward, which no load-time check catches. Real transformers 5.12.1 + torch 2.14.1 with
 // tp_plan="auto" on 2 ranks and one key/value head of 10: "RuntimeError: shape '[1, 5, -1, 10]' is
 // invalid for input of size 25" (the k_proj shard holds 5 rows; scripts/tp_heads_probe.py).
+// Only where the plan cuts the attention projections' rows and leaves them cut: a plan whose q/k/v are
+// kept whole (none at all: GPT-2, StableLM) or gathered back (colwise_gather_output: OLMo-2, Phi-3)
+// hands the attention whole heads. Unknown plans (PLAN015) keep the check.
+bool splits_attention_heads(const ModuleTree& tree) {
+  if (!tree.tp_plan) return true;
+  for (const Module& m : tree.modules)
+    for (const auto& p : m.params) {
+      if (p.name != "weight" || !(m.name == "q_proj" || m.name == "k_proj" || m.name == "v_proj" || m.name == "qkv_proj"))
+        continue;
+      const ModuleTree::TpEntry* e = tp_entry_for(tree, m.path + ".weight");
+      if (e && e->style.matrix_dim && !e->style.forward_all_gather) return true;
+    }
+  return false;
+}
+
 void check_tp_heads(const ModelConfig& config, const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
+  if (!splits_attention_heads(tree)) return;
   const nlohmann::json& c = config.effective();
   auto integer = [&](const char* a, const char* b) -> std::optional<std::int64_t> {
     for (const char* k : {a, b})
@@ -69,6 +86,13 @@ std::string tp_not_simulated(const ModuleTree& tree, const FsdpSettings& s) {
 void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
   TensorParallelLayout layout = tensor_parallel_layout(*r.tree, r.settings, r.sink);
   const int tp = layout.tp_size;
+  if (std::none_of(layout.params.begin(), layout.params.end(), [](const TpPlacement& p) { return p.dim.has_value(); }))
+    r.sink.report(model_setting_finding(
+        "PLAN024", Severity::warning, r.settings.tp_size.source, r.tree->config_path,
+        fmt::format("tensor parallelism (tp_size {}) splits no parameter of {}: transformers has no tensor-parallel "
+                    "plan for it, so every TP rank holds and computes the whole model",
+                    tp, r.tree->architecture),
+        fmt::format("give the {} processes of each TP group to dp_shard instead (tp_size 1)", tp)));
   // TP ranks whose pieces have the same shapes hold the same plan (every rank, when tp_size divides
   // every split dimension): each distinct set of shapes is planned once.
   auto same_pieces = [&](int a, int b) {

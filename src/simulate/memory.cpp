@@ -378,29 +378,24 @@ TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree,
       return d >= 0 && d < nd ? static_cast<std::uint64_t>(weight->shape[static_cast<std::size_t>(d)]) : 0;
     };
     const std::uint64_t tokens = static_cast<std::uint64_t>(t.tokens);
-    if (st.forward_all_reduce && weight) {
-      const int times = recomputed(m) ? 2 : 1;
-      c.all_reduce += times * tokens * features(*st.forward_all_reduce) * act_bytes;
-      c.all_reduces += times;
-    }
-    if (st.backward_all_reduce && weight) {
-      c.all_reduce += tokens * features(*st.backward_all_reduce) * act_bytes;
-      c.all_reduces += 1;
-    }
     // An activation cut into tp ceil pieces along its features and gathered: every rank's piece is
     // the first's size (transformers' _AllGather / _Split allocate empty_like of the local piece).
     const auto gathered = [&](int dim) {
       const std::uint64_t n = features(dim);
       return static_cast<std::uint64_t>(t.tp_size) * static_cast<std::uint64_t>(chunk_size(static_cast<std::int64_t>(n), t.tp_size));
     };
-    if (st.forward_all_gather && weight) {
-      const int times = recomputed(m) ? 2 : 1;
-      c.all_gather += times * tokens * gathered(*st.forward_all_gather) * act_bytes;
-      c.all_gathers += times;
-    }
-    if (st.backward_all_gather && weight) {
-      c.all_gather += tokens * gathered(*st.backward_all_gather) * act_bytes;
-      c.all_gathers += 1;
+    const auto add = [&](std::uint64_t& bytes, int& calls, std::uint64_t per_call, int times) {
+      bytes += static_cast<std::uint64_t>(times) * per_call;
+      calls += times;
+    };
+    const int forwards = recomputed(m) ? 2 : 1;  // a checkpointed block's forward runs again in backward
+    if (weight) {
+      if (st.forward_all_reduce)
+        add(c.all_reduce, c.all_reduces, tokens * features(*st.forward_all_reduce) * act_bytes, forwards);
+      if (st.backward_all_reduce) add(c.all_reduce, c.all_reduces, tokens * features(*st.backward_all_reduce) * act_bytes, 1);
+      if (st.forward_all_gather)
+        add(c.all_gather, c.all_gathers, tokens * gathered(*st.forward_all_gather) * act_bytes, forwards);
+      if (st.backward_all_gather) add(c.all_gather, c.all_gathers, tokens * gathered(*st.backward_all_gather) * act_bytes, 1);
     }
     if (st.routing_all_reduce) {
       const auto k = tree.activations.find("experts_per_token");

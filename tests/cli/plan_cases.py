@@ -481,6 +481,16 @@ CASES += [
                 '{{"name":"model.layers.0.mlp.down_proj.weight","style":"rowwise","dim":1,'
                 '"local_shapes":[[24,26],[24,26]]}}',
                 '{{"name":"lm_head.weight","style":null,"dim":null,"local_shapes":[[37,24],[37,24]]}}']},
+    {"name": "plan: tensor parallelism on an architecture without a TP plan splits nothing (PLAN024)",
+     "args": ["plan", "{src}/fixtures/oracle2/models/falcon", "--world-size", "4", "--fsdp-version", "2",
+              "--tp-size", "2", "--no-env", "--no-tree"], "exit": 0,
+     "stderr": ["splits no parameter of FalconForCausalLM", "[PLAN024]"],
+     "stdout": ["tensor parallelism splits 0 of"]},
+    # OLMo-2 gathers q/k/v back (colwise_gather_output): one key/value head over 2 TP ranks runs for real
+    # (fixtures/oracle2/tp/traffic-olmo2-t2.json is a real step), so no PLAN021.
+    {"name": "plan: heads need not divide tp_size when the plan gathers q/k/v back (OLMo-2, no PLAN021)",
+     "args": ["plan", "{src}/fixtures/oracle2/models/olmo2", "--world-size", "4", "--fsdp-version", "2",
+              "--tp-size", "2", "--no-env", "--no-tree"], "exit": 0, "not_stderr": ["PLAN021"]},
     {"name": "plan: a composite model's TP plan is not laid out, and says so (PLAN015)",
      "args": ["plan", "{src}/fixtures/check/llava", "--config-only", "--world-size", "4", "--fsdp-version", "2",
               "--tp-size", "2", "--no-env", "--no-tree"], "exit": 1,
