@@ -35,13 +35,12 @@ enum class Fsdp2Caller { accelerate, torchtitan, transformers };
 const char* caller_name(Fsdp2Caller c);
 std::optional<Fsdp2Caller> parse_caller(std::string_view s);
 
-// The device mesh accelerate's ParallelismConfig.build_device_mesh makes (parallelism_config.py,
-// 1.14.0): only the dims of size above 1, in the order dp_replicate, dp_shard, tp.
+// One dimension of the device mesh accelerate's ParallelismConfig.build_device_mesh makes
+// (parallelism_config.py, 1.14.0).
 struct MeshDim {
   const char* name;
   int size;
 };
-std::vector<MeshDim> mesh_dims(int dp_replicate, int dp_shard, int tp);
 
 template <class T>
 struct Setting {
@@ -70,7 +69,9 @@ struct FsdpSettings {
   Setting<bool> trainer{false};
   // accelerate's ParallelismConfig (v1.10+, FSDP2 only): HSDP replicas and tensor parallelism.
   Setting<int> dp_replicate{1};
-  Setting<int> tp_size{1};       // accelerate's fsdp_activation_checkpointing
+  Setting<int> tp_size{1};
+  Setting<int> cp_size{1};       // context parallelism: FSDP2 shards over dp_shard x cp (dp_shard_cp)
+  Setting<int> sp_size{1};       // sequence parallelism: its own mesh dim, outside FSDP's
   Setting<std::string> frozen;
   // accelerate's fsdp_ignored_modules (v1.10+): a regex fullmatched against module names; the
   // matched subtrees' parameters stay whole on every rank, outside every unit.
@@ -82,6 +83,10 @@ struct FsdpSettings {
   Setting<Version> transformers_version{Version{5, 12, 1}};
 
   int gpus_per_node() const { return world_size.value / std::max(1, num_machines.value); }
+  // dp_shard_size: the processes left after the replicas and the cp, sp and tp groups.
+  int dp_shard() const;
+  // The mesh's dims of size above 1 in accelerate's order dp_replicate, dp_shard, cp, sp, tp.
+  std::vector<MeshDim> mesh_dims() const;
   // The size of the group a flat parameter is sharded over: the node for hybrid strategies.
   int shard_group_size() const;
   // param_dtype under accelerate's mixed precision, or nullopt (no mixed precision).

@@ -80,6 +80,7 @@ struct ShardPlan {
   // local tensors this plan shards (the one with the largest per-rank memory). Absent without TP.
   std::optional<TensorParallelLayout> tensor_parallel;
   int tp_rank = 0;
+  std::vector<MeshDim> mesh;            // FSDP2's device mesh, dims above 1 (FsdpSettings::mesh_dims)
 };
 
 // FSDP1: torch/distributed/fsdp/wrap.py `_recursive_wrap` + flat_param.py, per torch version.

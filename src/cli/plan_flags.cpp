@@ -124,6 +124,11 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_option("--tp-size", f.tp_size,
                   "FSDP2: tensor-parallel ranks (accelerate parallelism_config tp_size); the rest are data parallel")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--cp-size", f.cp_size,
+                  "FSDP2: context-parallel ranks (parallelism_config cp_size); FSDP shards over dp_shard x cp")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--sp-size", f.sp_size, "FSDP2: sequence-parallel ranks (parallelism_config sp_size)")
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--training-args", f.training_args,
                   "The run's Trainer / TRL config (YAML or JSON): per_device_train_batch_size and max_length (or "
                   "max_seq_length) as the workload, gradient_checkpointing, bf16/fp16, dtype, and TRL's use_peft, lora_* and "
@@ -276,6 +281,8 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     from_cli(s.activation_checkpointing, f.activation_checkpointing, "--activation-checkpointing");
     from_cli(s.dp_replicate, f.dp_replicate, "--dp-replicate");
     from_cli(s.tp_size, f.tp_size, "--tp-size");
+    from_cli(s.cp_size, f.cp_size, "--cp-size");
+    from_cli(s.sp_size, f.sp_size, "--sp-size");
     if (!f.backward_prefetch.empty())
       s.backward_prefetch = {*parse_prefetch(f.backward_prefetch), "--backward-prefetch"};
     if (!f.caller.empty()) s.trainer = {f.caller == "trainer", "--caller"};

@@ -28,6 +28,8 @@ struct PlanFlags {
   std::string bus_bandwidth, fsdp2_caller, backward_prefetch, ignored_modules;
   std::optional<int> dp_replicate;
   std::optional<int> tp_size;
+  std::optional<int> cp_size;
+  std::optional<int> sp_size;
   AdapterFlags adapter;
   std::string caller;      // --caller trainer|accelerate: who prepares a PEFT model
   std::string training_args;  // --training-args FILE: the Trainer / TRL config of the run

@@ -39,6 +39,8 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
   setting(w, "fsdp2_caller", s.fsdp2_caller, [&](Fsdp2Caller v) { w.value(caller_name(v)); });
   setting(w, "dp_replicate", s.dp_replicate, integer);
   setting(w, "tp_size", s.tp_size, integer);
+  setting(w, "cp_size", s.cp_size, integer);
+  setting(w, "sp_size", s.sp_size, integer);
   setting(w, "frozen", s.frozen, text);
   setting(w, "ignored_modules", s.ignored_modules, text);
   setting(w, "torch_version", s.torch_version, version);
@@ -99,13 +101,11 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   w.end_object();
 }
 
-// "mesh" and "tensor_parallel": which TP rank's local tensors the units hold, every parameter's
-// placement with its local shape per TP rank, and the largest per-rank memory of each TP rank.
-void tensor_parallel_json(JsonWriter& w, const ShardPlan& plan, const MemoryEstimate& m) {
-  const TensorParallelLayout& tp = *plan.tensor_parallel;
+// "mesh": FSDP2's device mesh, the dims of size above 1 in accelerate's order.
+void mesh_json(JsonWriter& w, const ShardPlan& plan) {
   w.key("mesh").begin_object();
   w.key("dims").begin_array();
-  for (const MeshDim& d : mesh_dims(plan.replicate_group, plan.shard_group, tp.tp_size)) {
+  for (const MeshDim& d : plan.mesh) {
     w.begin_object();
     w.key("name").value(d.name);
     w.key("size").value(d.size);
@@ -113,6 +113,12 @@ void tensor_parallel_json(JsonWriter& w, const ShardPlan& plan, const MemoryEsti
   }
   w.end_array();
   w.end_object();
+}
+
+// "tensor_parallel": which TP rank's local tensors the units hold, every parameter's placement with its
+// local shape per TP rank, and the largest per-rank memory of each TP rank.
+void tensor_parallel_json(JsonWriter& w, const ShardPlan& plan, const MemoryEstimate& m) {
+  const TensorParallelLayout& tp = *plan.tensor_parallel;
   w.key("tensor_parallel").begin_object();
   w.key("tp_size").value(tp.tp_size);
   w.key("plan_tp_rank").value(plan.tp_rank);
@@ -199,6 +205,7 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
   w.key("torch_version").value(plan.torch_version.str());
   w.key("sharding_strategy").value(strategy_name(plan.strategy));
   settings_json(w, settings);
+  if (!plan.mesh.empty()) mesh_json(w, plan);
   if (plan.tensor_parallel) tensor_parallel_json(w, plan, memory);
   if (peft) {
     w.key("peft").begin_object();

@@ -115,16 +115,19 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
   else
     out += fmt::format(" (torch {}, accelerate {}, use_orig_params={})\n", plan.torch_version.str(),
                        s.accelerate_version.value.str(), s.use_orig_params.value ? "True" : "False");
-  if (plan.tensor_parallel) {
-    const TensorParallelLayout& tp = *plan.tensor_parallel;
+  if (plan.mesh.size() > 1 || plan.tensor_parallel) {
     std::string dims;
-    for (const MeshDim& d : mesh_dims(plan.replicate_group, plan.shard_group, tp.tp_size))
-      dims += fmt::format("{}{} {}", dims.empty() ? "" : " x ", d.name, d.size);
-    std::size_t split = 0;
-    for (const auto& p : tp.params) split += p.dim.has_value();
-    out += fmt::format("mesh {}: tensor parallelism splits {} of {} parameters (transformers {} layout); the units "
-                       "below hold TP rank {}'s pieces\n",
-                       dims, split, tp.params.size(), s.transformers_version.value.str(), plan.tp_rank);
+    for (const MeshDim& d : plan.mesh) dims += fmt::format("{}{} {}", dims.empty() ? "" : " x ", d.name, d.size);
+    out += fmt::format("mesh {}", dims);
+    if (plan.tensor_parallel) {
+      const TensorParallelLayout& tp = *plan.tensor_parallel;
+      std::size_t split = 0;
+      for (const auto& p : tp.params) split += p.dim.has_value();
+      out += fmt::format(": tensor parallelism splits {} of {} parameters (transformers {} layout); the units below "
+                         "hold TP rank {}'s pieces",
+                         split, tp.params.size(), s.transformers_version.value.str(), plan.tp_rank);
+    }
+    out += "\n";
   }
   std::string classes;
   for (const auto& c : s.wrap_classes.value) classes += (classes.empty() ? "" : ",") + c;

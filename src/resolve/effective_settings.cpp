@@ -5,6 +5,9 @@
 // read at v1.14.0). Every value keeps its source.
 #include <fmt/format.h>
 
+#include <charconv>
+#include <tuple>
+
 #include "shardcheck/effective_settings.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/text.hpp"
@@ -104,14 +107,24 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
   } else {
     s.backward_prefetch = {BackwardPrefetch::none, "accelerate plugin default (None)"};
   }
-  // parallelism_config (accelerate v1.10+): dp_replicate_size > 1 is HSDP over a 2-D mesh.
-  if (const YamlNode* pc = ctx.section_map("parallelism_config")) {
-    for (auto [key, setting] : {std::pair{"parallelism_config_dp_replicate_size", &s.dp_replicate},
-                                std::pair{"parallelism_config_tp_size", &s.tp_size}}) {
-      const YamlEntry* e = pc->find(key);
-      if (e && e->value && e->value->is_scalar() && e->value->scalar().type == YamlType::integer &&
-          e->value->scalar().integer >= 1)
-        *setting = {static_cast<int>(e->value->scalar().integer), where(doc, e)};
+  // parallelism_config (accelerate v1.10+): dp_replicate_size > 1 is HSDP over a 2-D mesh. accelerate
+  // launch exports the file's sizes as PARALLELISM_CONFIG_*, and ParallelismConfig reads a size it was
+  // not given from that variable (parallelism_config.py __post_init__): the file first, else the shell's.
+  const YamlNode* pc = ctx.section_map("parallelism_config");
+  for (auto [key, var, setting] :
+       {std::tuple{"parallelism_config_dp_replicate_size", "PARALLELISM_CONFIG_DP_REPLICATE_SIZE", &s.dp_replicate},
+        std::tuple{"parallelism_config_tp_size", "PARALLELISM_CONFIG_TP_SIZE", &s.tp_size},
+        std::tuple{"parallelism_config_cp_size", "PARALLELISM_CONFIG_CP_SIZE", &s.cp_size},
+        std::tuple{"parallelism_config_sp_size", "PARALLELISM_CONFIG_SP_SIZE", &s.sp_size}}) {
+    const YamlEntry* e = pc ? pc->find(key) : nullptr;
+    if (e && e->value && e->value->is_scalar() && e->value->scalar().type == YamlType::integer &&
+        e->value->scalar().integer >= 1 && e->value->scalar().integer <= (1 << 20)) {
+      *setting = {static_cast<int>(e->value->scalar().integer), where(doc, e)};
+    } else if (const EnvVar* v = find_env(env, var)) {
+      int n = 0;
+      const auto [end, ec] = std::from_chars(v->value.data(), v->value.data() + v->value.size(), n);
+      if (ec == std::errc() && end == v->value.data() + v->value.size() && n >= 1 && n <= (1 << 20))
+        *setting = {n, std::string("env ") + var};
     }
   }
   // The launcher always exports FSDP_ACTIVATION_CHECKPOINTING (default "false", launch.py).

@@ -74,17 +74,25 @@ std::optional<Fsdp2Caller> parse_caller(std::string_view s) {
   return std::nullopt;
 }
 
-std::vector<MeshDim> mesh_dims(int dp_replicate, int dp_shard, int tp) {
+int FsdpSettings::dp_shard() const {
+  const int others = std::max(1, dp_replicate.value) * std::max(1, cp_size.value) * std::max(1, sp_size.value) *
+                     std::max(1, tp_size.value);
+  return std::max(1, world_size.value / others);
+}
+
+std::vector<MeshDim> FsdpSettings::mesh_dims() const {
+  // build_device_mesh keeps only the enabled dims (size above 1), in this order (_get_mesh).
   std::vector<MeshDim> dims;
-  for (const MeshDim d : {MeshDim{"dp_replicate", dp_replicate}, MeshDim{"dp_shard", dp_shard}, MeshDim{"tp", tp}})
+  for (const MeshDim d : {MeshDim{"dp_replicate", dp_replicate.value}, MeshDim{"dp_shard", dp_shard()},
+                          MeshDim{"cp", cp_size.value}, MeshDim{"sp", sp_size.value}, MeshDim{"tp", tp_size.value}})
     if (d.size > 1) dims.push_back(d);
   return dims;
 }
 
 int FsdpSettings::shard_group_size() const {
-  // FSDP2 shards over the "dp_shard_cp" mesh dimension: the ranks left after the replicas and the
-  // tensor-parallel groups (accelerate parallelism_config.py `fsdp_dim_names`).
-  if (fsdp_version.value == 2) return std::max(1, world_size.value / std::max(1, dp_replicate.value * tp_size.value));
+  // FSDP2 shards over the "dp_shard_cp" mesh dimension, dp_shard flattened with cp (accelerate
+  // parallelism_config.py `dp_shard_cp_dim_names`, `fsdp_dim_names`).
+  if (fsdp_version.value == 2) return dp_shard() * std::max(1, cp_size.value);
   return is_hybrid(sharding_strategy.value) ? gpus_per_node() : world_size.value;
 }
 

@@ -91,20 +91,21 @@ struct Validator {
     }
     // parallelism_config.py _validate_accelerator: the mesh must cover every process.
     const int tp = std::max(1, s.tp_size.value);
-    if (s.world_size.value % (r.value * tp) != 0)
+    const int others = r.value * tp * std::max(1, s.cp_size.value) * std::max(1, s.sp_size.value);
+    if (s.world_size.value % others != 0)
       report("SET003", Severity::error, r,
-             fmt::format("the device mesh dp_replicate {} x tp {} does not divide num_processes {}", r.value, tp,
-                         s.world_size.value),
+             fmt::format("the device mesh dp_replicate {} x tp {} (x cp {}, sp {}) does not divide num_processes {}",
+                         r.value, tp, s.cp_size.value, s.sp_size.value, s.world_size.value),
              "accelerate requires dp_replicate_size x dp_shard_size x tp_size (x cp, sp) = num_processes");
-    else if (tp > 1 && s.world_size.value / (r.value * tp) == 1) {
+    else if (tp > 1 && s.shard_group_size() == 1) {
       // accelerate 1.14 fsdp2_prepare_model shards over mesh[("dp_replicate"?, "dp_shard_cp")], but
-      // build_device_mesh keeps only dims above 1 and flattens dp_shard_cp from dp_shard, so with a
-      // dp_shard of 1 the key does not exist and prepare raises before any fully_shard
+      // build_device_mesh keeps only dims above 1 and flattens dp_shard_cp from dp_shard and cp, so
+      // with both at 1 the key does not exist and prepare raises before any fully_shard
       // (fixtures/oracle2/tp/llama_tp-fsdp2-tf-d1-t2-w2.json). The plan is still made: it is what FSDP
       // would hold with dp_shard above 1.
       std::string asked = r.value > 1 ? "'dp_replicate', 'dp_shard_cp'" : "'dp_shard_cp',";
       std::string valid;
-      for (const MeshDim& d : mesh_dims(r.value, 1, tp)) valid += fmt::format("{}'{}'", valid.empty() ? "" : ", ", d.name);
+      for (const MeshDim& d : s.mesh_dims()) valid += fmt::format("{}'{}'", valid.empty() ? "" : ", ", d.name);
       sink.report(setting_finding(
           "PLAN023", Severity::error, s.tp_size.source, fallback_file,
           fmt::format("FSDP2 with tp_size {} over {} processes leaves dp_shard_size 1, and accelerate's mesh then has no "
@@ -113,7 +114,7 @@ struct Validator {
                       tp, s.world_size.value, asked, valid),
           fmt::format("use more processes than dp_replicate_size x tp_size ({}), so that dp_shard_size is at least 2, or "
                       "tensor parallelism without FSDP",
-                      r.value * tp)));
+                      others)));
     }
   }
 };

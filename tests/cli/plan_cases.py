@@ -491,6 +491,12 @@ CASES += [
     {"name": "plan: heads need not divide tp_size when the plan gathers q/k/v back (OLMo-2, no PLAN021)",
      "args": ["plan", "{src}/fixtures/oracle2/models/olmo2", "--world-size", "4", "--fsdp-version", "2",
               "--tp-size", "2", "--no-env", "--no-tree"], "exit": 0, "not_stderr": ["PLAN021"]},
+    # accelerate flattens dp_shard with cp into dp_shard_cp, FSDP2's dim (parallelism_config.py
+    # dp_shard_cp_dim_names): 8 processes = dp_shard 2 x cp 2 x tp 2, FSDP over 4.
+    {"name": "plan: the mesh with context parallelism from PARALLELISM_CONFIG_* (FSDP2 over dp_shard x cp)",
+     "args": ["plan", TP_MODEL, "--config", "{src}/fixtures/check/fsdp2_8proc.yaml", "--no-tree"], "exit": 0,
+     "env": {"PARALLELISM_CONFIG_TP_SIZE": "2", "PARALLELISM_CONFIG_CP_SIZE": "2"},
+     "stdout": ["groups over 4 rank(s) per shard group", "mesh dp_shard 2 x cp 2 x tp 2"]},
     {"name": "plan: a composite model's TP plan is not laid out, and says so (PLAN015)",
      "args": ["plan", "{src}/fixtures/check/llava", "--config-only", "--world-size", "4", "--fsdp-version", "2",
               "--tp-size", "2", "--no-env", "--no-tree"], "exit": 1,
