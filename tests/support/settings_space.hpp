@@ -96,6 +96,10 @@ inline Draw draw(Chooser& ch, const std::string& source_dir) {
     r.memory.micro_batch = ch.pick(std::vector<std::int64_t>{1, 3});
   }
   r.memory.gpu_memory = ch.pick(std::vector<std::uint64_t>{1, 10240, 80ull << 30});
+  // Tensor and context parallelism (FSDP2 only; the rest of the mesh is dp_shard): dims that divide the
+  // world or not, leave dp_shard at 1 or not.
+  s.tp_size = {ch.pick(std::vector<int>{1, 1, 1, 1, 2, 2, 4, 3, 0}), "--tp-size"};
+  s.cp_size = {ch.pick(std::vector<int>{1, 1, 1, 1, 1, 2}), "--cp-size"};
   // A LoRA / QLoRA run in a quarter of the draws: targets that exist, do not exist or are containers,
   // every bias mode, DoRA, a saved head, 4-bit loading in each storage dtype, either caller.
   std::string peft = "none";
@@ -137,7 +141,8 @@ inline Draw draw(Chooser& ch, const std::string& source_dir) {
                   " fsdp=" + std::to_string(s.fsdp_version.value) + " strat=" + strategy_name(s.sharding_strategy.value) +
                   " policy=" + policy_name(s.policy.value) + " min=" + std::to_string(s.min_num_params.value) +
                   " orig=" + std::to_string(s.use_orig_params.value) + " mp=" + s.mixed_precision.value +
-                  " rep=" + std::to_string(s.dp_replicate.value) + " ign='" + s.ignored_modules.value + "'" +
+                  " rep=" + std::to_string(s.dp_replicate.value) + " tp=" + std::to_string(s.tp_size.value) +
+                  " cp=" + std::to_string(s.cp_size.value) + " ign='" + s.ignored_modules.value + "'" +
                   " cls=" + std::to_string(s.wrap_classes.value.size()) + " caller=" + caller_name(s.fsdp2_caller.value) +
                   " peft=" + peft;
   return d;
