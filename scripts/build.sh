@@ -14,7 +14,7 @@ esac
 launcher=(); command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 # Unity build: the sources compile in batches of 12, so the shared headers (fmt, yaml-cpp, nlohmann,
 # doctest) are parsed once per batch, not once per file. A fresh 2-core machine builds the CLI in about
-# a minute instead of four (README). SHARDCHECK_UNITY=0 compiles file by file, which rebuilds less
+# a minute instead of four (docs/development.md). SHARDCHECK_UNITY=0 compiles file by file, which rebuilds less
 # after a one-file edit.
 unity=(-DCMAKE_UNITY_BUILD="$([[ ${SHARDCHECK_UNITY:-1} == 0 ]] && echo OFF || echo ON)" -DCMAKE_UNITY_BUILD_BATCH_SIZE=12)
 cmake -S . -B "$dir" -G Ninja "${args[@]}" "${launcher[@]}" "${unity[@]}" >/dev/null
