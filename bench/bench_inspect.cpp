@@ -35,7 +35,6 @@ using shardcheck::bench::median_ms;
 
 namespace {
 
-
 // The floor: open every safetensors file and read its 8-byte length and header, nothing else.
 std::uint64_t read_header_bytes(const fs::path& dir) {
   std::uint64_t total = 0;
@@ -88,8 +87,13 @@ void run_phases(const std::string& dir, const std::string& rules, std::array<dou
 }
 
 int phases_main(const std::string& dir, const std::string& rules, int n) {
-  const char* names[] = {"load_model",          "registry", "build_module_tree", "render_tree_json", "teardown",
-                         "total of the above", "load_module_tree (overlapped: what inspect runs)"};
+  const char* names[] = {"load_model",
+                         "registry",
+                         "build_module_tree",
+                         "render_tree_json",
+                         "teardown",
+                         "total of the above",
+                         "load_module_tree (overlapped: what inspect runs)"};
   std::array<std::vector<double>, 7> samples;
   for (int i = 0; i < n; ++i) {
     int fds[2];

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   const std::string binary = argc > 1 ? argv[1] : "./shardcheck";
   const std::string rules = argc > 2 ? argv[2] : SHARDCHECK_DEFAULT_RULES_DIR;
   const std::string config =
-      argc > 3 ? argv[3] : std::string(SHARDCHECK_DEFAULT_RULES_DIR) + "/../fixtures/configs/good_fsdp1_accelerate_config.yaml";
+      argc > 3 ? argv[3]
+               : std::string(SHARDCHECK_DEFAULT_RULES_DIR) + "/../fixtures/configs/good_fsdp1_accelerate_config.yaml";
   const int n = argc > 4 ? std::atoi(argv[4]) : 21;
 
   DiagnosticSink sink;

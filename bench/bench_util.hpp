@@ -33,9 +33,9 @@ double median_ms(int n, F&& f) {
 
 // One run of a command in a fresh process, stdout and stderr to /dev/null.
 struct ProcessRun {
-  int exit_code = -1;      // -1: killed by a signal, 127: could not exec
-  double wall_ms = 0;      // spawned to reaped, what a user waits for
-  long max_rss_kb = 0;     // peak resident set of the child
+  int exit_code = -1;   // -1: killed by a signal, 127: could not exec
+  double wall_ms = 0;   // spawned to reaped, what a user waits for
+  long max_rss_kb = 0;  // peak resident set of the child
 };
 
 // Started with posix_spawn, as Python's subprocess and most CI runners start a tool: the child's

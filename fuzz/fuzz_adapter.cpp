@@ -20,8 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return PeftRules::load(SHARDCHECK_DEFAULT_RULES_DIR, sink);
   }();
   DiagnosticSink sink;
-  const auto adapter = parse_adapter_config(std::string_view(reinterpret_cast<const char*>(data), size),
-                                            "adapter_config.json", sink);
+  const auto adapter =
+      parse_adapter_config(std::string_view(reinterpret_cast<const char*>(data), size), "adapter_config.json", sink);
   if (!adapter || !rules) return 0;
   for (const auto* base : {&llama, &moe}) {
     if (!*base) continue;

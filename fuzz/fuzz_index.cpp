@@ -64,10 +64,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view text(padded.data(), size);
   Listings listed;
   std::optional<std::uint64_t> total_size;
-  const bool plain = shardcheck::detail::scan_plain_index(text, total_size, [&](std::string_view t, std::string_view s) {
-    listed.emplace_back(t, s);
-    return true;
-  });
+  const bool plain =
+      shardcheck::detail::scan_plain_index(text, total_size, [&](std::string_view t, std::string_view s) {
+        listed.emplace_back(t, s);
+        return true;
+      });
   if (plain) check_against_tree(text, listed, total_size);
   return 0;
 }

@@ -26,14 +26,13 @@ namespace {
 void check_clean_file(const shardcheck::SafetensorsFile& file, std::size_t input_size) {
   std::vector<const shardcheck::TensorInfo*> by_offset;
   for (const auto& t : file.tensors) by_offset.push_back(&t);
-  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) {
-    return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
-  });
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](auto* a, auto* b) { return a->begin != b->begin ? a->begin < b->begin : a->end < b->end; });
   std::uint64_t cursor = 0;
   for (const auto* t : by_offset) {
     if (t->begin != cursor || t->end < t->begin) invariant_broken();
-    const std::uint64_t bits = static_cast<std::uint64_t>(t->numel()) *
-                               static_cast<std::uint64_t>(shardcheck::dtype_bits(t->dtype));
+    const std::uint64_t bits =
+        static_cast<std::uint64_t>(t->numel()) * static_cast<std::uint64_t>(shardcheck::dtype_bits(t->dtype));
     if (bits % 8 != 0 || bits / 8 != t->end - t->begin) invariant_broken();
     cursor = t->end;
   }
@@ -44,7 +43,8 @@ bool same_tensors(const shardcheck::SafetensorsFile& a, const shardcheck::Safete
   if (a.tensors.size() != b.tensors.size() || a.metadata != b.metadata || a.header_len != b.header_len) return false;
   for (std::size_t i = 0; i < a.tensors.size(); ++i) {
     const auto &x = a.tensors[i], &y = b.tensors[i];
-    if (x.name != y.name || x.dtype != y.dtype || !std::ranges::equal(x.shape, y.shape) || x.begin != y.begin || x.end != y.end)
+    if (x.name != y.name || x.dtype != y.dtype || !std::ranges::equal(x.shape, y.shape) || x.begin != y.begin ||
+        x.end != y.end)
       return false;
   }
   return true;
@@ -80,11 +80,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     rest = std::string_view(reinterpret_cast<const char*>(data) + 8, size - 8);
   }
   shardcheck::DiagnosticSink sink;
-  const auto file =
-      shardcheck::parse_safetensors_header(rest, header_len, size, "fuzz.safetensors", sink);
+  const auto file = shardcheck::parse_safetensors_header(rest, header_len, size, "fuzz.safetensors", sink);
   for (const auto& d : sink.items())
-    if (d.code.size() != 5 || d.message.empty() || d.location.file != "fuzz.safetensors")
-      invariant_broken();
+    if (d.code.size() != 5 || d.message.empty() || d.location.file != "fuzz.safetensors") invariant_broken();
   if (file && !sink.has_errors()) check_clean_file(*file, size);
   if (!file && !sink.has_errors()) invariant_broken();  // a rejection always says why
   compare_paths(rest, header_len, size);

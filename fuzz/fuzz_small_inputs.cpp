@@ -59,7 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (p.shard_group > 64) break;
       for (std::size_t i = 0; i < p.units.size() && i < 64; ++i) {
         std::string why;
-        const smoke::UnitLayout l = smoke::unit_layout(p.units[i], static_cast<int>(i), p.fsdp_version, p.shard_group, why);
+        const smoke::UnitLayout l =
+            smoke::unit_layout(p.units[i], static_cast<int>(i), p.fsdp_version, p.shard_group, why);
         if (!why.empty()) continue;  // an inconsistent unit, refused with a reason
         // An accepted layout covers every rank's shard exactly, in order, and places every element.
         if (l.ranks.size() != static_cast<std::size_t>(p.shard_group)) __builtin_trap();

@@ -24,8 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!args || !rules) return 0;
   DiagnosticSink sink;
   const bool known = size > 0 && (data[0] & 1);
-  const TrlRun run = resolve_trl_run(*args, known ? std::optional<Setting<Version>>{{Version{0, 25, 0}, "fuzz"}} : std::nullopt,
-                                     args->load_dtype ? args->load_dtype->value : "", sink);
+  const TrlRun run =
+      resolve_trl_run(*args, known ? std::optional<Setting<Version>>{{Version{0, 25, 0}, "fuzz"}} : std::nullopt,
+                      args->load_dtype ? args->load_dtype->value : "", sink);
   if (!run.adapter) return 0;
   for (const auto* base : {&llama, &moe}) {
     if (!*base) continue;

@@ -10,12 +10,13 @@ need=(cmake g++ ninja-build ccache libyaml-cpp-dev nlohmann-json3-dev libfmt-dev
 if ((cli_only)); then
   SHARDCHECK_WITH_TORCH=0 SHARDCHECK_WITH_BROWSER=0
 else
-  need+=(python3 clang doctest-dev nginx-light python3-jsonschema python3-yaml pre-commit dpkg-dev file python3-venv)
+  need+=(python3 clang clang-format doctest-dev nginx-light python3-jsonschema python3-yaml pre-commit dpkg-dev file python3-venv)
 fi
 # libcurl: Hub model ids; nginx: loopback Hub in tests; jsonschema: SARIF output checked against SARIF 2.1.0;
 # pre-commit: the hooks of .pre-commit-hooks.yaml tested for real (tests/precommit); dpkg-dev and
 # file: CPack's Debian package computes its Depends with dpkg-shlibdeps (tests/package); python3-venv:
-# the wheel installed into a fresh virtualenv (tests/package); python3-yaml: action.yml read by its test
+# the wheel installed into a fresh virtualenv (tests/package); python3-yaml: action.yml read by its test;
+# clang-format: the sources checked against .clang-format (ctest `format`, scripts/format.sh)
 # The smoke runner (shardcheck-smoke): LibTorch's c10d with gloo on CPU. libtorch-dev
 # lacks a dependency on libgloo-dev although ProcessGroupGloo.hpp includes <gloo/...>.
 # SHARDCHECK_WITH_TORCH=0 skips them (CMake then builds everything but shardcheck-smoke).

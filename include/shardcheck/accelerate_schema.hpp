@@ -29,15 +29,15 @@ struct KeySpec {
   std::optional<Version> name_forms_since;
   std::string default_value;
   std::string env;
-  std::string exported;      // always | if_set | never | "" (no variable)
+  std::string exported;  // always | if_set | never | "" (no variable)
   std::optional<Version> since, removed, deprecated, ignored_from, renamed_in, required_from;
   std::optional<Version> yaml_bool_crash_from;
   std::string renamed_to;
-  std::string only;          // cluster | sagemaker | ""
+  std::string only;  // cluster | sagemaker | ""
   bool nullable = false;
   std::optional<std::string> launch_ignored;  // the argparse default that wins
-  std::string fsdp1_only;    // removed | not_implemented | obsolete | ignored | ""
-  std::optional<std::int64_t> min, max;  // the range an integer value must lie in (accelerate, torchrun)
+  std::string fsdp1_only;                     // removed | not_implemented | obsolete | ignored | ""
+  std::optional<std::int64_t> min, max;       // the range an integer value must lie in (accelerate, torchrun)
   std::string invalid_message;
   std::string required_message;
   std::string doc;
@@ -48,8 +48,8 @@ struct KeySpec {
 };
 
 struct SectionSpec {
-  std::string name;          // "fsdp_config"
-  std::string prefix;        // "fsdp_"
+  std::string name;    // "fsdp_config"
+  std::string prefix;  // "fsdp_"
   bool prefix_optional = false;
   bool check_unknown = false;
   std::map<std::string, KeySpec, std::less<>> keys;

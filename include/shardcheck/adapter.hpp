@@ -27,11 +27,11 @@ struct ModuleSelector {
 };
 
 struct LoraAdapter {
-  std::string source;                 // adapter_config.json path, or "command line"
-  std::string name = "default";       // the adapter name in module paths (lora_A.<name>)
+  std::string source;            // adapter_config.json path, or "command line"
+  std::string name = "default";  // the adapter name in module paths (lora_A.<name>)
   std::string peft_type = "LORA";
-  std::string task_type;              // "CAUSAL_LM" gives PeftModelForCausalLM; "" a plain PeftModel
-  std::string base_model;             // base_model_name_or_path, as peft saved it
+  std::string task_type;   // "CAUSAL_LM" gives PeftModelForCausalLM; "" a plain PeftModel
+  std::string base_model;  // base_model_name_or_path, as peft saved it
   int r = 8;
   double lora_alpha = 8;
   double lora_dropout = 0;
@@ -39,7 +39,7 @@ struct LoraAdapter {
   ModuleSelector exclude_modules;
   std::vector<std::string> modules_to_save;
   std::vector<std::string> target_parameters;  // ParamWrapper targets (MoE experts): not modelled
-  std::string bias = "none";          // none | all | lora_only
+  std::string bias = "none";                   // none | all | lora_only
   bool use_dora = false;
   bool use_rslora = false;
   bool lora_bias = false;

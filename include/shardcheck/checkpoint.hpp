@@ -32,18 +32,18 @@ struct TensorInfo {
   std::uint64_t begin = 0, end = 0;  // data_offsets, relative to the data region
   std::uint32_t file = 0;            // index into CheckpointMeta::files
   DType dtype = DType::F32;
-  std::int64_t numel() const;        // 1 for a 0-rank scalar
+  std::int64_t numel() const;  // 1 for a 0-rank scalar
 };
 
 struct SafetensorsFile {
   // Owns the memory `tensors` and their names and shapes live in; declared first so that it is
   // destroyed last.
   std::shared_ptr<std::pmr::memory_resource> storage;
-  std::string path;                  // as given / relative to the model directory
-  std::uint64_t header_len = 0;      // N from the first 8 bytes
+  std::string path;              // as given / relative to the model directory
+  std::uint64_t header_len = 0;  // N from the first 8 bytes
   std::uint64_t file_size = 0;
   std::map<std::string, std::string> metadata;  // __metadata__
-  std::pmr::vector<TensorInfo> tensors;  // in header order
+  std::pmr::vector<TensorInfo> tensors;         // in header order
   // The largest data_offsets end among `tensors`: the bytes of the data region they describe
   // (kept by the reader, so that callers need not walk 92k tensors again to learn it).
   std::uint64_t data_end = 0;
@@ -51,10 +51,10 @@ struct SafetensorsFile {
 
 struct CheckpointMeta {
   std::filesystem::path dir;
-  bool sharded = false;              // came from model.safetensors.index.json
+  bool sharded = false;  // came from model.safetensors.index.json
   std::optional<std::uint64_t> index_total_size;
   std::vector<SafetensorsFile> files;
-  std::uint64_t header_bytes_read = 0;   // 8 + N summed over files
+  std::uint64_t header_bytes_read = 0;  // 8 + N summed over files
 };
 
 // Sees each safetensors file of a load as soon as its header is read and validated, on the thread
@@ -74,15 +74,13 @@ class FileObserver {
 
 // Parses one header held in memory. `file_size` is the full file size (for coverage checks);
 // `label` names the file in diagnostics. Reports every problem it can find to `sink`.
-std::optional<SafetensorsFile> parse_safetensors_header(std::string_view header_json,
-                                                        std::uint64_t header_len,
-                                                        std::uint64_t file_size,
-                                                        const std::string& label,
+std::optional<SafetensorsFile> parse_safetensors_header(std::string_view header_json, std::uint64_t header_len,
+                                                        std::uint64_t file_size, const std::string& label,
                                                         DiagnosticSink& sink);
 
 // Reads the 8-byte length and the header of one file (and nothing after it).
-std::optional<SafetensorsFile> read_safetensors_file(const std::filesystem::path& path,
-                                                     const std::string& label, DiagnosticSink& sink);
+std::optional<SafetensorsFile> read_safetensors_file(const std::filesystem::path& path, const std::string& label,
+                                                     DiagnosticSink& sink);
 
 // Loads a model directory: model.safetensors, or model.safetensors.index.json with its shards.
 // Returns nullopt when the directory holds no safetensors at all (config-only directory).

@@ -39,7 +39,7 @@ YamlScalar resolve_yaml11(std::string_view text, bool quoted);
 
 struct YamlNode;
 struct YamlEntry {
-  std::string key;       // key text (keys that are not scalars are rendered as "<mapping>" etc.)
+  std::string key;  // key text (keys that are not scalars are rendered as "<mapping>" etc.)
   TextPos key_pos;
   std::size_t key_end = 0;  // byte offset just past the key token
   std::shared_ptr<YamlNode> value;
@@ -48,14 +48,14 @@ struct YamlEntry {
 struct YamlNode {
   enum class Kind { null, scalar, sequence, mapping };
   Kind kind = Kind::null;
-  TextPos pos;               // where the value starts (for an empty value: where the key is)
-  std::size_t end = 0;       // byte offset just past the value's last character (0 = unknown)
-  bool explicit_null = false;  // `~`, `null`, `{}`... written out (vs nothing after the colon)
-  std::string text;          // scalar text after YAML unescaping
-  bool quoted = false;       // scalar written with ' or " (or a block scalar)
-  bool flow = false;         // `{...}` / `[...]` collection
-  std::vector<YamlEntry> entries;                 // mapping, in file order, duplicates kept
-  std::vector<std::shared_ptr<YamlNode>> items;   // sequence
+  TextPos pos;                                   // where the value starts (for an empty value: where the key is)
+  std::size_t end = 0;                           // byte offset just past the value's last character (0 = unknown)
+  bool explicit_null = false;                    // `~`, `null`, `{}`... written out (vs nothing after the colon)
+  std::string text;                              // scalar text after YAML unescaping
+  bool quoted = false;                           // scalar written with ' or " (or a block scalar)
+  bool flow = false;                             // `{...}` / `[...]` collection
+  std::vector<YamlEntry> entries;                // mapping, in file order, duplicates kept
+  std::vector<std::shared_ptr<YamlNode>> items;  // sequence
 
   bool is_mapping() const { return kind == Kind::mapping; }
   bool is_scalar() const { return kind == Kind::scalar; }
@@ -67,16 +67,16 @@ struct YamlNode {
 
 // Limits that keep hostile input bounded in time and memory. Real configs are < 4 KiB, < 4 deep.
 struct YamlLimits {
-  std::size_t max_bytes = 1 << 20;       // 1 MiB
+  std::size_t max_bytes = 1 << 20;  // 1 MiB
   int max_depth = 64;
-  std::size_t max_nodes = 100000;        // counting every node an alias expands to
+  std::size_t max_nodes = 100000;  // counting every node an alias expands to
   std::size_t max_scalar_bytes = 64 * 1024;
 };
 
 struct ConfigDoc {
-  std::string path;      // as given (diagnostics)
-  std::string text;      // the whole file
-  std::shared_ptr<YamlNode> root;  // null kind for an empty file
+  std::string path;                      // as given (diagnostics)
+  std::string text;                      // the whole file
+  std::shared_ptr<YamlNode> root;        // null kind for an empty file
   std::vector<std::size_t> line_starts;  // byte offset of each line (index 0 = line 1)
 
   std::string_view line_text(int line) const;  // without the newline; empty if out of range
@@ -92,8 +92,7 @@ struct ConfigDoc {
 std::optional<ConfigDoc> parse_config_doc(std::string text, const std::string& path, DiagnosticSink& sink,
                                           const YamlLimits& limits = {});
 // Reads the file first (ExitCode::io if it cannot be read; the size limit is checked before reading).
-std::optional<ConfigDoc> load_config_doc(const std::string& path, DiagnosticSink& sink,
-                                         const YamlLimits& limits = {});
+std::optional<ConfigDoc> load_config_doc(const std::string& path, DiagnosticSink& sink, const YamlLimits& limits = {});
 
 // ---- Finding the file and the version, the way accelerate does -------------------------------
 

@@ -18,9 +18,9 @@ const char* severity_name(Severity s);
 // A place in an input. Text files use 1-based line/column; binary files use a byte offset.
 struct SourceLocation {
   std::string file;
-  int line = 0;          // 0 = unknown / not a text position
+  int line = 0;  // 0 = unknown / not a text position
   int column = 0;
-  int end_column = 0;    // exclusive; 0 = a single caret
+  int end_column = 0;                        // exclusive; 0 = a single caret
   std::optional<std::uint64_t> byte_offset;  // binary inputs (safetensors)
   // The module or parameter of the model a finding is about (dotted path, "" for the root), when it
   // is about the model's structure rather than a position in a text file. `file` then names the
@@ -42,7 +42,6 @@ inline constexpr std::string_view kFixedConfigSuffix = " (fixed)";
 // `fallback_file`. `*note` (when given) receives " (from SOURCE)" whenever the location has no line.
 SourceLocation setting_location(const std::string& source, const std::string& fallback_file, std::string* note);
 
-
 // A replacement of [offset, offset+length) in `file` by `text` (clang-tidy style).
 struct TextEdit {
   std::string file;
@@ -52,12 +51,12 @@ struct TextEdit {
 };
 
 struct Diagnostic {
-  std::string code;        // stable id, e.g. "ST005" or "FSDP001"
+  std::string code;  // stable id, e.g. "ST005" or "FSDP001"
   Severity severity = Severity::error;
   SourceLocation location;
-  std::string message;     // one line: what is wrong, with expected vs found
-  std::string help;        // what to do about it (may be empty)
-  std::vector<TextEdit> fix;   // machine-applicable fix (may be empty)
+  std::string message;                      // one line: what is wrong, with expected vs found
+  std::string help;                         // what to do about it (may be empty)
+  std::vector<TextEdit> fix;                // machine-applicable fix (may be empty)
   ExitCode exit_code = ExitCode::findings;  // the process exit code this problem maps to
 };
 

@@ -23,5 +23,4 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
 // Reports accelerate's ValueError for a class the model does not have, with the classes it does.
 void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSink& sink);
 
-
 }  // namespace shardcheck

@@ -29,8 +29,7 @@ struct Value;
 using ValueList = std::vector<Value>;
 
 struct Value {
-  std::variant<std::monostate, bool, std::int64_t, double, std::string, Version,
-               std::shared_ptr<const ValueList>> v;
+  std::variant<std::monostate, bool, std::int64_t, double, std::string, Version, std::shared_ptr<const ValueList>> v;
 
   Value() = default;
   Value(bool b) : v(b) {}
@@ -66,9 +65,9 @@ using Lookup = std::function<const Value*(std::string_view name)>;
 
 class Expr {
  public:
-  static Expr parse(std::string_view source);   // throws ExprError
+  static Expr parse(std::string_view source);  // throws ExprError
   static Expr constant(Value v);
-  Value evaluate(const Lookup& lookup) const;    // throws ExprError
+  Value evaluate(const Lookup& lookup) const;  // throws ExprError
   const std::string& source() const { return source_; }
   bool valid() const { return root_ != nullptr; }
   struct Node;

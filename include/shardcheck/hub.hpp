@@ -35,14 +35,14 @@ std::string repo_folder_name(const ModelRef& ref);
 // constants.py and utils/_auth.py name these variables).
 struct HubEnvironment {
   std::string endpoint = "https://huggingface.co";  // HF_ENDPOINT, trailing '/' removed
-  std::filesystem::path hf_cache;                    // HF_HUB_CACHE | $HF_HOME/hub | ~/.cache/huggingface/hub
-  std::filesystem::path header_cache;                // SHARDCHECK_CACHE | $XDG_CACHE_HOME/shardcheck | ~/.cache/shardcheck
-  std::optional<std::string> token;                  // HF_TOKEN | token file; never printed
-  std::string token_source;                          // "HF_TOKEN" or the token file's path (for messages)
-  bool offline = false;                              // HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE
-  long timeout_seconds = 10;                         // HF_HUB_DOWNLOAD_TIMEOUT
-  unsigned max_connections = 8;                      // SHARDCHECK_HUB_CONNECTIONS
-  bool progress = false;                             // a progress line on stderr (a terminal, not CI)
+  std::filesystem::path hf_cache;                   // HF_HUB_CACHE | $HF_HOME/hub | ~/.cache/huggingface/hub
+  std::filesystem::path header_cache;  // SHARDCHECK_CACHE | $XDG_CACHE_HOME/shardcheck | ~/.cache/shardcheck
+  std::optional<std::string> token;    // HF_TOKEN | token file; never printed
+  std::string token_source;            // "HF_TOKEN" or the token file's path (for messages)
+  bool offline = false;                // HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE
+  long timeout_seconds = 10;           // HF_HUB_DOWNLOAD_TIMEOUT
+  unsigned max_connections = 8;        // SHARDCHECK_HUB_CONNECTIONS
+  bool progress = false;               // a progress line on stderr (a terminal, not CI)
 };
 
 using GetEnv = std::function<const char*(const char*)>;
@@ -64,7 +64,7 @@ struct ResolvedModel {
 // adapter_model.safetensors, as peft's save_pretrained / push_to_hub writes them).
 struct RepoFiles {
   std::string_view config;
-  std::string_view index;   // "" when the repository has no sharded form
+  std::string_view index;  // "" when the repository has no sharded form
   std::string_view single;
 };
 inline constexpr RepoFiles kModelRepo{"config.json", "model.safetensors.index.json", "model.safetensors"};
@@ -72,8 +72,7 @@ inline constexpr RepoFiles kAdapterRepo{"adapter_config.json", "", "adapter_mode
 
 // Resolution order: the Hugging Face cache, shardcheck's header cache, then the Hub over HTTP
 // (unless offline). Reports HUB diagnostics (exit codes 30-39) and returns nullopt on failure.
-std::optional<ResolvedModel> resolve_hub_model(const ModelRef& ref, bool config_only,
-                                               const HubEnvironment& env, DiagnosticSink& sink,
-                                               const RepoFiles& files = kModelRepo);
+std::optional<ResolvedModel> resolve_hub_model(const ModelRef& ref, bool config_only, const HubEnvironment& env,
+                                               DiagnosticSink& sink, const RepoFiles& files = kModelRepo);
 
 }  // namespace shardcheck

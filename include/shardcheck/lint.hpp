@@ -21,21 +21,21 @@ struct EnvVar {
 };
 
 struct LintOptions {
-  Version accelerate;              // the release whose behaviour is checked
-  std::optional<Version> torch;    // unknown unless --torch-version / --python-env says
+  Version accelerate;            // the release whose behaviour is checked
+  std::optional<Version> torch;  // unknown unless --torch-version / --python-env says
   bool audit_env = false;
-  std::vector<EnvVar> env;         // the variables to audit
-  std::string env_source;          // "" = the shell; else the --env-file path
+  std::vector<EnvVar> env;  // the variables to audit
+  std::string env_source;   // "" = the shell; else the --env-file path
 };
 
 class LintContext;
 
 struct Rule {
   const char* id;
-  Severity severity;          // default severity (a finding may be milder, never harsher)
-  const char* summary;        // one line (SARIF shortDescription)
-  const char* explanation;    // a paragraph: what accelerate does, citing file and version
-  const char* fix;            // what --fix does ("" = nothing automatic)
+  Severity severity;            // default severity (a finding may be milder, never harsher)
+  const char* summary;          // one line (SARIF shortDescription)
+  const char* explanation;      // a paragraph: what accelerate does, citing file and version
+  const char* fix;              // what --fix does ("" = nothing automatic)
   void (*check)(LintContext&);  // nullptr for the loader's own rules (yaml-syntax, yaml-limits)
   // The finding depends on the environment alone, not on the file: linting several files reports
   // it once, not once per file.
@@ -76,7 +76,7 @@ class LintContext {
   bool is_fsdp() const { return distributed_type() == "FSDP"; }
   int fsdp_version() const;  // 1 unless fsdp_version: 2 and the target version reads it
   std::optional<std::string> fsdp_enum(std::string_view canonical) const;  // canonical enum name
-  std::optional<std::int64_t> top_int(std::string_view key) const;  // a YAML int, else nullopt
+  std::optional<std::int64_t> top_int(std::string_view key) const;         // a YAML int, else nullopt
   std::int64_t num_machines() const { return top_int("num_machines").value_or(1); }
   std::optional<bool> fsdp_bool(std::string_view canonical) const;  // a truth value, else nullopt
   // FSDP keys written at the top level (claimed by flattened-fsdp-config, skipped by unknown-key rules).
@@ -101,17 +101,16 @@ class LintContext {
 // Enum values as accelerate compares them.
 struct EnumMatch {
   bool matched = false;
-  std::string canonical;     // the schema's spelling
-  bool integer_form = false; // matched through 1..N
-  bool exact = false;        // written exactly as the canonical name
+  std::string canonical;      // the schema's spelling
+  bool integer_form = false;  // matched through 1..N
+  bool exact = false;         // written exactly as the canonical name
 };
 EnumMatch match_enum(const KeySpec& spec, const YamlNode& value, const Version& v);
 // The value as Python's str() would export it to the environment ("True" for a YAML true).
 std::string python_str(const YamlNode& value);
 
 // Lints one parsed document. Loader problems are not repeated here.
-void lint_document(const ConfigDoc& doc, const AccelerateSchema& schema, const LintOptions& opts,
-                   DiagnosticSink& sink);
+void lint_document(const ConfigDoc& doc, const AccelerateSchema& schema, const LintOptions& opts, DiagnosticSink& sink);
 
 // Lints `text` and applies every fix, repeatedly, until nothing changes (at most 8 rounds): edits of
 // two rules on one line may overlap, and the next round picks up what the previous one dropped.

@@ -15,9 +15,9 @@ namespace shardcheck {
 
 struct LoadedTree {
   std::optional<ModelInputs> inputs;
-  bool inputs_ok = false;           // loaded, and loading reported no error
-  std::optional<ModuleTree> tree;   // built only when inputs_ok: a broken checkpoint is reported
-                                    // in full, but nothing is built on it
+  bool inputs_ok = false;          // loaded, and loading reported no error
+  std::optional<ModuleTree> tree;  // built only when inputs_ok: a broken checkpoint is reported
+                                   // in full, but nothing is built on it
 };
 
 LoadedTree load_module_tree(const std::string& model, bool config_only, const std::string& rules_dir,

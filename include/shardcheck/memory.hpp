@@ -16,8 +16,8 @@
 namespace shardcheck {
 
 struct MemoryOptions {
-  std::uint64_t gpu_memory = 80ull << 30;   // --gpu-memory, bytes
-  int optimizer_states = 2;                 // AdamW: exp_avg, exp_avg_sq
+  std::uint64_t gpu_memory = 80ull << 30;  // --gpu-memory, bytes
+  int optimizer_states = 2;                // AdamW: exp_avg, exp_avg_sq
   // Activations are estimated only when both are given (--seq-len, --micro-batch).
   std::optional<std::int64_t> seq_len;
   std::optional<std::int64_t> micro_batch;
@@ -27,27 +27,27 @@ struct MemoryOptions {
 // registry's per-architecture activation model (rules/models/*.yaml `activations`).
 struct ActivationEstimate {
   bool available = false;
-  std::string why_not;             // when not available: what is missing
-  std::int64_t tokens = 0;         // seq_len * micro_batch
-  DType dtype = DType::BF16;       // compute dtype of the saved tensors
-  bool checkpointing = false;      // activation checkpointing of every block
-  std::uint64_t blocks = 0;        // the decoder blocks (all of them, or their checkpointed inputs)
-  std::uint64_t recompute = 0;     // one block's full activations while it is recomputed
-  std::uint64_t logits = 0;        // LM head output, its fp32 copy and the saved log-softmax
+  std::string why_not;          // when not available: what is missing
+  std::int64_t tokens = 0;      // seq_len * micro_batch
+  DType dtype = DType::BF16;    // compute dtype of the saved tensors
+  bool checkpointing = false;   // activation checkpointing of every block
+  std::uint64_t blocks = 0;     // the decoder blocks (all of them, or their checkpointed inputs)
+  std::uint64_t recompute = 0;  // one block's full activations while it is recomputed
+  std::uint64_t logits = 0;     // LM head output, its fp32 copy and the saved log-softmax
   std::uint64_t total() const { return blocks + recompute + logits; }
 };
 
 struct RankMemory {
   int rank = 0;
-  std::uint64_t params = 0;        // sharded master parameters (GPU; 0 when offloaded)
-  std::uint64_t grads = 0;         // sharded gradients
-  std::uint64_t optimizer = 0;     // optimizer states
-  std::uint64_t buffers = 0;       // persistent buffers, unsharded on every rank
-  std::uint64_t transient = 0;     // peak of unsharded all-gather and reduce-scatter buffers
-  std::uint64_t cpu = 0;           // pinned host memory with CPU offload
-  std::uint64_t activations = 0;   // ActivationEstimate::total() when estimated, else 0
-  std::uint64_t ignored = 0;       // ignored modules: whole parameters, grads and optimizer states
-  std::uint64_t quant_state = 0;   // bitsandbytes 4-bit quantization state, whole on every rank
+  std::uint64_t params = 0;       // sharded master parameters (GPU; 0 when offloaded)
+  std::uint64_t grads = 0;        // sharded gradients
+  std::uint64_t optimizer = 0;    // optimizer states
+  std::uint64_t buffers = 0;      // persistent buffers, unsharded on every rank
+  std::uint64_t transient = 0;    // peak of unsharded all-gather and reduce-scatter buffers
+  std::uint64_t cpu = 0;          // pinned host memory with CPU offload
+  std::uint64_t activations = 0;  // ActivationEstimate::total() when estimated, else 0
+  std::uint64_t ignored = 0;      // ignored modules: whole parameters, grads and optimizer states
+  std::uint64_t quant_state = 0;  // bitsandbytes 4-bit quantization state, whole on every rank
   std::uint64_t total() const {
     return params + grads + optimizer + buffers + transient + activations + ignored + quant_state;
   }
@@ -65,29 +65,29 @@ const char* verdict_name(FitVerdict v);  // "fits", "fits_without_activations", 
 // With tensor parallelism: the largest per-rank memory of one TP rank's data-parallel group.
 struct TpRankMemory {
   int tp_rank = 0;
-  int global_rank = 0;             // the rank of the mesh holding it (dims dp_replicate, dp_shard, tp)
+  int global_rank = 0;  // the rank of the mesh holding it (dims dp_replicate, dp_shard, tp)
   RankMemory memory;
 };
 
 struct MemoryEstimate {
-  std::vector<RankMemory> ranks;   // one per rank of the shard group
+  std::vector<RankMemory> ranks;       // one per rank of the shard group
   std::vector<TpRankMemory> tp_ranks;  // with tensor parallelism, one per TP rank
-  std::uint64_t peak = 0;          // max over ranks of total()
+  std::uint64_t peak = 0;              // max over ranks of total()
   int peak_rank = 0;
   std::uint64_t gpu_memory = 0;
   bool fits = true;
-  std::int64_t headroom = 0;       // gpu_memory - peak (negative: bytes short)
+  std::int64_t headroom = 0;  // gpu_memory - peak (negative: bytes short)
   FitVerdict verdict = FitVerdict::fits;
-  std::string verdict_reason;      // withheld: which finding stops the job
-  std::string transient_note;      // which units make the transient peak
+  std::string verdict_reason;  // withheld: which finding stops the job
+  std::string transient_note;  // which units make the transient peak
   ActivationEstimate activations;
 };
 
 struct CollectiveBytes {
-  std::string unit;                // unit path ("" root)
-  std::uint64_t all_gather = 0;    // nccl-tests "size": the whole gathered buffer, summed per step
+  std::string unit;              // unit path ("" root)
+  std::uint64_t all_gather = 0;  // nccl-tests "size": the whole gathered buffer, summed per step
   std::uint64_t reduce_scatter = 0;
-  std::uint64_t all_reduce = 0;    // HSDP replicate all-reduce or NO_SHARD all-reduce
+  std::uint64_t all_reduce = 0;  // HSDP replicate all-reduce or NO_SHARD all-reduce
   int all_gathers = 0, reduce_scatters = 0, all_reduces = 0;
   // Time at the given bus bandwidth (nccl-tests busbw): t = size (n-1)/n / busbw for all-gather
   // and reduce-scatter, t = size 2(n-1)/n / busbw for all-reduce; n the ranks of the collective.
@@ -99,14 +99,14 @@ struct CollectiveBytes {
 struct TpTraffic {
   int tp_size = 1;
   bool estimated = false;
-  std::string why_not;             // when not estimated
-  std::int64_t tokens = 0;         // seq_len x micro_batch
-  CollectiveBytes collectives;     // all_reduce bytes and calls, seconds at the bus bandwidth
+  std::string why_not;          // when not estimated
+  std::int64_t tokens = 0;      // seq_len x micro_batch
+  CollectiveBytes collectives;  // all_reduce bytes and calls, seconds at the bus bandwidth
 };
 
 struct CommVolume {
   std::vector<CollectiveBytes> units;
-  CollectiveBytes total;           // FSDP's collectives (tensor parallelism's are in `tensor_parallel`)
+  CollectiveBytes total;                // FSDP's collectives (tensor parallelism's are in `tensor_parallel`)
   std::optional<double> bus_bandwidth;  // bytes per second, when --bus-bandwidth was given
   std::optional<TpTraffic> tensor_parallel;
 };

@@ -22,14 +22,14 @@
 namespace shardcheck {
 
 struct ParamInfo {
-  std::string name;                  // attribute name inside its module ("weight")
+  std::string name;  // attribute name inside its module ("weight")
   std::vector<std::int64_t> shape;
   DType dtype = DType::F32;
   std::int64_t numel = 0;
-  std::string tied_to;               // full path of the tensor this one aliases ("" = its own storage)
-  bool buffer = false;               // persistent buffer: in state_dict, not in parameters()
-  bool in_checkpoint = false;        // matched a checkpoint tensor
-  bool requires_grad = true;         // false for frozen parameters (plan --frozen also freezes by name)
+  std::string tied_to;         // full path of the tensor this one aliases ("" = its own storage)
+  bool buffer = false;         // persistent buffer: in state_dict, not in parameters()
+  bool in_checkpoint = false;  // matched a checkpoint tensor
+  bool requires_grad = true;   // false for frozen parameters (plan --frozen also freezes by name)
   // The forward of a training step never reaches it, so it gets no gradient although it requires one
   // (LLaVA's vision layers after the feature layer it reads): torch allocates no gradient and AdamW
   // no state for it (registry `unreached:`).
@@ -45,23 +45,23 @@ struct ParamInfo {
 };
 
 struct Module {
-  std::string path;                  // "" for the root, else "model.layers.0.self_attn"
-  std::string name;                  // last path component
+  std::string path;  // "" for the root, else "model.layers.0.self_attn"
+  std::string name;  // last path component
   std::string cls;
   int parent = -1;
-  std::vector<int> children;         // registration order
-  std::vector<ParamInfo> params;     // registration order
-  std::int64_t own_numel = 0;        // own parameters, tied aliases not counted
-  std::int64_t total_numel = 0;      // subtree, every storage counted once
+  std::vector<int> children;      // registration order
+  std::vector<ParamInfo> params;  // registration order
+  std::int64_t own_numel = 0;     // own parameters, tied aliases not counted
+  std::int64_t total_numel = 0;   // subtree, every storage counted once
 };
 
 // What get_peft_model built (shardcheck/peft_model.hpp): the one home of peft's counts, which the
 // tree, the plan and the JSON all print.
 struct PeftSummary {
-  std::string adapter;                    // where the adapter came from
-  std::vector<std::string> targeted;      // base-model module paths that got LoRA layers
-  std::vector<std::string> saved;         // modules_to_save wrappers
-  std::int64_t trainable = 0;             // peft's get_nb_trainable_parameters
+  std::string adapter;                // where the adapter came from
+  std::vector<std::string> targeted;  // base-model module paths that got LoRA layers
+  std::vector<std::string> saved;     // modules_to_save wrappers
+  std::int64_t trainable = 0;         // peft's get_nb_trainable_parameters
   std::int64_t total = 0;
   // Each frozen base parameter's PeftModel name -> its name in the transformers model (and so in the
   // checkpoint): "base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight" ->
@@ -72,33 +72,33 @@ struct PeftSummary {
 
 struct ModuleTree {
   std::string model_type;
-  std::string config_path;           // the config.json it was built from (diagnostics)
-  std::string architecture;          // root class
+  std::string config_path;   // the config.json it was built from (diagnostics)
+  std::string architecture;  // root class
   Version transformers;
-  std::string since;                 // the registry's first transformers release with this model_type
+  std::string since;  // the registry's first transformers release with this model_type
   std::string attn_implementation;
-  bool dequantized = false;          // quantised checkpoint loaded dequantised (--dequantize)
+  bool dequantized = false;  // quantised checkpoint loaded dequantised (--dequantize)
   // Loaded in 4 bits by bitsandbytes: the BitsAndBytesConfig in force (flags, or config.json's for a
   // pre-quantized checkpoint; shardcheck/quantization.hpp).
   std::optional<Bnb4bitConfig> bnb_4bit;
   bool quantized_4bit() const { return bnb_4bit.has_value(); }
   std::uint64_t quant_state_bytes = 0;  // its QuantState tensors: not parameters, never sharded
-  std::vector<Module> modules;       // modules[0] is the root; parents precede children (pre-order)
+  std::vector<Module> modules;          // modules[0] is the root; parents precede children (pre-order)
   std::map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
   std::vector<std::string> no_split_modules;
-  std::vector<TiedWeight> tied;      // alias -> target, as applied
-  std::string input_embeddings;      // get_input_embeddings() module path ("" if unknown)
-  std::string output_embeddings;     // get_output_embeddings() module path ("" if none)
-  std::string base_model_path;       // the base_model_prefix child ("model"), "" when the root is the base
-  bool classes_guessed = false;      // fallback for an unknown model_type
-  bool from_checkpoint = false;      // shapes/dtypes confirmed by safetensors headers
-  std::int64_t num_params = 0;       // distinct parameter storages
+  std::vector<TiedWeight> tied;   // alias -> target, as applied
+  std::string input_embeddings;   // get_input_embeddings() module path ("" if unknown)
+  std::string output_embeddings;  // get_output_embeddings() module path ("" if none)
+  std::string base_model_path;    // the base_model_prefix child ("model"), "" when the root is the base
+  bool classes_guessed = false;   // fallback for an unknown model_type
+  bool from_checkpoint = false;   // shapes/dtypes confirmed by safetensors headers
+  std::int64_t num_params = 0;    // distinct parameter storages
   // With a PEFT adapter: what it added and what trains. nullopt: a full fine-tune, every parameter
   // trains (unless plan --frozen says otherwise).
   std::optional<PeftSummary> peft;
-  std::int64_t num_tensors = 0;      // distinct parameter tensors
-  std::map<DType, std::int64_t> dtype_numel;   // parameter elements per dtype
-  std::int64_t checkpoint_only_numel = 0;      // tensors on disk that transformers drops on load
+  std::int64_t num_tensors = 0;               // distinct parameter tensors
+  std::map<DType, std::int64_t> dtype_numel;  // parameter elements per dtype
+  std::int64_t checkpoint_only_numel = 0;     // tensors on disk that transformers drops on load
   std::int64_t checkpoint_only_tensors = 0;
   std::map<std::string, std::int64_t> activations;  // the registry's activation model, evaluated
   // transformers' native FSDP2 plan with full module paths (base keys prefixed by the base model).
@@ -117,8 +117,8 @@ struct ModuleTree {
 struct ResolveOptions {
   Version transformers = TransformersVersions::newest();
   std::string attn_implementation = "sdpa";
-  bool dequantize = false;           // load a quantised checkpoint dequantised (quantization_config.dequantize)
-  std::string architecture;          // override config.json's architectures[0]
+  bool dequantize = false;   // load a quantised checkpoint dequantised (quantization_config.dequantize)
+  std::string architecture;  // override config.json's architectures[0]
   // from_pretrained(dtype=...): "auto", a dtype name (float32, bfloat16, float16), or "" for the
   // release's default ("auto" from transformers 5.0, float32 before).
   std::string load_dtype;

@@ -22,14 +22,14 @@ namespace shardcheck {
 
 struct PreflightRequest {
   std::string rules_dir;
-  std::string model;                    // directory or config.json
+  std::string model;  // directory or config.json
   bool config_only = false;
   ResolveOptions resolve;
   std::optional<std::string> accelerate_config;  // path of the accelerate YAML
-  std::vector<EnvVar> env;              // FSDP_*/ACCELERATE_* of the caller's shell (or --env-file)
-  bool lint = false;                    // run the linter on the config (check); plan only reads it
-  FsdpSettings defaults;                // starting point; its versions are replaced by `versions`
-  VersionRequest versions;              // torch/transformers/accelerate: flags and the Python environment
+  std::vector<EnvVar> env;                       // FSDP_*/ACCELERATE_* of the caller's shell (or --env-file)
+  bool lint = false;                             // run the linter on the config (check); plan only reads it
+  FsdpSettings defaults;                         // starting point; its versions are replaced by `versions`
+  VersionRequest versions;                       // torch/transformers/accelerate: flags and the Python environment
   std::function<void(FsdpSettings&)> overrides;  // command-line flags, applied last
   MemoryOptions memory;
   std::optional<double> bus_bandwidth;  // bytes/s (nccl-tests busbw) for communication time
@@ -37,7 +37,7 @@ struct PreflightRequest {
   // (--lora-*) when there is no file; the plan is then of the PeftModel.
   std::string adapter_path;
   std::optional<LoraAdapter> adapter;
-  bool prepare_kbit = false;            // peft's prepare_model_for_kbit_training before the adapter
+  bool prepare_kbit = false;  // peft's prepare_model_for_kbit_training before the adapter
   // The run's training-arguments file (--training-args): its TRL ModelConfig fields give the LoRA and
   // 4-bit settings and the load dtype when no flag does (trl_model_config.hpp).
   std::optional<TrainingArgs> training_args;

@@ -21,12 +21,12 @@ namespace shardcheck {
 struct ModuleTree;
 
 struct Bnb4bitConfig {
-  DType quant_storage = DType::U8;   // bnb_4bit_quant_storage (transformers' default uint8)
-  DType compute_dtype = DType::F32;  // bnb_4bit_compute_dtype (default float32)
-  std::string quant_type = "fp4";    // fp4 | nf4 (no effect on the layout)
-  bool double_quant = false;         // bnb_4bit_use_double_quant (quant state only)
+  DType quant_storage = DType::U8;        // bnb_4bit_quant_storage (transformers' default uint8)
+  DType compute_dtype = DType::F32;       // bnb_4bit_compute_dtype (default float32)
+  std::string quant_type = "fp4";         // fp4 | nf4 (no effect on the layout)
+  bool double_quant = false;              // bnb_4bit_use_double_quant (quant state only)
   std::vector<std::string> skip_modules;  // llm_int8_skip_modules: kept whole besides the defaults
-  std::string source;                // "--load-in-4bit", for messages
+  std::string source;                     // "--load-in-4bit", for messages
 };
 
 // Rows of a Params4bit holding n elements: ((n + 1) // (itemsize(storage) * 2), 1).

@@ -23,10 +23,10 @@ struct NamedExpr {
 struct ParamSpec {
   std::string name;
   std::vector<Expr> shape;
-  std::optional<Expr> condition;     // `if:`; absent = always
-  std::optional<Expr> dtype;         // safetensors dtype name; absent = the model's dtype
-  std::vector<std::string> from;     // checkpoint tensors (globs relative to the module) fused into this one
-  bool buffer = false;               // a persistent buffer: in the checkpoint, not a parameter
+  std::optional<Expr> condition;  // `if:`; absent = always
+  std::optional<Expr> dtype;      // safetensors dtype name; absent = the model's dtype
+  std::vector<std::string> from;  // checkpoint tensors (globs relative to the module) fused into this one
+  bool buffer = false;            // a persistent buffer: in the checkpoint, not a parameter
 };
 
 struct ClassVariant {
@@ -36,9 +36,9 @@ struct ClassVariant {
 
 struct ChildSpec {
   std::string name;
-  std::string cls;                   // for a repeated child: the container class (ModuleList)
+  std::string cls;                     // for a repeated child: the container class (ModuleList)
   std::vector<ClassVariant> variants;  // first whose condition holds replaces `cls`
-  std::vector<NamedExpr> args;       // evaluated in the parent's scope
+  std::vector<NamedExpr> args;         // evaluated in the parent's scope
   std::optional<Expr> condition;
   // repeat: the child is a container of `repeat` items named 0..n-1 of class `item`
   std::optional<Expr> repeat;
@@ -57,21 +57,21 @@ struct ChildSpec {
 
 struct ClassSpec {
   std::string name;
-  std::vector<std::string> bases;    // Python base classes (isinstance); structure is inherited
+  std::vector<std::string> bases;  // Python base classes (isinstance); structure is inherited
   std::vector<NamedExpr> arg_defaults;
-  std::vector<ChildSpec> children;   // registration order (the order of __init__ assignments)
-  std::vector<ParamSpec> params;     // registration order within the module
-  bool structure_declared = false;   // children/params given here (else taken from the first base)
-  std::string source;                // file it was defined in
+  std::vector<ChildSpec> children;  // registration order (the order of __init__ assignments)
+  std::vector<ParamSpec> params;    // registration order within the module
+  bool structure_declared = false;  // children/params given here (else taken from the first base)
+  std::string source;               // file it was defined in
 };
 
 struct TiedWeight {
-  std::string alias;                 // e.g. lm_head.weight
-  std::string target;                // e.g. model.embed_tokens.weight
+  std::string alias;   // e.g. lm_head.weight
+  std::string target;  // e.g. model.embed_tokens.weight
 };
 
 struct CheckpointRename {
-  std::string from, to;              // substring replacement on checkpoint tensor names; "^" anchors at the start
+  std::string from, to;  // substring replacement on checkpoint tensor names; "^" anchors at the start
   std::optional<Expr> condition;
 };
 
@@ -87,19 +87,19 @@ std::optional<std::string> undo_checkpoint_rename(const std::string& name, std::
 // quantised dtype but become parameters of the model's dtype, and their scale tensors are folded into
 // them instead of being loaded as themselves.
 struct CheckpointDequantize {
-  std::optional<Expr> condition;     // when the rule applies (e.g. fp8 checkpoint loaded dequantised)
-  std::vector<DType> dtypes;         // stored dtypes that load as the parameter's (the model's) dtype
-  std::string scales_suffix;         // tensors whose name ends so are consumed scales ("_scale_inv")
+  std::optional<Expr> condition;  // when the rule applies (e.g. fp8 checkpoint loaded dequantised)
+  std::vector<DType> dtypes;      // stored dtypes that load as the parameter's (the model's) dtype
+  std::string scales_suffix;      // tensors whose name ends so are consumed scales ("_scale_inv")
 };
 
 struct ArchSpec {
   std::string model_type;
-  std::string source;                // rules/models/<file>.yaml
-  std::string since;                 // first transformers version with the model (informational)
-  std::vector<std::string> architectures;   // head classes; the first is the default root
+  std::string source;                      // rules/models/<file>.yaml
+  std::string since;                       // first transformers version with the model (informational)
+  std::vector<std::string> architectures;  // head classes; the first is the default root
   std::string base_model_prefix;
-  std::string base_model_class;      // class of the `base_model_prefix` child (for checkpoints without head)
-  std::optional<Expr> no_split_modules;   // evaluates to a list of class names
+  std::string base_model_class;          // class of the `base_model_prefix` child (for checkpoints without head)
+  std::optional<Expr> no_split_modules;  // evaluates to a list of class names
   // The config class's attribute_map (alias -> stored name, e.g. qwen3_moe num_experts ->
   // num_local_experts): config.json may hold either name depending on the transformers release that
   // wrote it, and transformers reads both as one attribute.
@@ -113,9 +113,9 @@ struct ArchSpec {
     bool flat = false;
   };
   std::vector<SubConfig> sub_configs;
-  std::vector<NamedExpr> defaults;   // config class defaults for absent keys
-  std::vector<NamedExpr> derived;    // computed fields, in order (may use earlier ones)
-  std::vector<TiedWeight> tied_weights;   // applied when tie_word_embeddings is true
+  std::vector<NamedExpr> defaults;       // config class defaults for absent keys
+  std::vector<NamedExpr> derived;        // computed fields, in order (may use earlier ones)
+  std::vector<TiedWeight> tied_weights;  // applied when tie_word_embeddings is true
   // get_input_embeddings() / get_output_embeddings() module paths when no tied-weight pair names them
   // (a model whose head is never tied: Mllama); accelerate's FSDP2 preparation groups them apart.
   std::string input_embeddings, output_embeddings;
@@ -123,7 +123,7 @@ struct ArchSpec {
   std::vector<std::string> ignore_unexpected;  // regexes (with ${expr} interpolation): tensors on disk
                                                // that transformers drops on load (old buffers, MTP)
   std::optional<CheckpointDequantize> dequantize;
-  std::map<std::string, ClassSpec> classes;    // this file's classes (builtins live in Registry)
+  std::map<std::string, ClassSpec> classes;  // this file's classes (builtins live in Registry)
   // Activation model (elements per token, see rules/models/README.md "activations"): `layer` saved
   // for backward by one block, `layers` blocks, `checkpointed` kept per block under activation
   // checkpointing, `logits` per token of the LM head. Empty: no estimate for this architecture.
@@ -152,7 +152,7 @@ struct TpStyle {
   std::optional<int> matrix_dim;
   std::optional<int> vector_dim;
   int packed = 1;
-  bool exact = false;             // the split must be exact (expert parallel refuses a remainder)
+  bool exact = false;  // the split must be exact (expert parallel refuses a remainder)
   // The collectives the style's module hooks run over the TP group, per forward or backward: an
   // all-reduce of an activation whose feature count is this dimension of the module's first
   // parameter of two or more dimensions (rowwise: the output, weight dim -2; colwise: the input's
@@ -166,11 +166,11 @@ struct TpStyle {
   std::optional<int> backward_all_gather;
   bool grad_all_reduce = false;
   bool routing_all_reduce = false;  // MoE: the routing weights (tokens x experts per token), in backward
-  std::string source;             // where the style is described
+  std::string source;               // where the style is described
 };
 
 struct TransformersVersions {
-  static Version newest();           // the default of --transformers-version
+  static Version newest();  // the default of --transformers-version
 };
 
 class Registry {
@@ -192,8 +192,8 @@ class Registry {
 
  private:
   std::map<std::string, ArchSpec> archs_;
-  std::map<std::string, ClassSpec> builtins_;   // torch.nn and transformers utility classes
-  std::map<std::string, TpStyle> tp_styles_;    // rules/models/_tensor_parallel.yaml
+  std::map<std::string, ClassSpec> builtins_;  // torch.nn and transformers utility classes
+  std::map<std::string, TpStyle> tp_styles_;   // rules/models/_tensor_parallel.yaml
 };
 
 }  // namespace shardcheck

@@ -13,8 +13,14 @@
 namespace shardcheck {
 
 // torch.distributed.fsdp.ShardingStrategy (values as in torch/distributed/fsdp/api.py).
-enum class ShardingStrategy { full_shard = 1, shard_grad_op = 2, no_shard = 3, hybrid_shard = 4, hybrid_shard_zero2 = 5 };
-const char* strategy_name(ShardingStrategy s);  // "FULL_SHARD" ...
+enum class ShardingStrategy {
+  full_shard = 1,
+  shard_grad_op = 2,
+  no_shard = 3,
+  hybrid_shard = 4,
+  hybrid_shard_zero2 = 5
+};
+const char* strategy_name(ShardingStrategy s);                       // "FULL_SHARD" ...
 std::optional<ShardingStrategy> parse_strategy(std::string_view s);  // names or "1".."5"
 bool is_hybrid(ShardingStrategy s);
 
@@ -54,10 +60,10 @@ struct FsdpSettings {
   Setting<int> fsdp_version{1};
   Setting<ShardingStrategy> sharding_strategy{ShardingStrategy::full_shard};
   Setting<WrapPolicyKind> policy{WrapPolicyKind::transformer};
-  Setting<std::vector<std::string>> wrap_classes;      // empty: the model's _no_split_modules
+  Setting<std::vector<std::string>> wrap_classes;  // empty: the model's _no_split_modules
   Setting<std::int64_t> min_num_params{100'000'000};
   Setting<bool> use_orig_params{false};
-  Setting<std::string> mixed_precision{"no"};          // "no", "bf16", "fp16"
+  Setting<std::string> mixed_precision{"no"};  // "no", "bf16", "fp16"
   Setting<bool> offload_params{false};
   Setting<std::optional<bool>> reshard_after_forward;  // FSDP2; nullopt = torch's default
   Setting<bool> activation_checkpointing{false};
@@ -70,12 +76,12 @@ struct FsdpSettings {
   // accelerate's ParallelismConfig (v1.10+, FSDP2 only): HSDP replicas and tensor parallelism.
   Setting<int> dp_replicate{1};
   Setting<int> tp_size{1};
-  Setting<int> cp_size{1};       // context parallelism: FSDP2 shards over dp_shard x cp (dp_shard_cp)
-  Setting<int> sp_size{1};       // sequence parallelism: its own mesh dim, outside FSDP's
+  Setting<int> cp_size{1};  // context parallelism: FSDP2 shards over dp_shard x cp (dp_shard_cp)
+  Setting<int> sp_size{1};  // sequence parallelism: its own mesh dim, outside FSDP's
   Setting<std::string> frozen;
   // accelerate's fsdp_ignored_modules (v1.10+): a regex fullmatched against module names; the
   // matched subtrees' parameters stay whole on every rank, outside every unit.
-  Setting<std::string> ignored_modules;                          // regex over parameter FQNs (requires_grad=False)
+  Setting<std::string> ignored_modules;  // regex over parameter FQNs (requires_grad=False)
   // The release set (library defaults; the pipeline resolves them from flags, the job's Python
   // environment or rules/versions.yaml, shardcheck/stack_versions.hpp).
   Setting<Version> torch_version{Version{2, 9, 0}};

@@ -18,8 +18,8 @@ namespace shardcheck {
 
 // One slot of an FSDP1 FlatParameter: a parameter or alignment/world-size padding.
 struct FlatSlot {
-  std::string fqn;             // "" for padding
-  std::int64_t offset = 0;     // in the unsharded flat parameter
+  std::string fqn;          // "" for padding
+  std::int64_t offset = 0;  // in the unsharded flat parameter
   std::int64_t numel = 0;
   bool padding = false;
   bool requires_grad = false;  // this parameter trains (padding never does)
@@ -34,29 +34,29 @@ struct ParamShard {
   std::int64_t row_numel = 0;      // numel / dim0
   DType dtype = DType::F32;        // a group may mix frozen low-precision and trainable fp32 parameters
   bool requires_grad = true;
-  bool gets_grad = true;           // requires_grad and reached by the step's forward
+  bool gets_grad = true;  // requires_grad and reached by the step's forward
 };
 
 struct ShardUnit {
-  std::string path;                     // "" for the root
+  std::string path;  // "" for the root
   std::string cls;
-  int module = -1;                      // index into ModuleTree::modules
-  std::vector<std::string> modules;     // FSDP2: every module of a fully_shard([a, b]) group
-  std::vector<std::string> params;      // real parameters, flat (FSDP1) or group (FSDP2) order
+  int module = -1;                   // index into ModuleTree::modules
+  std::vector<std::string> modules;  // FSDP2: every module of a fully_shard([a, b]) group
+  std::vector<std::string> params;   // real parameters, flat (FSDP1) or group (FSDP2) order
   std::vector<std::int64_t> param_numels;
-  std::vector<FlatSlot> layout;         // FSDP1: the FlatParameter with its padding
-  std::vector<ParamShard> shards;       // FSDP2: per-parameter dim-0 sharding
-  std::int64_t numel = 0;               // real elements (no padding)
-  std::int64_t padded_numel = 0;        // unsharded buffer = all-gather output (W * shard_numel)
-  std::int64_t shard_numel = 0;         // elements every rank stores (padding included)
-  std::vector<std::int64_t> rank_pad;   // padding elements on each rank of the shard group
-  DType dtype = DType::F32;             // the original (master) dtype
-  DType compute_dtype = DType::F32;     // what the all-gather carries: param_dtype, else dtype
-  DType reduce_dtype = DType::F32;      // what the reduce-scatter sums: reduce_dtype, else compute_dtype
+  std::vector<FlatSlot> layout;        // FSDP1: the FlatParameter with its padding
+  std::vector<ParamShard> shards;      // FSDP2: per-parameter dim-0 sharding
+  std::int64_t numel = 0;              // real elements (no padding)
+  std::int64_t padded_numel = 0;       // unsharded buffer = all-gather output (W * shard_numel)
+  std::int64_t shard_numel = 0;        // elements every rank stores (padding included)
+  std::vector<std::int64_t> rank_pad;  // padding elements on each rank of the shard group
+  DType dtype = DType::F32;            // the original (master) dtype
+  DType compute_dtype = DType::F32;    // what the all-gather carries: param_dtype, else dtype
+  DType reduce_dtype = DType::F32;     // what the reduce-scatter sums: reduce_dtype, else compute_dtype
   bool requires_grad = true;
-  bool gets_grad = true;                // some parameter gets a gradient in a step (torch allocates one)
+  bool gets_grad = true;                      // some parameter gets a gradient in a step (torch allocates one)
   std::optional<bool> reshard_after_forward;  // FSDP2 group setting after torch's defaults
-  std::vector<std::string> duplicated;  // tied parameters flattened again although another unit holds them
+  std::vector<std::string> duplicated;        // tied parameters flattened again although another unit holds them
 };
 
 // A parameter of an ignored module: whole on every rank, in no unit, reduced by no FSDP collective.
@@ -71,16 +71,16 @@ struct ShardPlan {
   int fsdp_version = 1;
   Version torch_version;
   int world_size = 1;
-  int shard_group = 1;                  // W: ranks a unit is sharded over
-  int replicate_group = 1;              // R: HSDP replicas
+  int shard_group = 1;                                       // W: ranks a unit is sharded over
+  int replicate_group = 1;                                   // R: HSDP replicas
   ShardingStrategy strategy = ShardingStrategy::full_shard;  // after the world-size-1 clamp
-  std::vector<ShardUnit> units;         // pre-order of the module tree (root first)
-  std::vector<IgnoredParam> ignored;    // fsdp_ignored_modules' parameters
+  std::vector<ShardUnit> units;                              // pre-order of the module tree (root first)
+  std::vector<IgnoredParam> ignored;                         // fsdp_ignored_modules' parameters
   // Tensor parallelism (FSDP2 with tp_size > 1): the layout every TP rank loads, and which TP rank's
   // local tensors this plan shards (the one with the largest per-rank memory). Absent without TP.
   std::optional<TensorParallelLayout> tensor_parallel;
   int tp_rank = 0;
-  std::vector<MeshDim> mesh;            // FSDP2's device mesh, dims above 1 (FsdpSettings::mesh_dims)
+  std::vector<MeshDim> mesh;  // FSDP2's device mesh, dims above 1 (FsdpSettings::mesh_dims)
 };
 
 // FSDP1: torch/distributed/fsdp/wrap.py `_recursive_wrap` + flat_param.py, per torch version.

@@ -36,8 +36,8 @@ struct VersionRules {
 struct VersionRequest {
   std::optional<Setting<Version>> torch, transformers, accelerate;
   std::optional<Setting<Version>> peft, bitsandbytes, trl;  // PEFT runs: flags only (else the environment)
-  std::string python_env;         // "" when none is known
-  std::string python_env_source;  // "--python-env", "env VIRTUAL_ENV", "env CONDA_PREFIX"
+  std::string python_env;                                   // "" when none is known
+  std::string python_env_source;                            // "--python-env", "env VIRTUAL_ENV", "env CONDA_PREFIX"
 };
 
 struct StackVersions {

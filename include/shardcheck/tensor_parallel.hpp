@@ -32,13 +32,13 @@ const ModuleTree::TpEntry* tp_module_entry(const ModuleTree& tree, std::string_v
 struct TpPlacement {
   std::string fqn;
   std::string style;
-  std::optional<int> dim;                          // the split dimension; nullopt: whole on every TP rank
-  std::vector<std::vector<std::int64_t>> shapes;   // per TP rank, the local shape
+  std::optional<int> dim;                         // the split dimension; nullopt: whole on every TP rank
+  std::vector<std::vector<std::int64_t>> shapes;  // per TP rank, the local shape
 };
 
 struct TensorParallelLayout {
   int tp_size = 1;
-  std::vector<TpPlacement> params;                 // every parameter of the tree, tree order
+  std::vector<TpPlacement> params;  // every parameter of the tree, tree order
 };
 
 // The layout of every parameter over s.tp_size ranks. A split transformers refuses at load (a packed

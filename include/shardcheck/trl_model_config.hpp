@@ -17,8 +17,8 @@
 namespace shardcheck {
 
 struct TrlRun {
-  std::optional<LoraAdapter> adapter;      // use_peft: true
-  std::optional<Bnb4bitConfig> bnb_4bit;   // load_in_4bit: true
+  std::optional<LoraAdapter> adapter;              // use_peft: true
+  std::optional<Bnb4bitConfig> bnb_4bit;           // load_in_4bit: true
   std::optional<Setting<std::string>> load_dtype;  // ModelConfig's default when the file names none
 };
 

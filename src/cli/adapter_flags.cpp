@@ -70,8 +70,8 @@ ModuleSelector selector(const std::string& text, bool allow_all_linear) {
     s.kind = ModuleSelector::Kind::all_linear;
     return s;
   }
-  const bool plain = text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,") ==
-                     std::string::npos;
+  const bool plain =
+      text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,") == std::string::npos;
   if (plain || text.find(',') != std::string::npos) {
     s.kind = ModuleSelector::Kind::names;
     for (auto& n : python_split(text, ','))

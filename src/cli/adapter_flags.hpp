@@ -12,12 +12,12 @@
 namespace shardcheck::cli {
 
 struct AdapterFlags {
-  std::string adapter;             // --adapter DIR|adapter_config.json
-  std::optional<int> r;            // --lora-r
+  std::string adapter;   // --adapter DIR|adapter_config.json
+  std::optional<int> r;  // --lora-r
   std::optional<double> alpha, dropout;
   std::string target_modules, modules_to_save, exclude_modules, bias;
   bool use_dora = false, use_rslora = false, lora_bias = false;
-  bool prepare_kbit = false;       // --prepare-model-for-kbit-training
+  bool prepare_kbit = false;  // --prepare-model-for-kbit-training
   // QLoRA: BitsAndBytesConfig(load_in_4bit=True, ...)
   bool load_in_4bit = false, double_quant = false;
   std::string quant_storage, compute_dtype, quant_type;

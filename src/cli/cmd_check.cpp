@@ -62,8 +62,9 @@ int run_check(CheckFlags f, const CliContext& ctx) {
   }
   if (f.model.empty()) f.model = f.model_flag;
   if (f.model.empty()) {
-    std::fprintf(stderr, "shardcheck check: expected a model: a directory, its config.json or a Hub id, as "
-                         "`check MODEL` or `check --model MODEL`\n");
+    std::fprintf(stderr,
+                 "shardcheck check: expected a model: a directory, its config.json or a Hub id, as "
+                 "`check MODEL` or `check --model MODEL`\n");
     return to_int(ExitCode::usage);
   }
   util::use_huge_page_heap();  // a short-lived process about to build large tables
@@ -79,10 +80,14 @@ int run_check(CheckFlags f, const CliContext& ctx) {
   const auto& items = r.sink.items();
   if (f.format == "json") {
     if (r.plan)
-      std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, items, r.tree && r.tree->peft ? &*r.tree->peft : nullptr).c_str(), stdout);
-    else std::fputs(render_diagnostics_json(items).c_str(), stdout);
-  } else if (const auto report = render_for_code_host(f.format, items, [&] { return sarif_rules_for(items); },
-                                                      f.uri_base)) {
+      std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, items,
+                                  r.tree && r.tree->peft ? &*r.tree->peft : nullptr)
+                     .c_str(),
+                 stdout);
+    else
+      std::fputs(render_diagnostics_json(items).c_str(), stdout);
+  } else if (const auto report = render_for_code_host(
+                 f.format, items, [&] { return sarif_rules_for(items); }, f.uri_base)) {
     std::fputs(report->c_str(), stdout);
   } else {
     SourceLookup lookup = [&r](const std::string& file) -> const std::string* {
@@ -92,9 +97,10 @@ int run_check(CheckFlags f, const CliContext& ctx) {
     if (!r.planned_config_note.empty()) std::printf("\nnote: %s\n", r.planned_config_note.c_str());
     if (r.plan) {
       std::fputs("\n", stdout);
-      std::fputs(
-          render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color}, r.tree && r.tree->peft ? &*r.tree->peft : nullptr).c_str(),
-          stdout);
+      std::fputs(render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color},
+                                  r.tree && r.tree->peft ? &*r.tree->peft : nullptr)
+                     .c_str(),
+                 stdout);
     }
     std::printf("\n%zu error(s), %zu warning(s)\n", r.sink.count(Severity::error), r.sink.count(Severity::warning));
   }
@@ -108,7 +114,8 @@ void register_check(CLI::App& app, CliContext& ctx) {
   CLI::App* cmd = app.add_subcommand("check", "Pre-flight for CI: lint + resolve + plan + fit, one exit code");
   cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]");
   cmd->add_option("--model", f->model_flag, "The same as the positional MODEL (one of the two is required)");
-  cmd->add_flag("--no-tree", f->no_tree, "Accepted for symmetry with plan: check prints the unit table, never the tree");
+  cmd->add_flag("--no-tree", f->no_tree,
+                "Accepted for symmetry with plan: check prints the unit table, never the tree");
   cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember(kFindingFormats));
   cmd->add_flag("--strict", f->strict, "Warnings fail the check too");
   cmd->add_option("--uri-base", f->uri_base, "SARIF and GitLab: make file paths relative to this directory");

@@ -82,8 +82,9 @@ int run_inspect(const InspectArgs& a, const CliContext& ctx) {
 void register_inspect(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Print the module tree, parameter counts and dtypes of a model");
-  cmd->add_option("model", args->model,
-                  "Model directory (config.json, safetensors headers), its config.json, or a Hub id org/name[@revision]")
+  cmd->add_option(
+         "model", args->model,
+         "Model directory (config.json, safetensors headers), its config.json, or a Hub id org/name[@revision]")
       ->required();
   cmd->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"text", "json"}));
   cmd->add_option("--transformers-version", args->transformers_version,
@@ -94,8 +95,9 @@ void register_inspect(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--architecture", args->architecture, "Head class to build instead of config.json's");
   add_adapter_flags(cmd, args->adapter);
   cmd->add_flag("--config-only", args->config_only, "Ignore safetensors files; shapes from config.json only");
-  cmd->add_flag("--dequantize", args->dequantize,
-                "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
+  cmd->add_flag(
+      "--dequantize", args->dequantize,
+      "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
   cmd->callback([args, &ctx] { ctx.exit_code = run_inspect(*args, ctx); });
 }
 

@@ -22,7 +22,6 @@
 #include "util/prefault.hpp"
 #include "util/stage_timer.hpp"
 
-
 namespace shardcheck::cli {
 namespace {
 
@@ -52,7 +51,6 @@ std::optional<std::string> read_text(const std::string& path) {
   ss << in.rdbuf();
   return ss.str();
 }
-
 
 std::vector<SarifRule> sarif_rules() {
   std::vector<SarifRule> out;
@@ -87,12 +85,15 @@ int run_lint(LintArgs a, const CliContext& ctx) {
   }
   if (!a.accelerate_version.empty()) {
     auto v = Version::parse(a.accelerate_version);
-    if (!v) return usage_error(fmt::format("expected a version like 1.6.0 for --accelerate-version, found '{}'", a.accelerate_version));
+    if (!v)
+      return usage_error(
+          fmt::format("expected a version like 1.6.0 for --accelerate-version, found '{}'", a.accelerate_version));
     opts.accelerate = *v;
   }
   if (!a.torch_version.empty()) {
     auto v = Version::parse(a.torch_version);
-    if (!v) return usage_error(fmt::format("expected a version like 2.6.0 for --torch-version, found '{}'", a.torch_version));
+    if (!v)
+      return usage_error(fmt::format("expected a version like 2.6.0 for --torch-version, found '{}'", a.torch_version));
     opts.torch = *v;
   }
   if (opts.accelerate < schema->oldest || opts.accelerate > schema->newest)
@@ -117,10 +118,11 @@ int run_lint(LintArgs a, const CliContext& ctx) {
     const std::string def = default_accelerate_config_path();
     std::error_code ec;
     if (!std::filesystem::is_regular_file(def, ec))
-      return usage_error(fmt::format("no config file given, and accelerate's default config {} does not exist "
-                                     "($HF_HOME/accelerate/default_config.yaml, else "
-                                     "${{XDG_CACHE_HOME:-~/.cache}}/huggingface/accelerate/default_config.yaml)",
-                                     def));
+      return usage_error(
+          fmt::format("no config file given, and accelerate's default config {} does not exist "
+                      "($HF_HOME/accelerate/default_config.yaml, else "
+                      "${{XDG_CACHE_HOME:-~/.cache}}/huggingface/accelerate/default_config.yaml)",
+                      def));
     std::fprintf(stderr, "shardcheck: no file given; checking accelerate's default config %s\n", def.c_str());
     a.files.push_back(def);
   }
@@ -177,7 +179,8 @@ int run_lint(LintArgs a, const CliContext& ctx) {
       return it == sources.end() ? nullptr : &it->second;
     };
     std::fputs(render_diagnostics_text(items, lookup, TextStyle{ctx.color}).c_str(), stdout);
-    const auto errors = all.count(Severity::error), warnings = all.count(Severity::warning), notes = all.count(Severity::note);
+    const auto errors = all.count(Severity::error), warnings = all.count(Severity::warning),
+               notes = all.count(Severity::note);
     if (!items.empty())
       std::fprintf(stderr, "%zu error%s, %zu warning%s, %zu note%s in %zu file%s\n", errors, errors == 1 ? "" : "s",
                    warnings, warnings == 1 ? "" : "s", notes, notes == 1 ? "" : "s", a.files.size(),
@@ -186,10 +189,14 @@ int run_lint(LintArgs a, const CliContext& ctx) {
 
   bool unparsable = false, io = false, errors = false, warnings = false;
   for (const auto& d : items) {
-    if (d.exit_code == ExitCode::bad_accelerate_config) unparsable = true;
-    else if (d.exit_code == ExitCode::io) io = true;
-    else if (d.severity == Severity::error) errors = true;
-    else if (d.severity == Severity::warning) warnings = true;
+    if (d.exit_code == ExitCode::bad_accelerate_config)
+      unparsable = true;
+    else if (d.exit_code == ExitCode::io)
+      io = true;
+    else if (d.severity == Severity::error)
+      errors = true;
+    else if (d.severity == Severity::warning)
+      warnings = true;
   }
   if (unparsable) return to_int(ExitCode::bad_accelerate_config);
   if (io) return to_int(ExitCode::io);  // the same code as check and plan for a file that cannot be read
@@ -212,9 +219,9 @@ void register_lint(CLI::App& app, CliContext& ctx) {
   cmd->add_flag("--env,!--no-env", args->audit_env,
                 "Audit FSDP_*/ACCELERATE_* variables of the calling shell (default on)");
   cmd->add_option("--env-file", args->env_file, "Audit the KEY=VALUE lines of this file instead of the shell");
-  cmd->add_option("--format", args->format, "Output format")
-      ->check(CLI::IsMember(kFindingFormats));
-  cmd->add_option("--uri-base", args->uri_base, "SARIF and GitLab: make file paths relative to this directory (default: .)");
+  cmd->add_option("--format", args->format, "Output format")->check(CLI::IsMember(kFindingFormats));
+  cmd->add_option("--uri-base", args->uri_base,
+                  "SARIF and GitLab: make file paths relative to this directory (default: .)");
   cmd->add_flag("--strict", args->strict, "Exit 1 on warnings too");
   cmd->add_flag("--fix", args->fix, "Rewrite the files, applying every automatic fix");
   cmd->add_flag("--diff", args->diff, "Print the changes --fix would make, as a unified diff");

@@ -29,13 +29,17 @@ int run_plan(const PlanFlags& f, const CliContext& ctx) {
     std::fputs(render_plan_html(*r.tree, *r.plan, r.settings, r.memory, r.comm, r.sink.items()).c_str(), stdout);
     std::fputs(render_diagnostics_text(r.sink.items()).c_str(), stderr);
   } else if (r.plan && f.format == "json") {
-    std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, r.sink.items(), r.tree && r.tree->peft ? &*r.tree->peft : nullptr).c_str(),
+    std::fputs(render_plan_json(*r.plan, r.settings, r.memory, r.comm, r.sink.items(),
+                                r.tree && r.tree->peft ? &*r.tree->peft : nullptr)
+                   .c_str(),
                stdout);
   } else {
     if (!r.planned_config_note.empty()) std::printf("note: %s\n\n", r.planned_config_note.c_str());
-    if (r.plan && r.tree && !f.no_tree) std::printf("%s\n", render_plan_tree_text(*r.tree, *r.plan, TextStyle{ctx.color}).c_str());
+    if (r.plan && r.tree && !f.no_tree)
+      std::printf("%s\n", render_plan_tree_text(*r.tree, *r.plan, TextStyle{ctx.color}).c_str());
     if (r.plan)
-      std::fputs(render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color}, r.tree && r.tree->peft ? &*r.tree->peft : nullptr)
+      std::fputs(render_plan_text(*r.plan, r.settings, r.memory, r.comm, TextStyle{ctx.color},
+                                  r.tree && r.tree->peft ? &*r.tree->peft : nullptr)
                      .c_str(),
                  stdout);
     std::fputs(render_diagnostics_text(r.sink.items()).c_str(), stderr);

@@ -102,7 +102,8 @@ int run_explain(const std::string& id) {
   }
   std::string known;
   for (const Rule* x : all_rules()) known += fmt::format("  {}\n", x->id);
-  std::fprintf(stderr, "shardcheck explain: unknown rule or code '%s'; the lint rules are:\n%sand the finding codes %s\n",
+  std::fprintf(stderr,
+               "shardcheck explain: unknown rule or code '%s'; the lint rules are:\n%sand the finding codes %s\n",
                id.c_str(), known.c_str(), code_ranges().c_str());
   return to_int(ExitCode::usage);
 }
@@ -118,7 +119,8 @@ void register_rules(CLI::App& app, CliContext& ctx) {
 
 void register_explain(CLI::App& app, CliContext& ctx) {
   auto id = std::make_shared<std::string>();
-  CLI::App* cmd = app.add_subcommand("explain", "Explain a lint rule or a finding code (ST003, PLAN012, ...): what is checked and why");
+  CLI::App* cmd = app.add_subcommand(
+      "explain", "Explain a lint rule or a finding code (ST003, PLAN012, ...): what is checked and why");
   cmd->add_option("rule", *id, "Rule id or code, e.g. flattened-fsdp-config or ST020")->required();
   cmd->callback([id, &ctx] { ctx.exit_code = run_explain(*id); });
 }

@@ -48,8 +48,8 @@ int exec_smoke(const std::vector<std::string>& rest, const CliContext& ctx) {
 void register_smoke(CLI::App& app, CliContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "smoke", "Verify the shard plan with real all-gather / reduce-scatter over c10d process groups (LibTorch)");
-  cmd->prefix_command();        // everything after `smoke` belongs to shardcheck-smoke
-  cmd->set_help_flag();         // ... --help included
+  cmd->prefix_command();  // everything after `smoke` belongs to shardcheck-smoke
+  cmd->set_help_flag();   // ... --help included
   cmd->callback([cmd, &ctx] { ctx.exit_code = exec_smoke(cmd->remaining(), ctx); });
 }
 

@@ -9,8 +9,8 @@ namespace shardcheck::cli {
 
 struct CliContext {
   int exit_code = 0;
-  std::string rules_dir;      // --rules, else default_rules_dir() (shardcheck/rules_dir.hpp)
-  bool color = false;         // stdout is a terminal and NO_COLOR is unset
+  std::string rules_dir;  // --rules, else default_rules_dir() (shardcheck/rules_dir.hpp)
+  bool color = false;     // stdout is a terminal and NO_COLOR is unset
 };
 
 void register_inspect(CLI::App& app, CliContext& ctx);

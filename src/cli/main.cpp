@@ -70,11 +70,11 @@ int main(int argc, char** argv) {
   using Register = void (*)(CLI::App&, cli::CliContext&);
   static constexpr std::pair<std::string_view, Register> kCommands[] = {
       {"inspect", cli::register_inspect}, {"lint", cli::register_lint}, {"rules", cli::register_rules},
-      {"explain", cli::register_explain}, {"plan", cli::register_plan},  {"check", cli::register_check},
+      {"explain", cli::register_explain}, {"plan", cli::register_plan}, {"check", cli::register_check},
       {"smoke", cli::register_smoke}};
   const std::string_view wanted = invoked_subcommand(argc, argv);
-  const bool known = std::any_of(std::begin(kCommands), std::end(kCommands),
-                                 [&](const auto& c) { return c.first == wanted; });
+  const bool known =
+      std::any_of(std::begin(kCommands), std::end(kCommands), [&](const auto& c) { return c.first == wanted; });
   for (const auto& [name, add] : kCommands)
     if (!known || name == wanted) add(app, ctx);  // an unknown name: all, so CLI11 lists them
   // The full exit-code table once, under `shardcheck --help`; a subcommand's help points there.

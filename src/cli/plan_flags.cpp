@@ -24,7 +24,6 @@ void from_cli(Setting<T>& s, const std::optional<V>& v, const char* flag) {
   s.source = flag;
 }
 
-
 // "80GiB", "80GB", "81920MiB", "85899345920" -> bytes.
 std::optional<std::uint64_t> parse_size(const std::string& text) {
   std::size_t used = 0;
@@ -35,10 +34,9 @@ std::optional<std::uint64_t> parse_size(const std::string& text) {
     return std::nullopt;
   }
   const std::string unit = text.substr(used);
-  const std::pair<const char*, double> units[] = {{"", 1},         {"B", 1},          {"KiB", 1024.0},
-                                                  {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-                                                  {"KB", 1e3},     {"MB", 1e6},       {"GB", 1e9},
-                                                  {"TB", 1e12}};
+  const std::pair<const char*, double> units[] = {
+      {"", 1},     {"B", 1},    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+      {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9},     {"TB", 1e12}};
   for (auto [name, factor] : units)
     // 1.8e19 is just under 2^64: larger values (and NaN) would overflow the conversion.
     if (unit == name && v >= 0 && v * factor < 1.8e19) return static_cast<std::uint64_t>(v * factor);
@@ -101,13 +99,15 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
                   "The job's from_pretrained(dtype=...): auto, float32, bfloat16 or float16 (default: auto from "
                   "transformers 5.0, float32 before)")
       ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
-  cmd->add_flag("--dequantize", f.dequantize,
-                "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
+  cmd->add_flag(
+      "--dequantize", f.dequantize,
+      "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
   cmd->add_option("--gpu", f.gpu,
                   "GPU preset: the memory PyTorch reports for it (rules/gpus.yaml: h100-80gb, h100-nvl, h200, "
                   "a100-80gb, a100-40gb, mi300x)");
-  cmd->add_option("--gpu-memory", f.gpu_memory,
-                  "Memory of one GPU with its unit (default 80GiB; torch.cuda.mem_get_info()[1] gives the exact bytes)");
+  cmd->add_option(
+      "--gpu-memory", f.gpu_memory,
+      "Memory of one GPU with its unit (default 80GiB; torch.cuda.mem_get_info()[1] gives the exact bytes)");
   cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
       ->check(CLI::IsMember({"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}, CLI::ignore_case));
   cmd->add_option("--ignored-modules", f.ignored_modules,
@@ -129,10 +129,11 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--sp-size", f.sp_size, "FSDP2: sequence-parallel ranks (parallelism_config sp_size)")
       ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--training-args", f.training_args,
-                  "The run's Trainer / TRL config (YAML or JSON): per_device_train_batch_size and max_length (or "
-                  "max_seq_length) as the workload, gradient_checkpointing, bf16/fp16, dtype, and TRL's use_peft, lora_* and "
-                  "load_in_4bit/bnb_4bit_*; flags win");
+  cmd->add_option(
+      "--training-args", f.training_args,
+      "The run's Trainer / TRL config (YAML or JSON): per_device_train_batch_size and max_length (or "
+      "max_seq_length) as the workload, gradient_checkpointing, bf16/fp16, dtype, and TRL's use_peft, lora_* and "
+      "load_in_4bit/bnb_4bit_*; flags win");
   cmd->add_option("--seq-len", f.seq_len, "Tokens per sequence: with --micro-batch, estimate activations")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
   cmd->add_option("--micro-batch", f.micro_batch, "Sequences per rank per step (with --seq-len)")
@@ -157,14 +158,13 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   if (!error.empty()) return std::nullopt;
   req.prepare_kbit = f.adapter.prepare_kbit;
   if (!f.config.empty()) req.accelerate_config = f.config;
-  for (auto [text, setting, flag] : {std::tuple{&f.torch_version, &req.versions.torch, "--torch-version"},
-                                     std::tuple{&f.accelerate_version, &req.versions.accelerate, "--accelerate-version"},
-                                     std::tuple{&f.transformers_version, &req.versions.transformers,
-                                                "--transformers-version"},
-                                     std::tuple{&f.peft_version, &req.versions.peft, "--peft-version"},
-                                     std::tuple{&f.bitsandbytes_version, &req.versions.bitsandbytes,
-                                                "--bitsandbytes-version"},
-                                     std::tuple{&f.trl_version, &req.versions.trl, "--trl-version"}}) {
+  for (auto [text, setting, flag] :
+       {std::tuple{&f.torch_version, &req.versions.torch, "--torch-version"},
+        std::tuple{&f.accelerate_version, &req.versions.accelerate, "--accelerate-version"},
+        std::tuple{&f.transformers_version, &req.versions.transformers, "--transformers-version"},
+        std::tuple{&f.peft_version, &req.versions.peft, "--peft-version"},
+        std::tuple{&f.bitsandbytes_version, &req.versions.bitsandbytes, "--bitsandbytes-version"},
+        std::tuple{&f.trl_version, &req.versions.trl, "--trl-version"}}) {
     if (text->empty()) continue;
     auto v = Version::parse(*text);
     if (!v) {
@@ -201,16 +201,17 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     }
     req.memory.gpu_memory = it->second;
   } else {
-  // A unit is required: a bare "80" meant 80 bytes, and nobody means that.
-  const std::size_t unit_at = f.gpu_memory.find_first_not_of("0123456789.");
-  const auto gpu = unit_at == std::string::npos ? std::nullopt : parse_size(f.gpu_memory);
-  if (!gpu || *gpu == 0) {
-    error = fmt::format("expected a GPU memory size with its unit, like 80GiB or 79.6GiB (GiB = 2^30 bytes; GB = 10^9), "
-                        "for --gpu-memory, found '{}'",
-                        f.gpu_memory);
-    return std::nullopt;
-  }
-  req.memory.gpu_memory = *gpu;
+    // A unit is required: a bare "80" meant 80 bytes, and nobody means that.
+    const std::size_t unit_at = f.gpu_memory.find_first_not_of("0123456789.");
+    const auto gpu = unit_at == std::string::npos ? std::nullopt : parse_size(f.gpu_memory);
+    if (!gpu || *gpu == 0) {
+      error = fmt::format(
+          "expected a GPU memory size with its unit, like 80GiB or 79.6GiB (GiB = 2^30 bytes; GB = 10^9), "
+          "for --gpu-memory, found '{}'",
+          f.gpu_memory);
+      return std::nullopt;
+    }
+    req.memory.gpu_memory = *gpu;
   }
   req.memory.seq_len = f.seq_len;
   req.memory.micro_batch = f.micro_batch;
@@ -250,9 +251,10 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   }
   std::optional<ShardingStrategy> strategy;
   if (!f.strategy.empty() && !(strategy = parse_strategy(f.strategy))) {
-    error = fmt::format("expected FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or _HYBRID_SHARD_ZERO2 (or 1-5) for "
-                        "--sharding-strategy, found '{}'",
-                        f.strategy);
+    error = fmt::format(
+        "expected FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or _HYBRID_SHARD_ZERO2 (or 1-5) for "
+        "--sharding-strategy, found '{}'",
+        f.strategy);
     return std::nullopt;
   }
   if (!f.env_file.empty()) {

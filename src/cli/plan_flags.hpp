@@ -19,7 +19,8 @@ struct PlanFlags {
   std::string peft_version, bitsandbytes_version, trl_version;
   std::string python_env;
   std::string load_dtype;  // --load-dtype: from_pretrained(dtype=...)
-  std::string gpu;         // --gpu NAME: a preset of rules/gpus.yaml  // --python-env: the job's virtualenv / conda prefix / site-packages
+  std::string gpu;  // --gpu NAME: a preset of rules/gpus.yaml  // --python-env: the job's virtualenv / conda prefix /
+                    // site-packages
   std::optional<int> world_size, num_machines, fsdp_version;
   std::string strategy, policy, wrap_cls, frozen, mixed_precision, gpu_memory = "80GiB";
   std::optional<std::int64_t> min_num_params;
@@ -31,7 +32,7 @@ struct PlanFlags {
   std::optional<int> cp_size;
   std::optional<int> sp_size;
   AdapterFlags adapter;
-  std::string caller;      // --caller trainer|accelerate: who prepares a PEFT model
+  std::string caller;         // --caller trainer|accelerate: who prepares a PEFT model
   std::string training_args;  // --training-args FILE: the Trainer / TRL config of the run
 };
 

@@ -257,7 +257,8 @@ constexpr FindingCode kCodes[] = {
      "Nothing exists at the given path and the text is not a valid model id, so there is nothing to read. "
      "Give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
      "such as meta-llama/Meta-Llama-3-8B."},
-    {"IO004", Severity::note, ExitCode::ok, "The model (or --adapter) argument is not a local path; it is tried as a Hub id",
+    {"IO004", Severity::note, ExitCode::ok,
+     "The model (or --adapter) argument is not a local path; it is tried as a Hub id",
      "A model argument such as llama3-8b or models/x could be a local directory or a Hub model id. When no "
      "local file or directory of that name exists and the Hub lookup then fails (offline, not found, no "
      "network), this note comes first, with the closest name in that directory if one is a likely typo, "
@@ -332,7 +333,8 @@ constexpr FindingCode kCodes[] = {
      "it is a usage error (exit code 2); choose one of the listed classes."},
 
     // ---- checkpoint matching (src/resolve/checkpoint_match.cpp) ----
-    {"ARCH004", Severity::warning, ExitCode::ok, "The wrap classes of a model inferred from its tensor names are guessed",
+    {"ARCH004", Severity::warning, ExitCode::ok,
+     "The wrap classes of a model inferred from its tensor names are guessed",
      "A model_type the registry does not describe is laid out from its checkpoint's tensor names (ARCH001), "
      "and its repeated block gets a guessed class name. accelerate's TRANSFORMER_BASED_WRAP without a class "
      "list uses the model class's own _no_split_modules, which only the model's code knows, so the plan "
@@ -451,7 +453,8 @@ constexpr FindingCode kCodes[] = {
      "ModuleList holding the decoder layers always has more than any one layer, so the job stops in "
      "accelerator.prepare. Use TRANSFORMER_BASED_WRAP with FSDP2. Checked against real torch 2.14.1 and "
      "accelerate 1.14.0 (fixtures/oracle2)."},
-    {"PLAN018", Severity::error, ExitCode::findings, "fully_shard would be called on a module another group already sharded",
+    {"PLAN018", Severity::error, ExitCode::findings,
+     "fully_shard would be called on a module another group already sharded",
      "fully_shard(m) skips only submodules that are themselves FSDPModules; a module that an earlier call "
      "manages without having been passed to it holds DTensor parameters, and sharding those again over the "
      "data-parallel mesh raises \"RuntimeError: Cannot concatenate overlapping meshes\" "
@@ -505,7 +508,8 @@ constexpr FindingCode kCodes[] = {
      "default is 0 when neither the config nor FSDP_MIN_NUM_PARAMS sets it. Nothing is auto-wrapped and "
      "every parameter stays in the root unit, under FSDP1 and FSDP2 alike; shardcheck plans exactly that."},
 
-    {"SET005", Severity::error, ExitCode::findings, "The torch / transformers / accelerate versions cannot run together",
+    {"SET005", Severity::error, ExitCode::findings,
+     "The torch / transformers / accelerate versions cannot run together",
      "Each version comes from its flag, else the job's Python environment (--python-env, or the active "
      "virtualenv or conda prefix: the packages' dist-info or egg-info metadata), else shardcheck's default "
      "release set, the one its torch 2.x oracle was run with (rules/versions.yaml). A transformers release "
@@ -575,7 +579,8 @@ constexpr FindingCode kCodes[] = {
      "in the base model\" (tuners/tuners_utils.py inject_adapter, peft 0.20), \"No `target_modules` passed but also no "
      "`target_parameters` found\" when peft's transformers 5 MoE conversion left none (a converted MoE model "
      "gets no default targets), or \"Please specify `target_modules` or `target_parameters`in `peft_config`\" "
-     "when none is given and peft has no default for the model_type (rules/peft.yaml). A list entry matches a module name exactly or as a \".\"-suffix; a string is a "
+     "when none is given and peft has no default for the model_type (rules/peft.yaml). A list entry matches a module "
+     "name exactly or as a \".\"-suffix; a string is a "
      "regular expression matched against the whole dotted name. The help lists the model's Linear names."},
     {"PEFT005", Severity::error, ExitCode::findings, "A target module is of a type LoRA does not support",
      "peft wraps torch.nn.Linear, Embedding, Conv1d/2d/3d, MultiheadAttention and transformers' Conv1D; a "
@@ -599,7 +604,8 @@ constexpr FindingCode kCodes[] = {
      "llama-dora-fsdp1-tf-orig-trainer-w4). use_orig_params=False, FSDP2, or a plain accelerate loop "
      "(TRANSFORMER_BASED_WRAP keeps all of them in the decoder layer's unit) run."},
 
-    {"PEFT008", Severity::error, ExitCode::findings, "The saved adapter weights do not fit the layers its config builds",
+    {"PEFT008", Severity::error, ExitCode::findings,
+     "The saved adapter weights do not fit the layers its config builds",
      "PeftModel.from_pretrained loads adapter_model.safetensors into the PeftModel with load_state_dict "
      "(peft 0.20 utils/save_and_load.py set_peft_model_state_dict); a saved lora_A/lora_B/magnitude or "
      "modules_to_save tensor whose shape differs from the layer the config builds is torch's \"RuntimeError: "
@@ -625,7 +631,8 @@ constexpr FindingCode kCodes[] = {
      "or the job's Python environment below one of them gets this warning; shardcheck did not run those "
      "releases, so it says what the guide says rather than predict the failure."},
 
-    {"PEFT012", Severity::error, ExitCode::findings, "Only some of the 4.x projections fused into one 5.x parameter are targeted",
+    {"PEFT012", Severity::error, ExitCode::findings,
+     "Only some of the 4.x projections fused into one 5.x parameter are targeted",
      "transformers 5 fuses the gate and up projections of each expert (w1 and w3 in Mixtral, gate_proj and "
      "up_proj in the Qwen2-MoE family) into one gate_up_proj parameter, and peft 0.20 converts 4.x "
      "target_modules to it (utils/transformers_weight_conversion.py _convert_peft_config_moe). Naming only "

@@ -32,7 +32,8 @@ struct Reader {
     const std::string quoted = "\"" + key + "\"";
     for (std::size_t at = text.find(quoted); at != std::string_view::npos; at = text.find(quoted, at + 1)) {
       std::size_t after = at + quoted.size();
-      while (after < text.size() && (text[after] == ' ' || text[after] == '\t' || text[after] == '\n' || text[after] == '\r'))
+      while (after < text.size() &&
+             (text[after] == ' ' || text[after] == '\t' || text[after] == '\n' || text[after] == '\r'))
         ++after;
       if (after < text.size() && text[after] == ':')
         return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
@@ -54,8 +55,9 @@ struct Reader {
   }
 
   void wrong(const std::string& key, const char* expected, const json& found) {
-    fail("PEFT002", key, fmt::format("adapter_config.json field `{}`: expected {}, found {} `{}`", key, expected,
-                                     found.type_name(), found.dump().substr(0, 60)));
+    fail("PEFT002", key,
+         fmt::format("adapter_config.json field `{}`: expected {}, found {} `{}`", key, expected, found.type_name(),
+                     found.dump().substr(0, 60)));
   }
 
   std::string source(const std::string& key) const {
@@ -72,7 +74,8 @@ bool read_selector(Reader& rd, const json& doc, const std::string& key, ModuleSe
     const std::string value = it->get<std::string>();
     std::string lower = value;
     for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (all_linear && lower == "all-linear") out.kind = ModuleSelector::Kind::all_linear;
+    if (all_linear && lower == "all-linear")
+      out.kind = ModuleSelector::Kind::all_linear;
     else {
       out.kind = ModuleSelector::Kind::regex;
       out.regex = value;
@@ -154,7 +157,8 @@ std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std
     return std::nullopt;
   }
   if (!doc.is_object()) {
-    rd.fail("PEFT001", "", fmt::format("expected a JSON object at the top of adapter_config.json, found {}", doc.type_name()));
+    rd.fail("PEFT001", "",
+            fmt::format("expected a JSON object at the top of adapter_config.json, found {}", doc.type_name()));
     return std::nullopt;
   }
   LoraAdapter a;
@@ -182,12 +186,15 @@ std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std
   str("task_type", a.task_type);
   str("base_model_name_or_path", a.base_model);
   if (const auto it = doc.find("r"); it != doc.end()) {
-    if (!it->is_number_integer()) rd.wrong("r", "a positive integer", *it);
+    if (!it->is_number_integer())
+      rd.wrong("r", "a positive integer", *it);
     else if (it->get<std::int64_t>() <= 0 || it->get<std::int64_t>() > 1'000'000)
-      rd.fail("PEFT002", "r", fmt::format("adapter_config.json field `r`: expected a positive integer, found {} "
-                                          "(peft: \"`r` should be a positive integer value\")",
-                                          it->dump()));
-    else a.r = static_cast<int>(it->get<std::int64_t>());
+      rd.fail("PEFT002", "r",
+              fmt::format("adapter_config.json field `r`: expected a positive integer, found {} "
+                          "(peft: \"`r` should be a positive integer value\")",
+                          it->dump()));
+    else
+      a.r = static_cast<int>(it->get<std::int64_t>());
     a.field_sources.emplace_back("r", rd.source("r"));
   }
   number("lora_alpha", a.lora_alpha);
@@ -210,7 +217,8 @@ std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std
   read_strings(rd, doc, "layers_pattern", a.layers_pattern);
   if (const auto it = doc.find("layers_to_transform"); it != doc.end() && !it->is_null()) {
     std::vector<int> layers;
-    if (it->is_number_integer()) layers.push_back(it->get<int>());
+    if (it->is_number_integer())
+      layers.push_back(it->get<int>());
     else if (it->is_array()) {
       for (const auto& v : *it) {
         if (!v.is_number_integer()) {
@@ -229,21 +237,26 @@ std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std
   // std::regex matches by recursion: a pattern far longer than any peft config holds is refused
   // rather than risked (module names are short; peft's own patterns are tens of characters).
   std::vector<std::pair<std::string, std::string>> patterns;
-  if (a.target_modules.kind == ModuleSelector::Kind::regex) patterns.emplace_back("target_modules", a.target_modules.regex);
-  if (a.exclude_modules.kind == ModuleSelector::Kind::regex) patterns.emplace_back("exclude_modules", a.exclude_modules.regex);
+  if (a.target_modules.kind == ModuleSelector::Kind::regex)
+    patterns.emplace_back("target_modules", a.target_modules.regex);
+  if (a.exclude_modules.kind == ModuleSelector::Kind::regex)
+    patterns.emplace_back("exclude_modules", a.exclude_modules.regex);
   for (const auto& m : a.modules_to_save) patterns.emplace_back("modules_to_save", m);
   for (const auto& p : a.layers_pattern) patterns.emplace_back("layers_pattern", p);
   for (const auto& [k, v] : a.rank_pattern) patterns.emplace_back("rank_pattern", k);
   for (const auto& [k, v] : a.alpha_pattern) patterns.emplace_back("alpha_pattern", k);
   for (const auto& [field, p] : patterns)
     if (p.size() > kMaxAdapterPattern) {
-      rd.fail("PEFT002", field, fmt::format("adapter_config.json field `{}`: a pattern of {} characters; shardcheck "
-                                            "matches patterns up to {} characters",
-                                            field, p.size(), kMaxAdapterPattern));
+      rd.fail("PEFT002", field,
+              fmt::format("adapter_config.json field `{}`: a pattern of {} characters; shardcheck "
+                          "matches patterns up to {} characters",
+                          field, p.size(), kMaxAdapterPattern));
       break;
     }
   for (const auto& [k, v] : a.rank_pattern)
-    if (v <= 0) rd.fail("PEFT002", "rank_pattern", fmt::format("adapter_config.json rank_pattern `{}`: expected a positive rank, found {}", k, v));
+    if (v <= 0)
+      rd.fail("PEFT002", "rank_pattern",
+              fmt::format("adapter_config.json rank_pattern `{}`: expected a positive rank, found {}", k, v));
   if (!rd.ok) return std::nullopt;
   return a;
 }
@@ -281,8 +294,9 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
     d.location.file = file.string();
     d.message = fmt::format("cannot read the adapter's config `{}`: {}", file.string(),
                             fs::exists(file, ec) ? "not a readable file" : "no such file");
-    d.help = "--adapter takes a PEFT adapter directory (holding adapter_config.json, as save_pretrained writes it) "
-             "or the adapter_config.json itself";
+    d.help =
+        "--adapter takes a PEFT adapter directory (holding adapter_config.json, as save_pretrained writes it) "
+        "or the adapter_config.json itself";
     d.exit_code = ExitCode::io;
     sink.report(std::move(d));
     return std::nullopt;

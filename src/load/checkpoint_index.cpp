@@ -102,8 +102,7 @@ ExitCode failure_exit_code(IndexFailure f) {
 
 using detail::shown;
 
-Diagnostic make_diagnostic(IndexFailure f, std::string file, std::string message,
-                           std::string help = {}) {
+Diagnostic make_diagnostic(IndexFailure f, std::string file, std::string message, std::string help = {}) {
   Diagnostic d;
   d.code = failure_code(f);
   d.severity = f == IndexFailure::unlisted_shard_file ? Severity::warning : Severity::error;
@@ -209,8 +208,7 @@ class ShardReader {
   ~ShardReader() { finish(); }
 
   void start() {
-    const std::size_t helpers =
-        std::min<std::size_t>(std::max(1u, worker_threads() - 1), jobs_.size());
+    const std::size_t helpers = std::min<std::size_t>(std::max(1u, worker_threads() - 1), jobs_.size());
     for (std::size_t i = 0; i < helpers; ++i) {
       try {
         helpers_.emplace_back([this] { work(); });
@@ -239,8 +237,7 @@ class ShardReader {
       // collect_shards corrects it when files before it were dropped.
       if (job.file) {
         for (TensorInfo& t : job.file->tensors) t.file = static_cast<std::uint32_t>(i);
-        if (FileObserver* o = observer_ ? observer_->load(std::memory_order_acquire) : nullptr)
-          o->file_read(*job.file);
+        if (FileObserver* o = observer_ ? observer_->load(std::memory_order_acquire) : nullptr) o->file_read(*job.file);
       }
     }
   }
@@ -254,8 +251,7 @@ class ShardReader {
 // Moves the loaded shards into `meta` and their diagnostics into `sink`, in the order given
 // (nullptr: a shard that was never read). Returns, per entry, the index of its file in
 // meta.files, or -1.
-std::vector<int> collect_shards(const std::vector<ShardJob*>& jobs, CheckpointMeta& meta,
-                                DiagnosticSink& sink) {
+std::vector<int> collect_shards(const std::vector<ShardJob*>& jobs, CheckpointMeta& meta, DiagnosticSink& sink) {
   std::vector<int> file_of_job(jobs.size(), -1);
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     if (!jobs[j]) continue;
@@ -299,11 +295,10 @@ using Listing = detail::ShardListing;
 // The tables hold one row per tensor (92k for DeepSeek-V3), so they live in `memory`, the load's
 // huge-page arena: in small pages, their first touch alone cost ~1,500 page faults.
 struct IndexContents {
-  IndexContents(std::size_t listed, std::pmr::memory_resource* memory)
-      : listings(memory), listing_of(listed, memory) {}
-  std::vector<std::string> shards;    // distinct shard names, sorted
+  IndexContents(std::size_t listed, std::pmr::memory_resource* memory) : listings(memory), listing_of(listed, memory) {}
+  std::vector<std::string> shards;     // distinct shard names, sorted
   std::pmr::vector<Listing> listings;  // weight_map in document order, repeats dropped
-  detail::NameTable listing_of;     // tensor name -> index into listings (not built by scan_index)
+  detail::NameTable listing_of;        // tensor name -> index into listings (not built by scan_index)
   std::optional<std::uint64_t> total_size;
 };
 
@@ -325,8 +320,8 @@ std::optional<std::uint64_t> integral_float(const JsonValue& value) {
 std::optional<std::uint64_t> read_total_size(const JsonValue& metadata, IndexReporter& report) {
   if (metadata.is_null()) return std::nullopt;
   if (metadata.type != JsonValue::Type::object) {
-    report.at(IndexFailure::bad_metadata,
-              "metadata is not an object; expected {\"total_size\": <bytes>}", {}, "metadata");
+    report.at(IndexFailure::bad_metadata, "metadata is not an object; expected {\"total_size\": <bytes>}", {},
+              "metadata");
     return std::nullopt;
   }
   const JsonValue* value = metadata.find("total_size");
@@ -334,9 +329,8 @@ std::optional<std::uint64_t> read_total_size(const JsonValue& metadata, IndexRep
   if (auto bytes = value->as_uint64()) return bytes;
   if (auto bytes = integral_float(*value)) return bytes;
   report.at(IndexFailure::bad_metadata,
-            fmt::format("metadata.total_size is {}; expected a non-negative integer byte count",
-                        value->rendered()),
-            {}, "total_size");
+            fmt::format("metadata.total_size is {}; expected a non-negative integer byte count", value->rendered()), {},
+            "total_size");
   return std::nullopt;
 }
 
@@ -429,10 +423,11 @@ std::optional<PlainIndex> scan_index(std::string_view text, std::pmr::memory_res
   IndexContents out(0, memory);
   detail::FingerprintBuilder fingerprint(text.size() / 90 + 16, memory);  // ~100 bytes of text per listing
   ShardNames shards;
-  const bool plain = detail::scan_plain_index(text, out.total_size, [&](std::string_view tensor, std::string_view shard) {
-    fingerprint.add(shards.id_of(shard), detail::NameTable::hash64(tensor));
-    return true;
-  });
+  const bool plain =
+      detail::scan_plain_index(text, out.total_size, [&](std::string_view tensor, std::string_view shard) {
+        fingerprint.add(shards.id_of(shard), detail::NameTable::hash64(tensor));
+        return true;
+      });
   if (!plain) return std::nullopt;
   auto [names, rank] = shards.sorted();
   out.shards = std::move(names);
@@ -454,8 +449,8 @@ std::optional<IndexContents> read_weight_map(const JsonValue& top, std::pmr::mem
     const std::string_view shard = kv.value.text;
     if (kv.value.type != JsonValue::Type::string || shard.empty()) {
       report.at(IndexFailure::bad_shard_value,
-                fmt::format("weight_map[{}] is {}; expected the name of a .safetensors file",
-                            shown(kv.key), kv.value.rendered()),
+                fmt::format("weight_map[{}] is {}; expected the name of a .safetensors file", shown(kv.key),
+                            kv.value.rendered()),
                 {}, kv.key);
       continue;
     }
@@ -463,12 +458,11 @@ std::optional<IndexContents> read_weight_map(const JsonValue& top, std::pmr::mem
     if (!first) continue;
     const std::string_view earlier = builder.shard_of(*first);
     report.at(IndexFailure::duplicate_listing,
-              earlier == shard
-                  ? fmt::format("tensor {} is listed twice in weight_map (both times in shard {})",
-                                shown(kv.key), shown(shard))
-                  : fmt::format("tensor {} is listed twice in weight_map, in shards {} and {}; "
-                                "the first listing is used",
-                                shown(kv.key), shown(earlier), shown(shard)),
+              earlier == shard ? fmt::format("tensor {} is listed twice in weight_map (both times in shard {})",
+                                             shown(kv.key), shown(shard))
+                               : fmt::format("tensor {} is listed twice in weight_map, in shards {} and {}; "
+                                             "the first listing is used",
+                                             shown(kv.key), shown(earlier), shown(shard)),
               {}, kv.key);
   }
   return std::move(builder).finish(std::nullopt);
@@ -483,8 +477,8 @@ struct Mismatch {
 // found where the index says; returns the others. Each listing names one shard, held by at most
 // one file, so threads working on disjoint file ranges never write the same flag.
 std::vector<Mismatch> match_files(const IndexContents& index, const CheckpointMeta& meta,
-                                  const std::vector<int>& shard_of_file, std::size_t first,
-                                  std::size_t last, std::vector<std::uint8_t>& in_listed_shard) {
+                                  const std::vector<int>& shard_of_file, std::size_t first, std::size_t last,
+                                  std::vector<std::uint8_t>& in_listed_shard) {
   auto name_of = [&index](std::uint32_t l) { return index.listings[l].tensor; };
   std::vector<Mismatch> mismatches;
   for (std::size_t f = first; f < last; ++f) {
@@ -510,14 +504,11 @@ std::vector<Mismatch> match_all_files(const IndexContents& index, const Checkpoi
   std::optional<std::jthread> helper;
   if (worker_threads() > 1 && files > 1) {
     try {
-      helper.emplace([&] {
-        second_half = match_files(index, meta, shard_of_file, half, files, in_listed_shard);
-      });
+      helper.emplace([&] { second_half = match_files(index, meta, shard_of_file, half, files, in_listed_shard); });
     } catch (const std::system_error&) {
     }
   }
-  std::vector<Mismatch> all =
-      match_files(index, meta, shard_of_file, 0, helper ? half : files, in_listed_shard);
+  std::vector<Mismatch> all = match_files(index, meta, shard_of_file, 0, helper ? half : files, in_listed_shard);
   if (helper) {
     helper.reset();  // joins
     all.insert(all.end(), second_half.begin(), second_half.end());
@@ -526,15 +517,14 @@ std::vector<Mismatch> match_all_files(const IndexContents& index, const Checkpoi
 }
 
 // Checks each listed tensor against the shard headers (IX010-IX012).
-void cross_check_tensors(const IndexContents& index, const std::vector<int>& file_of_shard,
-                         const CheckpointMeta& meta, IndexReporter& report) {
+void cross_check_tensors(const IndexContents& index, const std::vector<int>& file_of_shard, const CheckpointMeta& meta,
+                         IndexReporter& report) {
   std::vector<int> shard_of_file(meta.files.size(), -1);
   for (std::size_t s = 0; s < file_of_shard.size(); ++s)
     if (file_of_shard[s] >= 0) shard_of_file[file_of_shard[s]] = static_cast<int>(s);
 
   std::vector<std::uint8_t> in_listed_shard(index.listings.size(), 0);
-  const std::vector<Mismatch> mismatches =
-      match_all_files(index, meta, shard_of_file, in_listed_shard);
+  const std::vector<Mismatch> mismatches = match_all_files(index, meta, shard_of_file, in_listed_shard);
 
   // The rare cases, in file and header order so the report is deterministic.
   auto name_of = [&index](std::uint32_t l) { return index.listings[l].tensor; };
@@ -560,41 +550,38 @@ void cross_check_tensors(const IndexContents& index, const std::vector<int>& fil
     const std::string& listed_shard = index.shards[l.shard];
     if (!in_listed_shard[i]) {
       const std::string where =
-          elsewhere >= 0 ? fmt::format("; it is in {}",
-                                       shown(index.shards[static_cast<std::size_t>(elsewhere)]))
+          elsewhere >= 0 ? fmt::format("; it is in {}", shown(index.shards[static_cast<std::size_t>(elsewhere)]))
                          : std::string("; no shard holds it");
       report.at(IndexFailure::tensor_not_in_shard,
-                fmt::format("tensor {} is listed in shard {} but that shard does not hold it{}",
-                            shown(l.tensor), shown(listed_shard), where),
+                fmt::format("tensor {} is listed in shard {} but that shard does not hold it{}", shown(l.tensor),
+                            shown(listed_shard), where),
                 "regenerate the index from the shards (e.g. re-save the model)", l.tensor);
     } else if (elsewhere >= 0) {
-      report.at(IndexFailure::tensor_in_two_shards,
-                fmt::format("tensor {} is stored in shard {} (as listed) and also in shard {}; a "
-                            "tensor must be in exactly one shard",
-                            shown(l.tensor), shown(listed_shard),
-                            shown(index.shards[static_cast<std::size_t>(elsewhere)])),
-                "which copy a loader uses is unspecified; remove the stray copy", l.tensor);
+      report.at(
+          IndexFailure::tensor_in_two_shards,
+          fmt::format("tensor {} is stored in shard {} (as listed) and also in shard {}; a "
+                      "tensor must be in exactly one shard",
+                      shown(l.tensor), shown(listed_shard), shown(index.shards[static_cast<std::size_t>(elsewhere)])),
+          "which copy a loader uses is unspecified; remove the stray copy", l.tensor);
     }
   }
   for (const auto& [name, shards] : unlisted)
-    report.at(IndexFailure::unlisted_tensor,
-              fmt::format("shard {} holds tensor {} that weight_map does not list{}",
-                          shown(shards.front()), shown(name),
-                          shards.size() > 1 ? fmt::format(" (it is in {} shards)", shards.size())
-                                            : std::string()),
-              "loaders driven by the index will never load it");
+    report.at(
+        IndexFailure::unlisted_tensor,
+        fmt::format("shard {} holds tensor {} that weight_map does not list{}", shown(shards.front()), shown(name),
+                    shards.size() > 1 ? fmt::format(" (it is in {} shards)", shards.size()) : std::string()),
+        "loaders driven by the index will never load it");
 }
 
-void check_total_size(const IndexContents& index, const std::vector<int>& file_of_shard,
-                      const CheckpointMeta& meta, IndexReporter& report) {
+void check_total_size(const IndexContents& index, const std::vector<int>& file_of_shard, const CheckpointMeta& meta,
+                      IndexReporter& report) {
   if (!index.total_size) return;
   // Only meaningful when every shard was read.
   if (std::any_of(file_of_shard.begin(), file_of_shard.end(), [](int f) { return f < 0; })) return;
   std::uint64_t data_bytes = 0;
   for (const SafetensorsFile& f : meta.files) data_bytes += f.data_end;  // for a valid file, file_size - 8 - N
   if (data_bytes == *index.total_size) return;
-  const auto diff = data_bytes > *index.total_size ? data_bytes - *index.total_size
-                                                   : *index.total_size - data_bytes;
+  const auto diff = data_bytes > *index.total_size ? data_bytes - *index.total_size : *index.total_size - data_bytes;
   report.at(IndexFailure::total_size_mismatch,
             fmt::format("metadata.total_size is {} but the shards' headers describe {} data bytes "
                         "(off by {})",
@@ -637,10 +624,10 @@ void check_unlisted_shard_files(const fs::path& dir, const IndexContents& index,
   for (const std::string& name : on_disk) {
     auto p = shard_prefix(name);
     if (!p || !prefixes.contains(*p) || listed.contains(name)) continue;
-    sink.report(make_diagnostic(
-        IndexFailure::unlisted_shard_file, (dir / name).string(),
-        fmt::format("shard file {} is not referenced by {}", shown(name), kIndexName),
-        "a leftover from an earlier save, or a stale index; delete it or regenerate the index"));
+    sink.report(
+        make_diagnostic(IndexFailure::unlisted_shard_file, (dir / name).string(),
+                        fmt::format("shard file {} is not referenced by {}", shown(name), kIndexName),
+                        "a leftover from an earlier save, or a stale index; delete it or regenerate the index"));
   }
 }
 
@@ -703,10 +690,9 @@ bool plain_index_agrees(const IndexContents& plain, const detail::ListingFingerp
 
 // The files to read for the index's shards: an early job when the shard is a file beside the
 // index (already read), a late job for anything else that passes IX008/IX009, else nullptr.
-std::vector<ShardJob*> place_shards(const fs::path& dir, const IndexContents& index,
-                                    std::vector<ShardJob>& early_jobs,
-                                    std::optional<ShardReader>& late_reader,
-                                    const std::atomic<FileObserver*>* observer, IndexReporter& report) {
+std::vector<ShardJob*> place_shards(const fs::path& dir, const IndexContents& index, std::vector<ShardJob>& early_jobs,
+                                    std::optional<ShardReader>& late_reader, const std::atomic<FileObserver*>* observer,
+                                    IndexReporter& report) {
   std::unordered_map<std::string_view, ShardJob*> early_by_name;
   for (ShardJob& job : early_jobs) early_by_name.emplace(job.relative, &job);
   std::vector<ShardJob*> job_of_shard(index.shards.size(), nullptr);
@@ -726,8 +712,7 @@ std::vector<ShardJob*> place_shards(const fs::path& dir, const IndexContents& in
     }
     if (!path_exists(dir / shard)) {
       report.at(IndexFailure::missing_shard,
-                fmt::format("shard {} named by weight_map does not exist in {}", shown(shard),
-                            dir.string()),
+                fmt::format("shard {} named by weight_map does not exist in {}", shown(shard), dir.string()),
                 "the download is incomplete; fetch the missing shard");
       continue;
     }
@@ -811,30 +796,27 @@ std::optional<CheckpointMeta> detail::load_checkpoint(const std::filesystem::pat
                                                       const std::atomic<FileObserver*>* observer) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    sink.report(make_diagnostic(
-        IndexFailure::bad_directory, dir.string(),
-        path_exists(dir) ? "model path is not a directory" : "model directory does not exist"));
+    sink.report(make_diagnostic(IndexFailure::bad_directory, dir.string(),
+                                path_exists(dir) ? "model path is not a directory" : "model directory does not exist"));
     return std::nullopt;
   }
   // The index wins when present. (huggingface_hub, hf_api.py L6836, and transformers try
   // model.safetensors first; a directory holding both is ambiguous either way.)
   if (path_exists(dir / kIndexName)) return load_indexed(dir, sink, scratch, observer);
-  if (is_regular(dir / kSingleFileName))
-    return load_files(dir, {std::string(kSingleFileName)}, false, sink, observer);
+  if (is_regular(dir / kSingleFileName)) return load_files(dir, {std::string(kSingleFileName)}, false, sink, observer);
 
   auto names = list_safetensors(dir);
   if (!names) {
-    sink.report(make_diagnostic(IndexFailure::bad_directory, dir.string(),
-                                "cannot list the model directory"));
+    sink.report(make_diagnostic(IndexFailure::bad_directory, dir.string(), "cannot list the model directory"));
     return std::nullopt;
   }
   if (names->empty()) return std::nullopt;  // config-only directory
   if (names->size() > 1)
-    sink.report(make_diagnostic(
-        IndexFailure::index_missing, dir.string(),
-        fmt::format("{} .safetensors files but no {}; loaders cannot tell which tensor is where",
-                    names->size(), kIndexName),
-        "copy the index file from the original checkpoint"));
+    sink.report(
+        make_diagnostic(IndexFailure::index_missing, dir.string(),
+                        fmt::format("{} .safetensors files but no {}; loaders cannot tell which tensor is where",
+                                    names->size(), kIndexName),
+                        "copy the index file from the original checkpoint"));
   return load_files(dir, *names, false, sink, observer);
 }
 

@@ -38,7 +38,11 @@ TextPos ConfigDoc::pos_at(std::size_t offset) const {
 SourceLocation ConfigDoc::location(std::size_t start, std::size_t end) const {
   SourceLocation loc;
   loc.file = path;
-  if (text.empty()) { loc.line = 1; loc.column = 1; return loc; }
+  if (text.empty()) {
+    loc.line = 1;
+    loc.column = 1;
+    return loc;
+  }
   const TextPos s = pos_at(start);
   loc.line = s.line;
   loc.column = s.column;
@@ -76,7 +80,8 @@ std::optional<ConfigDoc> load_config_doc(const std::string& path, DiagnosticSink
     d.location.file = path;
     d.location.line = 1;
     d.location.column = 1;
-    d.message = fmt::format("expected an accelerate config of at most {} bytes, found {} bytes", limits.max_bytes, size);
+    d.message =
+        fmt::format("expected an accelerate config of at most {} bytes, found {} bytes", limits.max_bytes, size);
     d.help = "accelerate config files are a few KiB; is this the right file?";
     d.exit_code = ExitCode::bad_accelerate_config;
     sink.report(std::move(d));
@@ -168,7 +173,8 @@ std::optional<std::string> installed_package_version(const std::string& env_dir,
       }
   for (const auto& d : dirs)
     if (auto v = version_in(d, package)) return v;
-  if (why) *why = fmt::format("no {}-*.dist-info or {}-*.egg-info with a Version line under {}", package, package, env_dir);
+  if (why)
+    *why = fmt::format("no {}-*.dist-info or {}-*.egg-info with a Version line under {}", package, package, env_dir);
   return std::nullopt;
 }
 

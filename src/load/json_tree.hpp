@@ -25,10 +25,10 @@ struct JsonValue {
   enum class Type : unsigned char { null, boolean, integer, floating, string, array, object };
   Type type = Type::null;
   bool boolean = false;
-  bool negative = false;          // integer: written with a minus sign (`magnitude` is then |n|)
-  std::uint64_t magnitude = 0;    // integer
-  std::string text;               // string: its value; floating: the number as written
-  std::vector<JsonValue> items;   // array
+  bool negative = false;            // integer: written with a minus sign (`magnitude` is then |n|)
+  std::uint64_t magnitude = 0;      // integer
+  std::string text;                 // string: its value; floating: the number as written
+  std::vector<JsonValue> items;     // array
   std::vector<JsonMember> members;  // object, in document order, repeats kept
 
   bool is_null() const { return type == Type::null; }

@@ -23,15 +23,19 @@ Diagnostic config_error(const std::string& file, std::string code, std::string m
 std::pair<int, int> line_col(std::string_view text, std::size_t byte) {
   int line = 1, col = 1;
   for (std::size_t i = 0; i < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
   }
   return {line, col};
 }
 
 }  // namespace
 
-std::optional<ModelConfig> parse_model_config(std::string_view text, const std::string& label,
-                                              DiagnosticSink& sink) {
+std::optional<ModelConfig> parse_model_config(std::string_view text, const std::string& label, DiagnosticSink& sink) {
   ModelConfig cfg;
   cfg.path = label;
   try {
@@ -50,9 +54,9 @@ std::optional<ModelConfig> parse_model_config(std::string_view text, const std::
     return std::nullopt;
   }
   if (!cfg.raw.is_object()) {
-    sink.report(config_error(label, "CFG002",
-                             fmt::format("expected a JSON object at the top of config.json, found {}",
-                                         cfg.raw.type_name())));
+    sink.report(
+        config_error(label, "CFG002",
+                     fmt::format("expected a JSON object at the top of config.json, found {}", cfg.raw.type_name())));
     return std::nullopt;
   }
   auto mt = cfg.raw.find("model_type");
@@ -66,8 +70,8 @@ std::optional<ModelConfig> parse_model_config(std::string_view text, const std::
   cfg.model_type = mt->get<std::string>();
   if (auto a = cfg.raw.find("architectures"); a != cfg.raw.end() && !a->is_null()) {
     if (!a->is_array()) {
-      sink.report(config_error(label, "CFG004",
-                               fmt::format("expected \"architectures\" to be a list of class names, found {}", a->dump())));
+      sink.report(config_error(
+          label, "CFG004", fmt::format("expected \"architectures\" to be a list of class names, found {}", a->dump())));
       return std::nullopt;
     }
     for (const auto& item : *a) {
@@ -84,9 +88,9 @@ std::optional<ModelConfig> parse_model_config(std::string_view text, const std::
     auto t = cfg.raw.find(key);
     if (t == cfg.raw.end() || t->is_null()) continue;
     if (!t->is_string() || !parse_torch_dtype(t->get<std::string>())) {
-      sink.report(config_error(label, "CFG005",
-                               fmt::format("expected \"{}\" to be a torch dtype name such as \"bfloat16\", found {}",
-                                           key, t->dump())));
+      sink.report(config_error(
+          label, "CFG005",
+          fmt::format("expected \"{}\" to be a torch dtype name such as \"bfloat16\", found {}", key, t->dump())));
       return std::nullopt;
     }
     cfg.torch_dtype = parse_torch_dtype(t->get<std::string>());

@@ -55,11 +55,13 @@ Diagnostic not_found(const std::string& ref) {
   Diagnostic d;
   d.code = "IO002";
   d.location.file = ref;
-  d.message = fmt::format("expected a model directory, a config.json or a Hub model id (org/name[@revision]), found "
-                          "nothing at '{}' and it is not a valid model id",
-                          ref);
-  d.help = "give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
-           "such as meta-llama/Meta-Llama-3-8B";
+  d.message = fmt::format(
+      "expected a model directory, a config.json or a Hub model id (org/name[@revision]), found "
+      "nothing at '{}' and it is not a valid model id",
+      ref);
+  d.help =
+      "give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
+      "such as meta-llama/Meta-Llama-3-8B";
   if (const std::string closest = closest_local_name(ref); !closest.empty())
     d.help = fmt::format("did you mean '{}'? ", closest) + d.help;
   d.exit_code = ExitCode::io;
@@ -74,9 +76,9 @@ Diagnostic no_local_path(const std::string& ref) {
   d.code = "IO004";
   d.severity = Severity::note;
   d.location.file = ref;
-  d.message = fmt::format("no local file or directory '{}' (relative to {}){}; trying it as a Hub model id", ref,
-                          fs::current_path(ec).string(),
-                          closest.empty() ? "" : fmt::format(" (did you mean '{}'?)", closest));
+  d.message =
+      fmt::format("no local file or directory '{}' (relative to {}){}; trying it as a Hub model id", ref,
+                  fs::current_path(ec).string(), closest.empty() ? "" : fmt::format(" (did you mean '{}'?)", closest));
   d.exit_code = ExitCode::ok;
   return d;
 }
@@ -87,16 +89,16 @@ Diagnostic no_local_path(const std::string& ref) {
 // validation path, whether the directory is the user's, a Hugging Face cache snapshot or
 // shardcheck's sparse mirror of Hub headers.
 struct ModelLoad::State {
-  fs::path dir;                  // where the checkpoint is
-  std::string display_prefix;    // non-empty: a mirrored Hub snapshot; file names are shown as URLs
+  fs::path dir;                // where the checkpoint is
+  std::string display_prefix;  // non-empty: a mirrored Hub snapshot; file names are shown as URLs
   ModelConfig config;
   bool config_only = false;
   DiagnosticSink checkpoint_sink;
   std::optional<CheckpointMeta> checkpoint;
-  std::exception_ptr failure;    // what the loader threw, rethrown by finish()
-  std::latch loaded{1};          // checkpoint, checkpoint_sink and failure are final
+  std::exception_ptr failure;  // what the loader threw, rethrown by finish()
+  std::latch loaded{1};        // checkpoint, checkpoint_sink and failure are final
   std::atomic<FileObserver*> observer{nullptr};
-  std::thread loader;            // reads the checkpoint; joined by the destructor
+  std::thread loader;  // reads the checkpoint; joined by the destructor
 
   // Publishes the checkpoint before releasing the load's scratch memory, so that finish() returns
   // while this thread unmaps (detail::load_checkpoint says why).

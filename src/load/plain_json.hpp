@@ -120,8 +120,8 @@ class PlainJson {
   // the bytes. On "no" the cursor has not moved.
   bool identifier_until_quote(std::string_view& out) {
     const char* q = p_;
-    while (q < end_ && (static_cast<unsigned>((*q | 0x20) - 'a') < 26 || static_cast<unsigned>(*q - '0') < 10 ||
-                        *q == '_'))
+    while (q < end_ &&
+           (static_cast<unsigned>((*q | 0x20) - 'a') < 26 || static_cast<unsigned>(*q - '0') < 10 || *q == '_'))
       ++q;
     if (q >= end_ || *q != '"') return false;
     out = std::string_view(p_, static_cast<std::size_t>(q - p_));

@@ -157,8 +157,8 @@ class Reader {
   // A character that may begin a plain scalar here (conservatively: YAML allows more).
   bool plain_start(std::size_t i) const {
     const char c = at(i);
-    if (is_alnum(c) || c == '_' || c == '.' || c == '/' || c == '$' || c == '(' || c == '+' || c == '<' ||
-        c == '=' || c == '~' || c == '^')
+    if (is_alnum(c) || c == '_' || c == '.' || c == '/' || c == '$' || c == '(' || c == '+' || c == '<' || c == '=' ||
+        c == '~' || c == '^')
       return true;
     return c == '-' && (is_alnum(at(i + 1)) || at(i + 1) == '.');
   }
@@ -451,7 +451,8 @@ bool plain_yaml_events(std::string_view text, YAML::EventHandler& handler) {
         handler.OnSequenceEnd();
         break;
       case Event::Kind::map_start:
-        handler.OnMapStart(e.mark, "?", YAML::NullAnchor, e.flow ? YAML::EmitterStyle::Flow : YAML::EmitterStyle::Block);
+        handler.OnMapStart(e.mark, "?", YAML::NullAnchor,
+                           e.flow ? YAML::EmitterStyle::Flow : YAML::EmitterStyle::Block);
         break;
       case Event::Kind::map_end:
         handler.OnMapEnd();

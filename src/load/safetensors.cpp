@@ -72,9 +72,9 @@ std::int64_t TensorInfo::numel() const {
 
 namespace {
 
-using detail::kLengthPrefixBytes;
 using detail::JsonMember;
 using detail::JsonValue;
+using detail::kLengthPrefixBytes;
 
 enum class Failure {
   file_too_small = 1,
@@ -212,8 +212,8 @@ std::optional<DType> detail::dtype_from_name(std::string_view text) {
 
 namespace {
 
-using detail::dtype_from_name;
 using detail::DataRange;
+using detail::dtype_from_name;
 using detail::Entry;
 
 // Key comparison against a literal with the length known at compile time, so the compiler
@@ -234,8 +234,7 @@ class Reporter {
     header_len_ = header_len;
   }
 
-  void at(Failure f, std::optional<std::uint64_t> byte_offset, std::string message,
-          std::string help = {}) {
+  void at(Failure f, std::optional<std::uint64_t> byte_offset, std::string message, std::string help = {}) {
     Diagnostic d;
     d.code = failure_code(f);
     d.severity = Severity::error;
@@ -257,8 +256,7 @@ class Reporter {
 
   // A problem in the data region: points at the absolute file offset of data offset `data_offset`.
   void at_data(Failure f, std::uint64_t data_offset, std::string message, std::string help = {}) {
-    std::optional<std::uint64_t> offset =
-        checked_add(kLengthPrefixBytes + header_len_, data_offset);
+    std::optional<std::uint64_t> offset = checked_add(kLengthPrefixBytes + header_len_, data_offset);
     at(f, offset, std::move(message), std::move(help));
   }
 
@@ -283,8 +281,7 @@ bool check_length_prefix(std::uint64_t header_len, std::uint64_t file_size, Repo
   }
   if (header_len > kMaxSafetensorsHeader) {
     report.at(Failure::header_too_large, 0,
-              fmt::format("header length is {} bytes; the format allows at most {}", header_len,
-                          kMaxSafetensorsHeader),
+              fmt::format("header length is {} bytes; the format allows at most {}", header_len, kMaxSafetensorsHeader),
               "the length prefix is implausible: the file is not safetensors, or is corrupted");
     return false;
   }
@@ -323,8 +320,7 @@ class EntryParser {
       } else if (key_is(field.key, "shape")) {
         if (!repeated(name, field.key, seen_shape)) parse_shape_field(e, field.value);
       } else if (key_is(field.key, "data_offsets")) {
-        if (!repeated(name, field.key, seen_offsets))
-          e.range = parse_offsets_field(name, field.value);
+        if (!repeated(name, field.key, seen_offsets)) e.range = parse_offsets_field(name, field.value);
       } else {
         report_.at_key(Failure::bad_entry, name,
                        fmt::format("tensor {}: unexpected key {}; an entry has exactly dtype, "
@@ -340,9 +336,8 @@ class EntryParser {
   // serde rejects a repeated field ("duplicate field"); so do we.
   bool repeated(std::string_view name, std::string_view key, bool& seen) {
     if (seen)
-      report_.at_key(
-          Failure::bad_entry, name,
-          fmt::format("tensor {}: key {} appears twice in its entry", shown(name), shown(key)));
+      report_.at_key(Failure::bad_entry, name,
+                     fmt::format("tensor {}: key {} appears twice in its entry", shown(name), shown(key)));
     const bool was = seen;
     seen = true;
     return was;
@@ -354,24 +349,23 @@ class EntryParser {
     if (!shape) missing.push_back("shape");
     if (!offsets) missing.push_back("data_offsets");
     if (missing.empty()) return;
-    report_.at_key(
-        Failure::bad_entry, name,
-        fmt::format("tensor {}: entry lacks {}; expected keys dtype, shape, data_offsets",
-                    shown(name), fmt::join(missing, ", ")));
+    report_.at_key(Failure::bad_entry, name,
+                   fmt::format("tensor {}: entry lacks {}; expected keys dtype, shape, data_offsets", shown(name),
+                               fmt::join(missing, ", ")));
   }
 
   std::optional<DType> parse_dtype_field(std::string_view name, const JsonValue& value) {
     if (value.type != JsonValue::Type::string) {
       report_.at_key(Failure::bad_dtype, name,
-                     fmt::format("tensor {}: dtype is {} ({}); expected one of {}", shown(name),
-                                 value.type_name(), rendered(value), accepted_dtype_names()));
+                     fmt::format("tensor {}: dtype is {} ({}); expected one of {}", shown(name), value.type_name(),
+                                 rendered(value), accepted_dtype_names()));
       return std::nullopt;
     }
     auto dtype = dtype_from_name(value.text);
     if (!dtype)
       report_.at_key(Failure::bad_dtype, name,
-                     fmt::format("tensor {}: unknown dtype {}; expected one of {}", shown(name),
-                                 shown(value.text), accepted_dtype_names()),
+                     fmt::format("tensor {}: unknown dtype {}; expected one of {}", shown(name), shown(value.text),
+                                 accepted_dtype_names()),
                      "dtype names are case-sensitive; a newer safetensors may know this dtype");
     return dtype;
   }
@@ -393,8 +387,8 @@ class EntryParser {
         report_.at_key(Failure::bad_shape, e.name,
                        fmt::format("tensor {}: shape[{}] is {}; expected a non-negative integer{} "
                                    "(shape {})",
-                                   shown(e.name), index, rendered(dim),
-                                   dim.is_big_integer() ? " below 2^64" : "", rendered(value)));
+                                   shown(e.name), index, rendered(dim), dim.is_big_integer() ? " below 2^64" : "",
+                                   rendered(value)));
         return;
       }
       dims_.push_back(*extent);
@@ -433,9 +427,7 @@ class EntryParser {
 
 // --- Size of one tensor (tensor.rs Metadata::validate, per-tensor part) ------------------------
 
-std::string shape_text(std::span<const std::uint64_t> dims) {
-  return fmt::format("[{}]", fmt::join(dims, ", "));
-}
+std::string shape_text(std::span<const std::uint64_t> dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
 
 // Checks numel x bits against the entry's byte range. Sets e.size_ok when the size is computable.
 void check_tensor_size(Entry& e, std::span<const std::uint64_t> dims, Reporter& report) {
@@ -459,8 +451,7 @@ void check_tensor_size(Entry& e, std::span<const std::uint64_t> dims, Reporter& 
     // Only reachable with a zero-element shape; the crate accepts it but no framework can hold
     // such a dimension, and TensorInfo keeps signed extents.
     report.at_key(Failure::size_overflow, e.name,
-                  fmt::format("tensor {}: shape {} has a dimension above 2^63-1", shown(e.name),
-                              shape_text(dims)));
+                  fmt::format("tensor {}: shape {} has a dimension above 2^63-1", shown(e.name), shape_text(dims)));
     return;
   }
   e.size_ok = true;
@@ -475,11 +466,11 @@ void check_tensor_size(Entry& e, std::span<const std::uint64_t> dims, Reporter& 
   if (!e.range) return;
   const std::uint64_t expected = nbits / 8, found = e.range->end - e.range->begin;
   if (found != expected)
-    report.at_key(Failure::wrong_byte_length, e.name,
-                  fmt::format("tensor {}: data_offsets [{}, {}] span {} bytes; expected {} ({} "
-                              "shape {} = {} elements x {} bits)",
-                              shown(e.name), e.range->begin, e.range->end, found, expected, dt,
-                              shape_text(dims), numel, bits));
+    report.at_key(
+        Failure::wrong_byte_length, e.name,
+        fmt::format("tensor {}: data_offsets [{}, {}] span {} bytes; expected {} ({} "
+                    "shape {} = {} elements x {} bits)",
+                    shown(e.name), e.range->begin, e.range->end, found, expected, dt, shape_text(dims), numel, bits));
 }
 
 // --- Whole-header checks --------------------------------------------------------------------
@@ -510,12 +501,10 @@ std::uint64_t check_layout(const std::vector<Entry>& entries, bool every_entry_p
     if (e.range) placed.push_back(&e);
   // Ties keep header order (entries are contiguous in memory), so diagnostics are deterministic.
   auto by_offsets = [](const Entry* a, const Entry* b) {
-    return std::tie(a->range->begin, a->range->end, a) <
-           std::tie(b->range->begin, b->range->end, b);
+    return std::tie(a->range->begin, a->range->end, a) < std::tie(b->range->begin, b->range->end, b);
   };
   // Writers emit headers in offset order (tensor.rs prepare/serialize), so this is usually a scan.
-  if (!std::is_sorted(placed.begin(), placed.end(), by_offsets))
-    std::sort(placed.begin(), placed.end(), by_offsets);
+  if (!std::is_sorted(placed.begin(), placed.end(), by_offsets)) std::sort(placed.begin(), placed.end(), by_offsets);
 
   std::uint64_t cursor = 0;         // end of the data covered so far
   const Entry* reaching = nullptr;  // the tensor whose data ends at `cursor`
@@ -529,20 +518,18 @@ std::uint64_t check_layout(const std::vector<Entry>& entries, bool every_entry_p
                                    "bytes [0, {}) belong to no tensor)",
                                    shown(e->name), r.begin, r.begin));
       else
-        report.at_data(
-            Failure::data_hole, cursor,
-            fmt::format("hole of {} bytes in the data region: tensor {} ends at {} but "
-                        "the next, {}, starts at {}; expected contiguous data",
-                        r.begin - cursor, shown(reaching->name), cursor, shown(e->name), r.begin));
+        report.at_data(Failure::data_hole, cursor,
+                       fmt::format("hole of {} bytes in the data region: tensor {} ends at {} but "
+                                   "the next, {}, starts at {}; expected contiguous data",
+                                   r.begin - cursor, shown(reaching->name), cursor, shown(e->name), r.begin));
     } else if (r.begin < cursor) {
       const std::uint64_t overlap_end = std::min(r.end, cursor);
-      report.at_data(
-          Failure::data_overlap, r.begin,
-          fmt::format("tensor {} (data_offsets [{}, {}]) overlaps tensor {} (data_offsets "
-                      "[{}, {}]) in data bytes [{}, {}) ({} bytes); expected it to start "
-                      "at {}",
-                      shown(e->name), r.begin, r.end, shown(reaching->name), reaching->range->begin,
-                      reaching->range->end, r.begin, overlap_end, overlap_end - r.begin, cursor));
+      report.at_data(Failure::data_overlap, r.begin,
+                     fmt::format("tensor {} (data_offsets [{}, {}]) overlaps tensor {} (data_offsets "
+                                 "[{}, {}]) in data bytes [{}, {}) ({} bytes); expected it to start "
+                                 "at {}",
+                                 shown(e->name), r.begin, r.end, shown(reaching->name), reaching->range->begin,
+                                 reaching->range->end, r.begin, overlap_end, overlap_end - r.begin, cursor));
     }
     if (!reaching || r.end >= cursor) {
       cursor = r.end;
@@ -590,8 +577,7 @@ void read_metadata_field(const JsonValue& value, SafetensorsFile& out, bool& see
   if (value.is_null()) return;  // serde reads `null` into the crate's Option<HashMap> as None
   if (value.type != JsonValue::Type::object) {
     report.at_key(Failure::bad_metadata, kKey,
-                  fmt::format("__metadata__ is {}; expected an object mapping strings to strings",
-                              value.type_name()));
+                  fmt::format("__metadata__ is {}; expected an object mapping strings to strings", value.type_name()));
     return;
   }
   for (const JsonMember& kv : value.members) {
@@ -620,8 +606,8 @@ void add_tensors(const std::vector<Entry>& entries, Kept kept, DimsOf dims_of, s
     }
   if (count == 0) return;
   // Shapes first: the block is 8-byte aligned and the names after it need no alignment.
-  std::byte* block = static_cast<std::byte*>(
-      storage->allocate(dim_count * sizeof(std::int64_t) + name_bytes, alignof(std::int64_t)));
+  std::byte* block =
+      static_cast<std::byte*>(storage->allocate(dim_count * sizeof(std::int64_t) + name_bytes, alignof(std::int64_t)));
   auto* dims = reinterpret_cast<std::int64_t*>(block);
   char* names = reinterpret_cast<char*>(block + dim_count * sizeof(std::int64_t));
   out.tensors.reserve(count);
@@ -650,7 +636,7 @@ namespace detail {
 // What a HeaderReader keeps between files.
 struct HeaderReader::Scratch {
   std::optional<JsonValue> tree;  // the full parser's reading of the last non-plain header
-  std::vector<char> header;  // N bytes + kJsonPadding
+  std::vector<char> header;       // N bytes + kJsonPadding
   std::vector<Entry> entries;
   std::vector<std::uint64_t> dims;
   std::vector<const Entry*> placed;
@@ -692,8 +678,7 @@ bool parse_header_tree(std::string_view text, SafetensorsFile& out, Reporter& re
   const JsonValue& root = scratch.tree.emplace(std::get<JsonValue>(std::move(parsed)));
   if (root.type != JsonValue::Type::object) {
     report.at(Failure::header_not_object, kLengthPrefixBytes,
-              fmt::format("header JSON is {}; expected an object mapping tensor names to entries",
-                          root.type_name()));
+              fmt::format("header JSON is {}; expected an object mapping tensor names to entries", root.type_name()));
     return false;
   }
   scratch.entries.reserve(root.members.size());
@@ -710,8 +695,7 @@ bool parse_header_tree(std::string_view text, SafetensorsFile& out, Reporter& re
 
 // Validates a header whose N bytes sit at `padded` followed by kJsonPadding readable bytes.
 std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint64_t header_len,
-                                                   std::uint64_t file_size,
-                                                   const std::string& label, Reporter& report,
+                                                   std::uint64_t file_size, const std::string& label, Reporter& report,
                                                    detail::HeaderReader::Scratch& scratch) {
   const std::string_view text(padded, header_len);
   scratch.name_hashes.clear();
@@ -743,8 +727,8 @@ std::optional<SafetensorsFile> parse_padded_header(const char* padded, std::uint
   };
   for (Entry& e : entries) check_tensor_size(e, dims_of(e), report);
   mark_duplicates(entries, scratch.names, report);
-  const bool every_entry_placed = std::all_of(entries.begin(), entries.end(),
-                                              [](const Entry& e) { return e.range.has_value(); });
+  const bool every_entry_placed =
+      std::all_of(entries.begin(), entries.end(), [](const Entry& e) { return e.range.has_value(); });
   const std::uint64_t data_end = check_layout(entries, every_entry_placed, scratch.placed, report);
   check_file_coverage(header_len, data_end, file_size, every_entry_placed, report);
 
@@ -797,13 +781,11 @@ void HeaderReader::set_plain_scan(bool on) { scratch_->plain_scan = on; }
 
 std::pmr::vector<std::uint64_t> HeaderReader::take_name_hashes() { return std::move(scratch_->name_hashes); }
 
-std::optional<SafetensorsFile> HeaderReader::read_file(const std::filesystem::path& path,
-                                                       const std::string& label,
+std::optional<SafetensorsFile> HeaderReader::read_file(const std::filesystem::path& path, const std::string& label,
                                                        DiagnosticSink& sink) {
   Reporter report(label, sink);
   auto io_failure = [&](const std::string& why) {
-    report.at(Failure::io_error, std::nullopt,
-              fmt::format("cannot read safetensors file: {}", why));
+    report.at(Failure::io_error, std::nullopt, fmt::format("cannot read safetensors file: {}", why));
     return std::nullopt;
   };
   // One path lookup per file (open, then fstat on the descriptor) instead of three: a checkpoint
@@ -833,10 +815,9 @@ std::optional<SafetensorsFile> HeaderReader::read_file(const std::filesystem::pa
   return parse_padded_header(buffer, header_len, file_size, label, report, *scratch_);
 }
 
-std::optional<SafetensorsFile> HeaderReader::parse(std::string_view header_json,
-                                                   std::uint64_t header_len,
-                                                   std::uint64_t file_size,
-                                                   const std::string& label, DiagnosticSink& sink) {
+std::optional<SafetensorsFile> HeaderReader::parse(std::string_view header_json, std::uint64_t header_len,
+                                                   std::uint64_t file_size, const std::string& label,
+                                                   DiagnosticSink& sink) {
   Reporter report(label, sink);
   if (!check_length_prefix(header_len, file_size, report)) return std::nullopt;
   if (header_json.size() < header_len) {
@@ -867,7 +848,6 @@ std::string shown(std::string_view name) {
   }
   return "'" + cut(std::move(out), 200) + "'";
 }
-
 
 std::optional<std::size_t> KeyLocator::find(std::string_view key) {
   if (!scanned_) scan();
@@ -914,16 +894,13 @@ void KeyLocator::scan() {
 
 }  // namespace detail
 
-std::optional<SafetensorsFile> parse_safetensors_header(std::string_view header_json,
-                                                        std::uint64_t header_len,
-                                                        std::uint64_t file_size,
-                                                        const std::string& label,
+std::optional<SafetensorsFile> parse_safetensors_header(std::string_view header_json, std::uint64_t header_len,
+                                                        std::uint64_t file_size, const std::string& label,
                                                         DiagnosticSink& sink) {
   return detail::HeaderReader().parse(header_json, header_len, file_size, label, sink);
 }
 
-std::optional<SafetensorsFile> read_safetensors_file(const std::filesystem::path& path,
-                                                     const std::string& label,
+std::optional<SafetensorsFile> read_safetensors_file(const std::filesystem::path& path, const std::string& label,
                                                      DiagnosticSink& sink) {
   return detail::HeaderReader().read_file(path, label, sink);
 }

@@ -45,7 +45,7 @@ struct Entry {
   std::optional<DataRange> range;  // well-formed and begin <= end
   bool size_ok = false;            // numel x bits computed without overflow; shape fits int64
   bool duplicate = false;
-  std::uint64_t name_hash = 0;     // NameTable::hash64(name), set by the duplicate check
+  std::uint64_t name_hash = 0;  // NameTable::hash64(name), set by the duplicate check
 };
 
 // Reads a header in the plain form nearly every writer produces (load/plain_json.hpp): tensor
@@ -55,7 +55,6 @@ struct Entry {
 // `text` must be followed by 16 readable bytes.
 bool scan_plain_header(std::string_view text, std::vector<Entry>& entries, std::vector<std::uint64_t>& dims,
                        std::map<std::string, std::string>& metadata);
-
 
 // Reads safetensors headers one after another, reusing its JSON parser and scratch buffers, so
 // a thread loading many shards allocates them once instead of per file (the per-file malloc and
@@ -68,12 +67,11 @@ class HeaderReader {
   HeaderReader& operator=(const HeaderReader&) = delete;
 
   // read_safetensors_file, with this reader's buffers.
-  std::optional<SafetensorsFile> read_file(const std::filesystem::path& path,
-                                           const std::string& label, DiagnosticSink& sink);
+  std::optional<SafetensorsFile> read_file(const std::filesystem::path& path, const std::string& label,
+                                           DiagnosticSink& sink);
   // parse_safetensors_header, with this reader's buffers.
-  std::optional<SafetensorsFile> parse(std::string_view header_json, std::uint64_t header_len,
-                                       std::uint64_t file_size, const std::string& label,
-                                       DiagnosticSink& sink);
+  std::optional<SafetensorsFile> parse(std::string_view header_json, std::uint64_t header_len, std::uint64_t file_size,
+                                       const std::string& label, DiagnosticSink& sink);
 
   // Off: every header goes through the full parser, never the plain one-pass scan. For tests and
   // fuzz/fuzz_safetensors.cpp, which check that both paths read every input alike.

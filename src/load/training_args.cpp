@@ -112,15 +112,17 @@ void load_trl_fields(const std::string& path, const YAML::Node& root, TrainingAr
                           std::pair{"lora_modules_to_save", &t.lora_modules_to_save}})
     if (const auto n = root[key]; n && !n.IsNull()) *out = names(path, key, n);
   if (const auto n = root["bnb_4bit_quant_type"]; n && !n.IsNull())
-    t.bnb_4bit_quant_type = Setting<std::string>{one_of(path, "bnb_4bit_quant_type", n, {"nf4", "fp4"}), where(path, n)};
+    t.bnb_4bit_quant_type =
+        Setting<std::string>{one_of(path, "bnb_4bit_quant_type", n, {"nf4", "fp4"}), where(path, n)};
   if (const auto n = root["bnb_4bit_quant_storage"]; n && !n.IsNull())
     t.bnb_4bit_quant_storage = Setting<std::string>{
         one_of(path, "bnb_4bit_quant_storage", n, {"uint8", "bfloat16", "float16", "float32"}), where(path, n)};
   // ModelConfig.__post_init__ refuses both.
   if (t.load_in_4bit && t.load_in_8bit && t.load_in_4bit->value && t.load_in_8bit->value)
-    throw Bad{fmt::format("{}: load_in_4bit and load_in_8bit are both true; TRL's ModelConfig refuses that (\"You "
-                          "can't use 8 bit and 4 bit precision at the same time\")",
-                          t.load_in_8bit->source)};
+    throw Bad{
+        fmt::format("{}: load_in_4bit and load_in_8bit are both true; TRL's ModelConfig refuses that (\"You "
+                    "can't use 8 bit and 4 bit precision at the same time\")",
+                    t.load_in_8bit->source)};
 }
 
 }  // namespace
@@ -149,9 +151,10 @@ std::variant<TrainingArgs, std::string> parse_training_args(const std::string& t
     const auto bf16 = root["bf16"], fp16 = root["fp16"];
     const bool b = bf16 && boolean(path, "bf16", bf16), f = fp16 && boolean(path, "fp16", fp16);
     if (b && f)
-      return fmt::format("{}: bf16 and fp16 are both true; TrainingArguments refuses that (\"At most one of fp16 and "
-                         "bf16 can be True\")",
-                         where(path, fp16));
+      return fmt::format(
+          "{}: bf16 and fp16 are both true; TrainingArguments refuses that (\"At most one of fp16 and "
+          "bf16 can be True\")",
+          where(path, fp16));
     if (b) t.mixed_precision = Setting<std::string>{"bf16", where(path, bf16)};
     if (f) t.mixed_precision = Setting<std::string>{"fp16", where(path, fp16)};
     for (const char* key : {"dtype", "torch_dtype"})

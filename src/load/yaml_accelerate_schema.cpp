@@ -65,13 +65,12 @@ KeySpec parse_key(const std::string& name, const YamlNode& n, const std::string&
   if (!n.is_mapping()) throw SchemaError{fmt::format("{}: expected a mapping of key properties", where)};
   k.type = string_field(n, "type");
   if (k.type.empty()) k.type = "any";
-  static const char* kTypes[] = {"bool", "env_bool", "int", "env_int", "string", "enum", "mapping",
-                                 "list", "class_list", "regex", "any", "reshard"};
+  static const char* kTypes[] = {"bool",    "env_bool", "int",        "env_int", "string", "enum",
+                                 "mapping", "list",     "class_list", "regex",   "any",    "reshard"};
   if (std::find(std::begin(kTypes), std::end(kTypes), k.type) == std::end(kTypes))
     throw SchemaError{fmt::format("{}: unknown type '{}'", where, k.type)};
   if (const YamlNode* values = field_of(n, "values")) {
-    if (values->kind != YamlNode::Kind::sequence)
-      throw SchemaError{fmt::format("{}: values: expected a list", where)};
+    if (values->kind != YamlNode::Kind::sequence) throw SchemaError{fmt::format("{}: values: expected a list", where)};
     for (const auto& v : values->items) {
       EnumValue ev;
       if (v->is_mapping()) {

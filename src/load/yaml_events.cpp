@@ -31,9 +31,15 @@ std::size_t token_end(std::string_view text, std::size_t pos, bool in_flow) {
   const char c = text[pos];
   if (c == '\'' || c == '"') {
     for (std::size_t i = pos + 1; i < text.size(); ++i) {
-      if (c == '"' && text[i] == '\\') { ++i; continue; }
+      if (c == '"' && text[i] == '\\') {
+        ++i;
+        continue;
+      }
       if (text[i] == c) {
-        if (c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') { ++i; continue; }
+        if (c == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i;
+          continue;
+        }
         return i + 1;
       }
     }
@@ -43,7 +49,10 @@ std::size_t token_end(std::string_view text, std::size_t pos, bool in_flow) {
     int depth = 0;
     for (std::size_t i = pos; i < text.size(); ++i) {
       const char d = text[i];
-      if (d == '\'' || d == '"') { i = token_end(text, i, true) - 1; continue; }
+      if (d == '\'' || d == '"') {
+        i = token_end(text, i, true) - 1;
+        continue;
+      }
       if (d == '[' || d == '{') ++depth;
       if (d == ']' || d == '}') {
         if (--depth == 0) return i + 1;
@@ -95,9 +104,9 @@ class TreeBuilder : public YAML::EventHandler {
   void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
                 const std::string& value) override {
     if (value.size() > limits_.max_scalar_bytes)
-      throw LimitExceeded{fmt::format("a scalar of {} bytes exceeds the limit of {} bytes", value.size(),
-                                      limits_.max_scalar_bytes),
-                          offset(mark)};
+      throw LimitExceeded{
+          fmt::format("a scalar of {} bytes exceeds the limit of {} bytes", value.size(), limits_.max_scalar_bytes),
+          offset(mark)};
     auto n = make(YamlNode::Kind::scalar, mark);
     n->text = value;
     // "!" = non-plain (quoted or block) scalar; an explicit !!str tag also makes a string.
@@ -277,9 +286,10 @@ std::optional<ConfigDoc> parse_config_doc(std::string text, const std::string& p
       // PyYAML's safe_load refuses a stream with a second document; so does accelerate.
       TreeBuilder second(doc.text, limits);
       if (parser.HandleNextDocument(second) && second.root) {
-        sink.report(load_error(doc, "yaml-syntax", second.root->pos.offset,
-                               "expected a single YAML document, found a second one (after `---`)",
-                               "yaml.safe_load raises 'expected a single document in the stream'; remove the extra document"));
+        sink.report(
+            load_error(doc, "yaml-syntax", second.root->pos.offset,
+                       "expected a single YAML document, found a second one (after `---`)",
+                       "yaml.safe_load raises 'expected a single document in the stream'; remove the extra document"));
         return std::nullopt;
       }
     }
@@ -288,7 +298,8 @@ std::optional<ConfigDoc> parse_config_doc(std::string text, const std::string& p
                            "the input exceeds what any accelerate config needs; refusing to expand it"));
     return std::nullopt;
   } catch (const YAML::DeepRecursion& e) {
-    sink.report(load_error(doc, "yaml-limits", doc.line_starts[std::clamp<int>(e.mark.line, 0, int(doc.line_starts.size()) - 1)],
+    sink.report(load_error(doc, "yaml-limits",
+                           doc.line_starts[std::clamp<int>(e.mark.line, 0, int(doc.line_starts.size()) - 1)],
                            fmt::format("nesting deeper than {} levels", limits.max_depth), ""));
     return std::nullopt;
   } catch (const YAML::Exception& e) {

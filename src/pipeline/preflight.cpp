@@ -30,7 +30,8 @@ bool splits_attention_heads(const ModuleTree& tree) {
   if (!tree.tp_plan) return true;
   for (const Module& m : tree.modules)
     for (const auto& p : m.params) {
-      if (p.name != "weight" || !(m.name == "q_proj" || m.name == "k_proj" || m.name == "v_proj" || m.name == "qkv_proj"))
+      if (p.name != "weight" ||
+          !(m.name == "q_proj" || m.name == "k_proj" || m.name == "v_proj" || m.name == "qkv_proj"))
         continue;
       const ModuleTree::TpEntry* e = tp_entry_for(tree, m.path + ".weight");
       if (e && e->style.matrix_dim && !e->style.forward_all_gather) return true;
@@ -73,9 +74,10 @@ std::string tp_not_simulated(const ModuleTree& tree, const FsdpSettings& s) {
   if (tree.peft) return "a PEFT model's LoRA layers under tensor parallelism are not laid out";
   const Version& tf = s.transformers_version.value;
   if (tf < Version{5, 0, 0} || tf > Version{5, 12, 1})
-    return fmt::format("the layout is transformers 5.x's (plain local tensors, checked on 5.12.1) and transformers {} "
-                       "places tensor-parallel parameters as DTensors",
-                       tf.str());
+    return fmt::format(
+        "the layout is transformers 5.x's (plain local tensors, checked on 5.12.1) and transformers {} "
+        "places tensor-parallel parameters as DTensors",
+        tf.str());
   return "";
 }
 
@@ -155,7 +157,9 @@ void apply_peft_caller(FsdpSettings& s, const std::optional<Bnb4bitConfig>& bnb)
   s.policy = {WrapPolicyKind::peft, "transformers Trainer with a PEFT model (update_fsdp_plugin_peft)"};
   if (bnb && dtype_is_floating(bnb->quant_storage)) {
     const DType q = bnb->quant_storage;
-    s.mixed_precision = {q == DType::BF16 ? "bf16" : q == DType::F16 ? "fp16" : "fp32",
+    s.mixed_precision = {q == DType::BF16  ? "bf16"
+                         : q == DType::F16 ? "fp16"
+                                           : "fp32",
                          "transformers Trainer: bnb_4bit_quant_storage (update_fsdp_plugin_peft)"};
   }
 }
@@ -203,7 +207,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
       const ConfigDoc* effective = &*r.config_doc;
       std::optional<ConfigDoc> fixed;
       bool fixable_errors = false;
-      for (const auto& d : lint_sink.items()) fixable_errors = fixable_errors || (d.severity == Severity::error && !d.fix.empty());
+      for (const auto& d : lint_sink.items())
+        fixable_errors = fixable_errors || (d.severity == Severity::error && !d.fix.empty());
       if (fixable_errors) {
         DiagnosticSink ignore;
         std::string text = fix_to_fixpoint(r.config_doc->text, r.config_doc->path, *schema, lo);
@@ -211,9 +216,10 @@ PreflightResult run_preflight(const PreflightRequest& req) {
         fixed = parse_config_doc(std::move(text), r.config_doc->path + std::string(kFixedConfigSuffix), ignore);
         if (fixed) {
           effective = &*fixed;
-          r.planned_config_note = fmt::format("{} has errors; the plan below uses it with shardcheck's fixes applied "
-                                              "(`shardcheck lint --fix`)",
-                                              r.config_doc->path);
+          r.planned_config_note = fmt::format(
+              "{} has errors; the plan below uses it with shardcheck's fixes applied "
+              "(`shardcheck lint --fix`)",
+              r.config_doc->path);
         }
       }
       if (req.lint) r.sink.append(lint_sink);
@@ -283,9 +289,10 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     d.severity = Severity::warning;
     std::string from;
     d.location = setting_location(r.settings.tp_size.source, r.tree->config_path, &from);
-    d.message = fmt::format("tensor parallelism (tp_size {}{}) is not simulated: {}; the shards below are over {} "
-                            "ranks of whole parameters, and with TP each rank holds about 1/{} of those elements",
-                            r.settings.tp_size.value, from, tp_gap, r.plan->shard_group, r.settings.tp_size.value);
+    d.message = fmt::format(
+        "tensor parallelism (tp_size {}{}) is not simulated: {}; the shards below are over {} "
+        "ranks of whole parameters, and with TP each rank holds about 1/{} of those elements",
+        r.settings.tp_size.value, from, tp_gap, r.plan->shard_group, r.settings.tp_size.value);
     r.sink.report(std::move(d));
   }
   timer.lap("plan: memory and communication");
@@ -302,10 +309,10 @@ PreflightResult run_preflight(const PreflightRequest& req) {
       // disagrees: shardcheck cannot lay out this model; anything else: torch or accelerate stops it.
       const bool undescribed = d.exit_code == ExitCode::unknown_model || d.exit_code == ExitCode::bad_model_config ||
                                d.exit_code == ExitCode::model_mismatch;
-      r.memory.verdict_reason = fmt::format("{} ({}: {})",
-                                            undescribed ? "shardcheck cannot lay out this model as the job builds it"
-                                                        : "the job fails before training",
-                                            d.code, d.message.substr(0, d.message.find(" (")));
+      r.memory.verdict_reason = fmt::format(
+          "{} ({}: {})",
+          undescribed ? "shardcheck cannot lay out this model as the job builds it" : "the job fails before training",
+          d.code, d.message.substr(0, d.message.find(" (")));
       return r;
     }
   if (!r.memory.fits) {
@@ -313,12 +320,12 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     d.code = "FIT001";
     d.severity = Severity::error;
     d.location.file = r.tree->config_path;  // a file for SARIF and annotations; req.model may be a directory
-    d.message = fmt::format("the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
-                            "optimizer states sharded; the largest unsharded units resident; {})",
-                            human_bytes(r.memory.peak), r.memory.peak,
-                            r.memory.tp_ranks.empty() ? r.memory.peak_rank : global_peak_rank(r.memory),
-                            human_bytes(r.memory.gpu_memory),
-                            r.memory.activations.available ? "activations estimated" : "activations not counted");
+    d.message = fmt::format(
+        "the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
+        "optimizer states sharded; the largest unsharded units resident; {})",
+        human_bytes(r.memory.peak), r.memory.peak,
+        r.memory.tp_ranks.empty() ? r.memory.peak_rank : global_peak_rank(r.memory), human_bytes(r.memory.gpu_memory),
+        r.memory.activations.available ? "activations estimated" : "activations not counted");
     // Only the remedies that are not already on.
     std::vector<std::string> fixes{"more GPUs (num_processes)"};
     if (!r.settings.offload_params.value) fixes.emplace_back("fsdp_offload_params: true");

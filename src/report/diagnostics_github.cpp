@@ -10,10 +10,14 @@ namespace {
 std::string escape_data(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '%') out += "%25";
-    else if (c == '\r') out += "%0D";
-    else if (c == '\n') out += "%0A";
-    else out += c;
+    if (c == '%')
+      out += "%25";
+    else if (c == '\r')
+      out += "%0D";
+    else if (c == '\n')
+      out += "%0A";
+    else
+      out += c;
   }
   return out;
 }
@@ -21,9 +25,12 @@ std::string escape_data(std::string_view s) {
 std::string escape_property(std::string_view s) {
   std::string out;
   for (char c : escape_data(s)) {
-    if (c == ':') out += "%3A";
-    else if (c == ',') out += "%2C";
-    else out += c;
+    if (c == ':')
+      out += "%3A";
+    else if (c == ',')
+      out += "%2C";
+    else
+      out += c;
   }
   return out;
 }
@@ -33,7 +40,9 @@ std::string escape_property(std::string_view s) {
 std::string render_diagnostics_github(const std::vector<Diagnostic>& diagnostics) {
   std::string out;
   for (const auto& d : diagnostics) {
-    const char* level = d.severity == Severity::error ? "error" : d.severity == Severity::warning ? "warning" : "notice";
+    const char* level = d.severity == Severity::error     ? "error"
+                        : d.severity == Severity::warning ? "warning"
+                                                          : "notice";
     std::string props = "file=" + escape_property(d.location.file);
     if (d.location.line > 0) {
       props += fmt::format(",line={},col={}", d.location.line, d.location.column);

@@ -26,7 +26,8 @@ std::string render_diagnostics_gitlab(const std::vector<Diagnostic>& diagnostics
   w.begin_array();
   for (const auto& d : diagnostics) {
     const std::string path = report_paths::relative_path(d.location.file, uri_base);
-    std::string description = d.location.model_path ? module_label(*d.location.model_path) + ": " + d.message : d.message;
+    std::string description =
+        d.location.model_path ? module_label(*d.location.model_path) + ": " + d.message : d.message;
     if (!d.help.empty()) description += " (help: " + d.help + ")";
     w.begin_object();
     w.key("type").value("issue");

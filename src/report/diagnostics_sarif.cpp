@@ -30,8 +30,10 @@ std::string percent_encode_path(const std::string& path) {
   for (const char ch : path) {
     const auto c = static_cast<unsigned char>(ch);
     const bool alnum = (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');  // ASCII, any locale
-    if (alnum || keep.find(ch) != std::string_view::npos) out += ch;
-    else out += fmt::format("%{:02X}", c);
+    if (alnum || keep.find(ch) != std::string_view::npos)
+      out += ch;
+    else
+      out += fmt::format("%{:02X}", c);
   }
   return out;
 }
@@ -130,7 +132,11 @@ std::string render_diagnostics_sarif(const std::vector<Diagnostic>& diagnostics,
       w.end_object().end_array();
     }
     w.end_object().end_array();
-    w.key("partialFingerprints").begin_object().key("primaryLocationLineHash").value(report_paths::fingerprint(d, uri) + ":1").end_object();
+    w.key("partialFingerprints")
+        .begin_object()
+        .key("primaryLocationLineHash")
+        .value(report_paths::fingerprint(d, uri) + ":1")
+        .end_object();
     w.end_object();
   }
   w.end_array();

@@ -41,12 +41,16 @@ std::string render(const std::vector<Diagnostic>& diagnostics, const SourceLooku
   std::string out;
   for (const auto& d : diagnostics) {
     std::string where = d.location.file;
-    if (d.location.line > 0) where += fmt::format(":{}:{}", d.location.line, d.location.column);
-    else if (d.location.byte_offset) where += fmt::format(":@{}", *d.location.byte_offset);
+    if (d.location.line > 0)
+      where += fmt::format(":{}:{}", d.location.line, d.location.column);
+    else if (d.location.byte_offset)
+      where += fmt::format(":@{}", *d.location.byte_offset);
     const char* sev = severity_name(d.severity);
     const std::string in_model = d.location.model_path ? module_label(*d.location.model_path) + ": " : "";
     if (style.color) {
-      const char* col = d.severity == Severity::error ? "\x1b[1;31m" : d.severity == Severity::warning ? "\x1b[1;33m" : "\x1b[1;36m";
+      const char* col = d.severity == Severity::error     ? "\x1b[1;31m"
+                        : d.severity == Severity::warning ? "\x1b[1;33m"
+                                                          : "\x1b[1;36m";
       out += fmt::format("\x1b[1m{}:\x1b[0m {}{}:\x1b[0m {}{} [{}]\n", where, col, sev, in_model, d.message, d.code);
     } else {
       out += fmt::format("{}: {}: {}{} [{}]\n", where, sev, in_model, d.message, d.code);
@@ -76,6 +80,5 @@ std::string render_diagnostics_text(const std::vector<Diagnostic>& diagnostics, 
                                     const TextStyle& style) {
   return render(diagnostics, &sources, style);
 }
-
 
 }  // namespace shardcheck

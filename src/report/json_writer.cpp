@@ -8,8 +8,10 @@ namespace shardcheck {
 
 JsonWriter& JsonWriter::value(double v) {
   value_prefix();
-  if (!std::isfinite(v)) out_ += "null";  // JSON has no NaN/Inf
-  else out_ += fmt::format("{}", v);
+  if (!std::isfinite(v))
+    out_ += "null";  // JSON has no NaN/Inf
+  else
+    out_ += fmt::format("{}", v);
   return *this;
 }
 
@@ -24,12 +26,23 @@ void JsonWriter::string_literal(std::string_view s) {
     out_.append(s.data() + run, i - run);
     run = i + 1;
     switch (c) {
-      case '"': out_ += "\\\""; break;
-      case '\\': out_ += "\\\\"; break;
-      case '\n': out_ += "\\n"; break;
-      case '\r': out_ += "\\r"; break;
-      case '\t': out_ += "\\t"; break;
-      default: out_ += fmt::format("\\u{:04x}", c);
+      case '"':
+        out_ += "\\\"";
+        break;
+      case '\\':
+        out_ += "\\\\";
+        break;
+      case '\n':
+        out_ += "\\n";
+        break;
+      case '\r':
+        out_ += "\\r";
+        break;
+      case '\t':
+        out_ += "\\t";
+        break;
+      default:
+        out_ += fmt::format("\\u{:04x}", c);
     }
   }
   out_.append(s.data() + run, s.size() - run);

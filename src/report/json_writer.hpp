@@ -15,10 +15,28 @@ class JsonWriter {
  public:
   explicit JsonWriter(std::string& out) : out_(out) {}
 
-  JsonWriter& begin_object() { value_prefix(); out_ += '{'; stack_.push_back(true); return *this; }
-  JsonWriter& end_object() { out_ += '}'; stack_.pop_back(); return *this; }
-  JsonWriter& begin_array() { value_prefix(); out_ += '['; stack_.push_back(true); return *this; }
-  JsonWriter& end_array() { out_ += ']'; stack_.pop_back(); return *this; }
+  JsonWriter& begin_object() {
+    value_prefix();
+    out_ += '{';
+    stack_.push_back(true);
+    return *this;
+  }
+  JsonWriter& end_object() {
+    out_ += '}';
+    stack_.pop_back();
+    return *this;
+  }
+  JsonWriter& begin_array() {
+    value_prefix();
+    out_ += '[';
+    stack_.push_back(true);
+    return *this;
+  }
+  JsonWriter& end_array() {
+    out_ += ']';
+    stack_.pop_back();
+    return *this;
+  }
   JsonWriter& key(std::string_view k) {
     comma();
     string_literal(k);
@@ -26,15 +44,35 @@ class JsonWriter {
     after_key_ = true;
     return *this;
   }
-  JsonWriter& value(std::string_view s) { value_prefix(); string_literal(s); return *this; }
+  JsonWriter& value(std::string_view s) {
+    value_prefix();
+    string_literal(s);
+    return *this;
+  }
   JsonWriter& value(const char* s) { return value(std::string_view(s)); }
   JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
-  JsonWriter& value(std::int64_t v) { value_prefix(); out_ += std::to_string(v); return *this; }
-  JsonWriter& value(std::uint64_t v) { value_prefix(); out_ += std::to_string(v); return *this; }
+  JsonWriter& value(std::int64_t v) {
+    value_prefix();
+    out_ += std::to_string(v);
+    return *this;
+  }
+  JsonWriter& value(std::uint64_t v) {
+    value_prefix();
+    out_ += std::to_string(v);
+    return *this;
+  }
   JsonWriter& value(int v) { return value(static_cast<std::int64_t>(v)); }
   JsonWriter& value(double v);
-  JsonWriter& value(bool v) { value_prefix(); out_ += v ? "true" : "false"; return *this; }
-  JsonWriter& null() { value_prefix(); out_ += "null"; return *this; }
+  JsonWriter& value(bool v) {
+    value_prefix();
+    out_ += v ? "true" : "false";
+    return *this;
+  }
+  JsonWriter& null() {
+    value_prefix();
+    out_ += "null";
+    return *this;
+  }
   // A list of plain values (numbers, strings, bools) as one JSON array.
   template <class T>
   JsonWriter& array(const std::vector<T>& items) {
@@ -43,7 +81,11 @@ class JsonWriter {
     return end_array();
   }
   // Splices already-serialised JSON in as one value.
-  JsonWriter& raw(std::string_view json) { value_prefix(); out_ += json; return *this; }
+  JsonWriter& raw(std::string_view json) {
+    value_prefix();
+    out_ += json;
+    return *this;
+  }
 
  private:
   void comma() {
@@ -52,7 +94,10 @@ class JsonWriter {
     stack_.back() = false;
   }
   void value_prefix() {
-    if (after_key_) { after_key_ = false; return; }
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
     comma();
   }
   void string_literal(std::string_view s);

@@ -18,11 +18,20 @@ std::string escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -56,14 +65,11 @@ struct Part {
   const char* color;
   std::uint64_t RankMemory::*field;
 };
-constexpr Part kParts[] = {{"parameters", "#3f6fd8", &RankMemory::params},
-                           {"gradients", "#6aa84f", &RankMemory::grads},
-                           {"optimizer", "#e69138", &RankMemory::optimizer},
-                           {"buffers", "#8e7cc3", &RankMemory::buffers},
-                           {"quant state", "#76a5af", &RankMemory::quant_state},
-                           {"unsharded (transient)", "#c27ba0", &RankMemory::transient},
-                           {"activations", "#f1c232", &RankMemory::activations},
-                           {"ignored", "#999999", &RankMemory::ignored}};
+constexpr Part kParts[] = {
+    {"parameters", "#3f6fd8", &RankMemory::params},       {"gradients", "#6aa84f", &RankMemory::grads},
+    {"optimizer", "#e69138", &RankMemory::optimizer},     {"buffers", "#8e7cc3", &RankMemory::buffers},
+    {"quant state", "#76a5af", &RankMemory::quant_state}, {"unsharded (transient)", "#c27ba0", &RankMemory::transient},
+    {"activations", "#f1c232", &RankMemory::activations}, {"ignored", "#999999", &RankMemory::ignored}};
 
 void memory_section(std::string& out, const MemoryEstimate& m) {
   out += "<h2>Memory per rank</h2>\n<div class=\"legend\">";
@@ -85,23 +91,27 @@ void memory_section(std::string& out, const MemoryEstimate& m) {
     while (j < m.ranks.size() && same(m.ranks[i], m.ranks[j])) ++j;
     const RankMemory& r = m.ranks[i];
     const int last = m.ranks[j - 1].rank;
-    const std::string label = last == r.rank ? fmt::format("rank {}", r.rank) : fmt::format("ranks {}-{}", r.rank, last);
+    const std::string label =
+        last == r.rank ? fmt::format("rank {}", r.rank) : fmt::format("ranks {}-{}", r.rank, last);
     i = j;
-    out += fmt::format("<div class=\"rank\" data-first-rank=\"{}\" data-last-rank=\"{}\" data-total=\"{}\">"
-                       "<span class=\"label\">{}</span><span class=\"bar\">",
-                       r.rank, last, r.total(), label);
+    out += fmt::format(
+        "<div class=\"rank\" data-first-rank=\"{}\" data-last-rank=\"{}\" data-total=\"{}\">"
+        "<span class=\"label\">{}</span><span class=\"bar\">",
+        r.rank, last, r.total(), label);
     double left = 0;
     for (const Part& p : kParts) {
       const std::uint64_t b = r.*(p.field);
       if (b == 0) continue;
-      out += fmt::format("<span class=\"seg\" style=\"left:{:.4f}%;width:{:.4f}%;background:{}\" "
-                         "title=\"{}: {} ({} bytes)\" data-part=\"{}\" data-bytes=\"{}\"></span>",
-                         left, pct(b), p.color, p.name, human_bytes(b), b, p.name, b);
+      out += fmt::format(
+          "<span class=\"seg\" style=\"left:{:.4f}%;width:{:.4f}%;background:{}\" "
+          "title=\"{}: {} ({} bytes)\" data-part=\"{}\" data-bytes=\"{}\"></span>",
+          left, pct(b), p.color, p.name, human_bytes(b), b, p.name, b);
       left += pct(b);
     }
-    out += fmt::format("<span class=\"gpu\" style=\"left:{:.4f}%\" title=\"GPU memory {}\"></span></span>"
-                       "<span class=\"total\">{}</span></div>\n",
-                       std::min(pct(m.gpu_memory), 99.8), human_bytes(m.gpu_memory), human_bytes(r.total()));
+    out += fmt::format(
+        "<span class=\"gpu\" style=\"left:{:.4f}%\" title=\"GPU memory {}\"></span></span>"
+        "<span class=\"total\">{}</span></div>\n",
+        std::min(pct(m.gpu_memory), 99.8), human_bytes(m.gpu_memory), human_bytes(r.total()));
   }
   out += fmt::format("<p>GPU memory {} ({} bytes); peak {} on rank {}{}.</p>\n", human_bytes(m.gpu_memory),
                      m.gpu_memory, human_bytes(m.peak), m.peak_rank,
@@ -127,19 +137,20 @@ void findings_section(std::string& out, const std::vector<Diagnostic>& diagnosti
 }
 
 void units_section(std::string& out, const ShardPlan& plan) {
-  out += fmt::format("<details><summary><h2 style=\"display:inline\">{} {} ({})</h2></summary>\n<table>"
-                     "<tr><th>unit</th><th>class</th><th>elements</th><th>per rank</th><th>padding</th>"
-                     "<th>dtype</th><th>trains</th></tr>\n",
-                     plan.units.size(), plan.fsdp_version == 2 ? "fully_shard groups" : "FSDP units",
-                     strategy_name(plan.strategy));
+  out += fmt::format(
+      "<details><summary><h2 style=\"display:inline\">{} {} ({})</h2></summary>\n<table>"
+      "<tr><th>unit</th><th>class</th><th>elements</th><th>per rank</th><th>padding</th>"
+      "<th>dtype</th><th>trains</th></tr>\n",
+      plan.units.size(), plan.fsdp_version == 2 ? "fully_shard groups" : "FSDP units", strategy_name(plan.strategy));
   for (const auto& u : plan.units) {
     std::int64_t pad = 0;
     for (auto p : u.rank_pad) pad = std::max(pad, p);
-    out += fmt::format("<tr data-unit=\"{}\"><td><code>{}</code></td><td>{}</td><td class=\"n\">{}</td>"
-                       "<td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>\n",
-                       escape(u.path), escape(module_label(u.path)), escape(u.cls), fmt::group_digits(u.numel),
-                       fmt::group_digits(u.shard_numel), pad == 0 ? std::string("none") : fmt::format("{}", fmt::group_digits(pad)),
-                       dtype_name(u.dtype), u.gets_grad ? "yes" : "no");
+    out += fmt::format(
+        "<tr data-unit=\"{}\"><td><code>{}</code></td><td>{}</td><td class=\"n\">{}</td>"
+        "<td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td></tr>\n",
+        escape(u.path), escape(module_label(u.path)), escape(u.cls), fmt::group_digits(u.numel),
+        fmt::group_digits(u.shard_numel), pad == 0 ? std::string("none") : fmt::format("{}", fmt::group_digits(pad)),
+        dtype_name(u.dtype), u.gets_grad ? "yes" : "no");
   }
   out += "</table></details>\n";
 }
@@ -157,18 +168,19 @@ std::string render_plan_html(const ModuleTree& tree, const ShardPlan& plan, cons
                      kStyle);
   out += fmt::format("<h1>{} <small>({}, transformers {} layout)</small></h1>\n", escape(tree.architecture),
                      escape(tree.model_type), tree.transformers.str());
-  out += fmt::format("<p>{} parameters ({}); FSDP{} {} over {} rank(s), shard groups of {}. "
-                     "<span class=\"verdict {}\" id=\"verdict\">{}</span></p>\n",
-                     fmt::group_digits(tree.num_params), human_count(tree.num_params), plan.fsdp_version,
-                     strategy_name(plan.strategy), plan.world_size, plan.shard_group, verdict_name(memory.verdict),
-                     verdict_name(memory.verdict));
+  out += fmt::format(
+      "<p>{} parameters ({}); FSDP{} {} over {} rank(s), shard groups of {}. "
+      "<span class=\"verdict {}\" id=\"verdict\">{}</span></p>\n",
+      fmt::group_digits(tree.num_params), human_count(tree.num_params), plan.fsdp_version, strategy_name(plan.strategy),
+      plan.world_size, plan.shard_group, verdict_name(memory.verdict), verdict_name(memory.verdict));
   if (!memory.verdict_reason.empty()) out += "<p>" + escape(memory.verdict_reason) + "</p>\n";
   if (peft) out += "<p>" + escape(peft_trainable_line(peft->adapter, peft->trainable, peft->total)) + "</p>\n";
   memory_section(out, memory);
-  out += fmt::format("<p>Communication per step per rank: all-gather {} ({} calls), reduce-scatter {} ({} calls), "
-                     "all-reduce {} ({} calls).</p>\n",
-                     human_bytes(comm.total.all_gather), comm.total.all_gathers, human_bytes(comm.total.reduce_scatter),
-                     comm.total.reduce_scatters, human_bytes(comm.total.all_reduce), comm.total.all_reduces);
+  out += fmt::format(
+      "<p>Communication per step per rank: all-gather {} ({} calls), reduce-scatter {} ({} calls), "
+      "all-reduce {} ({} calls).</p>\n",
+      human_bytes(comm.total.all_gather), comm.total.all_gathers, human_bytes(comm.total.reduce_scatter),
+      comm.total.reduce_scatters, human_bytes(comm.total.all_reduce), comm.total.all_reduces);
   findings_section(out, diagnostics);
   units_section(out, plan);
   out += "<details><summary><h2 style=\"display:inline\">Module tree</h2></summary>\n<pre>";
@@ -178,15 +190,16 @@ std::string render_plan_html(const ModuleTree& tree, const ShardPlan& plan, cons
   // The JSON contract, as `plan --format json` prints it: the settings table is read from it.
   out += "<script type=\"application/json\" id=\"plan-json\">";
   out += script_safe(render_plan_json(plan, settings, memory, comm, diagnostics, peft));
-  out += "</script>\n<script>\n"
-         "const plan = JSON.parse(document.getElementById('plan-json').textContent);\n"
-         "const table = document.getElementById('settings');\n"
-         "for (const [name, s] of Object.entries(plan.settings)) {\n"
-         "  const row = table.insertRow();\n"
-         "  for (const text of [name, JSON.stringify(s.value), s.source]) row.insertCell().textContent = text;\n"
-         "}\n"
-         "document.body.dataset.renderedMs = performance.now().toFixed(1);\n"
-         "</script>\n</body></html>\n";
+  out +=
+      "</script>\n<script>\n"
+      "const plan = JSON.parse(document.getElementById('plan-json').textContent);\n"
+      "const table = document.getElementById('settings');\n"
+      "for (const [name, s] of Object.entries(plan.settings)) {\n"
+      "  const row = table.insertRow();\n"
+      "  for (const text of [name, JSON.stringify(s.value), s.source]) row.insertCell().textContent = text;\n"
+      "}\n"
+      "document.body.dataset.renderedMs = performance.now().toFixed(1);\n"
+      "</script>\n</body></html>\n";
   return out;
 }
 

@@ -31,8 +31,10 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
   setting(w, "mixed_precision", s.mixed_precision, text);
   setting(w, "offload_params", s.offload_params, boolean);
   setting(w, "reshard_after_forward", s.reshard_after_forward, [&](const std::optional<bool>& v) {
-    if (v) w.value(*v);
-    else w.null();
+    if (v)
+      w.value(*v);
+    else
+      w.null();
   });
   setting(w, "activation_checkpointing", s.activation_checkpointing, boolean);
   setting(w, "backward_prefetch", s.backward_prefetch, [&](BackwardPrefetch v) { w.value(prefetch_name(v)); });
@@ -67,16 +69,20 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   };
   w.key("memory").begin_object();
   w.key("per_rank_bytes");
-  if (m.ranks.empty()) w.null();
-  else rank(m.ranks[static_cast<std::size_t>(m.peak_rank)]);
+  if (m.ranks.empty())
+    w.null();
+  else
+    rank(m.ranks[static_cast<std::size_t>(m.peak_rank)]);
   w.key("ranks").begin_array();
   for (const auto& r : m.ranks) rank(r);
   w.end_array();
   w.key("peak_bytes").value(m.peak);
   w.key("peak_rank").value(m.peak_rank);
   w.key("gpu_memory_bytes").value(m.gpu_memory);
-  if (m.verdict == FitVerdict::withheld) w.key("fits").null();  // no verdict for a job that fails first
-  else w.key("fits").value(m.fits);
+  if (m.verdict == FitVerdict::withheld)
+    w.key("fits").null();  // no verdict for a job that fails first
+  else
+    w.key("fits").value(m.fits);
   w.key("verdict").value(verdict_name(m.verdict));
   if (!m.verdict_reason.empty()) w.key("verdict_reason").value(m.verdict_reason);
   w.key("headroom_bytes").value(m.headroom);
@@ -138,10 +144,14 @@ void tensor_parallel_json(JsonWriter& w, const ShardPlan& plan, const MemoryEsti
   for (const auto& p : tp.params) {
     w.begin_object();
     w.key("name").value(p.fqn);
-    if (p.style.empty()) w.key("style").null();
-    else w.key("style").value(p.style);
-    if (p.dim) w.key("dim").value(*p.dim);
-    else w.key("dim").null();
+    if (p.style.empty())
+      w.key("style").null();
+    else
+      w.key("style").value(p.style);
+    if (p.dim)
+      w.key("dim").value(*p.dim);
+    else
+      w.key("dim").null();
     w.key("local_shapes").begin_array();
     for (const auto& shape : p.shapes) w.array(shape);
     w.end_array();

@@ -22,7 +22,8 @@ std::string pads(const std::vector<std::int64_t>& v) {
 std::vector<std::string> split_path(const std::string& p) {
   std::vector<std::string> parts;
   std::size_t start = 0;
-  for (std::size_t dot; (dot = p.find('.', start)) != std::string::npos; start = dot + 1) parts.push_back(p.substr(start, dot - start));
+  for (std::size_t dot; (dot = p.find('.', start)) != std::string::npos; start = dot + 1)
+    parts.push_back(p.substr(start, dot - start));
   parts.push_back(p.substr(start));
   return parts;
 }
@@ -32,9 +33,13 @@ std::string range_label(const std::string& first, const std::string& last) {
   if (a.size() == b.size()) {
     int diff = -1, count = 0;
     for (std::size_t i = 0; i < a.size(); ++i)
-      if (a[i] != b[i]) { diff = static_cast<int>(i); ++count; }
+      if (a[i] != b[i]) {
+        diff = static_cast<int>(i);
+        ++count;
+      }
     if (count == 1) {
-      a[static_cast<std::size_t>(diff)] = fmt::format("{{{}-{}}}", a[static_cast<std::size_t>(diff)], b[static_cast<std::size_t>(diff)]);
+      a[static_cast<std::size_t>(diff)] =
+          fmt::format("{{{}-{}}}", a[static_cast<std::size_t>(diff)], b[static_cast<std::size_t>(diff)]);
       std::string out;
       for (const auto& part : a) out += (out.empty() ? "" : ".") + part;
       return out;
@@ -81,10 +86,10 @@ std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan,
   std::vector<std::string> marks(tree.modules.size());
   for (const auto& u : plan.units) {
     const std::string what = plan.fsdp_version == 1 ? "FSDP unit" : "fully_shard";
-    std::string mark = fmt::format("<{} {} -> {}/rank, pad {}, {}{}>", what, fmt::group_digits(u.numel),
-                                   fmt::group_digits(u.shard_numel), pads(u.rank_pad),
-                                   u.params.empty() ? "-" : dtype_name(u.dtype),
-                                   u.reshard_after_forward && !*u.reshard_after_forward ? ", kept after forward" : "");
+    std::string mark =
+        fmt::format("<{} {} -> {}/rank, pad {}, {}{}>", what, fmt::group_digits(u.numel),
+                    fmt::group_digits(u.shard_numel), pads(u.rank_pad), u.params.empty() ? "-" : dtype_name(u.dtype),
+                    u.reshard_after_forward && !*u.reshard_after_forward ? ", kept after forward" : "");
     // A fully_shard([a, b]) group is marked on every module it lists.
     if (u.modules.size() > 1) {
       for (std::size_t k = 0; k < tree.modules.size(); ++k)
@@ -107,11 +112,11 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                           plan.shard_group));
   if (plan.replicate_group > 1) out += fmt::format(" x {} replicas", plan.replicate_group);
   if (plan.fsdp_version == 2)
-    out += fmt::format(" (torch {}, fully_shard calls as {} makes them{})\n", plan.torch_version.str(),
-                       s.fsdp2_caller.value == Fsdp2Caller::accelerate
-                           ? "accelerate " + s.accelerate_version.value.str()
-                           : std::string(caller_name(s.fsdp2_caller.value)),
-                       plan.replicate_group > 1 ? ", HSDP 2-D mesh" : "");
+    out +=
+        fmt::format(" (torch {}, fully_shard calls as {} makes them{})\n", plan.torch_version.str(),
+                    s.fsdp2_caller.value == Fsdp2Caller::accelerate ? "accelerate " + s.accelerate_version.value.str()
+                                                                    : std::string(caller_name(s.fsdp2_caller.value)),
+                    plan.replicate_group > 1 ? ", HSDP 2-D mesh" : "");
   else
     out += fmt::format(" (torch {}, accelerate {}, use_orig_params={})\n", plan.torch_version.str(),
                        s.accelerate_version.value.str(), s.use_orig_params.value ? "True" : "False");
@@ -123,20 +128,21 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
       const TensorParallelLayout& tp = *plan.tensor_parallel;
       std::size_t split = 0;
       for (const auto& p : tp.params) split += p.dim.has_value();
-      out += fmt::format(": tensor parallelism splits {} of {} parameters (transformers {} layout); the units below "
-                         "hold TP rank {}'s pieces",
-                         split, tp.params.size(), s.transformers_version.value.str(), plan.tp_rank);
+      out += fmt::format(
+          ": tensor parallelism splits {} of {} parameters (transformers {} layout); the units below "
+          "hold TP rank {}'s pieces",
+          split, tp.params.size(), s.transformers_version.value.str(), plan.tp_rank);
     }
     out += "\n";
   }
   std::string classes;
   for (const auto& c : s.wrap_classes.value) classes += (classes.empty() ? "" : ",") + c;
-  out += fmt::format("policy {}{} [{}]\n", policy_name(s.policy.value),
-                     s.policy.value == WrapPolicyKind::transformer ? " " + classes
-                     : s.policy.value == WrapPolicyKind::size
-                         ? fmt::format(" min_num_params={}", s.min_num_params.value)
-                         : std::string(),
-                     s.policy.value == WrapPolicyKind::transformer ? s.wrap_classes.source : s.policy.source);
+  out +=
+      fmt::format("policy {}{} [{}]\n", policy_name(s.policy.value),
+                  s.policy.value == WrapPolicyKind::transformer ? " " + classes
+                  : s.policy.value == WrapPolicyKind::size ? fmt::format(" min_num_params={}", s.min_num_params.value)
+                                                           : std::string(),
+                  s.policy.value == WrapPolicyKind::transformer ? s.wrap_classes.source : s.policy.source);
   if (peft) out += peft_trainable_line(peft->adapter, peft->trainable, peft->total) + "\n";
   out += "\n";
   out += fmt::format("  {:<34} {:<30} {:>15} {:>15}  {:<6} {}\n", "unit", "class", "numel", "shard/rank", "dtype",
@@ -191,9 +197,10 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                        mem.transient_note);
     const ActivationEstimate& act = mem.activations;
     if (act.available) {
-      const std::string blocks = act.checkpointing ? fmt::format("checkpointed block inputs {} + one recomputed block {}",
-                                                                 human_bytes(act.blocks), human_bytes(act.recompute))
-                                                   : fmt::format("blocks {}", human_bytes(act.blocks));
+      const std::string blocks = act.checkpointing
+                                     ? fmt::format("checkpointed block inputs {} + one recomputed block {}",
+                                                   human_bytes(act.blocks), human_bytes(act.recompute))
+                                     : fmt::format("blocks {}", human_bytes(act.blocks));
       out += fmt::format("  {:<34} {:>14}   estimate: {} tokens in {}; {}; logits {}\n", "activations",
                          human_bytes(r.activations), fmt::group_digits(act.tokens), dtype_name(act.dtype), blocks,
                          human_bytes(act.logits));
@@ -210,9 +217,10 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
         out += bold(fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
         break;
       case FitVerdict::fits_without_activations:
-        out += bold(fmt::format("parameters, gradients and optimizer states fit in {} with {} headroom; activations "
-                                "not estimated (give --seq-len and --micro-batch for a fit verdict)\n",
-                                human_bytes(mem.gpu_memory), human_bytes(headroom)));
+        out +=
+            bold(fmt::format("parameters, gradients and optimizer states fit in {} with {} headroom; activations "
+                             "not estimated (give --seq-len and --micro-batch for a fit verdict)\n",
+                             human_bytes(mem.gpu_memory), human_bytes(headroom)));
         break;
       case FitVerdict::does_not_fit:
         out += bold(fmt::format("DOES NOT FIT in {}: {} short\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
@@ -226,22 +234,26 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
   out += fmt::format("\ncommunication per step per rank: all-gather {} ({} calls), reduce-scatter {} ({} calls)",
                      human_bytes(comm.total.all_gather), comm.total.all_gathers, human_bytes(comm.total.reduce_scatter),
                      comm.total.reduce_scatters);
-  if (comm.total.all_reduces) out += fmt::format(", all-reduce {} ({} calls)", human_bytes(comm.total.all_reduce), comm.total.all_reduces);
+  if (comm.total.all_reduces)
+    out += fmt::format(", all-reduce {} ({} calls)", human_bytes(comm.total.all_reduce), comm.total.all_reduces);
   out += "\n";
   if (comm.bus_bandwidth)
-    out += fmt::format("  at a bus bandwidth of {:.1f} GB/s: {} of collectives per step (before any overlap with compute)\n",
-                       *comm.bus_bandwidth / 1e9,
-                       comm.total.seconds >= 1 ? fmt::format("{:.2f} s", comm.total.seconds)
-                                               : fmt::format("{:.3f} ms", comm.total.seconds * 1e3));
+    out += fmt::format(
+        "  at a bus bandwidth of {:.1f} GB/s: {} of collectives per step (before any overlap with compute)\n",
+        *comm.bus_bandwidth / 1e9,
+        comm.total.seconds >= 1 ? fmt::format("{:.2f} s", comm.total.seconds)
+                                : fmt::format("{:.3f} ms", comm.total.seconds * 1e3));
   if (comm.tensor_parallel) {
     const TpTraffic& tp = *comm.tensor_parallel;
     if (!tp.estimated) {
-      out += fmt::format("tensor parallelism's all-reduces (over {} TP ranks) not estimated: {}\n", tp.tp_size, tp.why_not);
+      out += fmt::format("tensor parallelism's all-reduces (over {} TP ranks) not estimated: {}\n", tp.tp_size,
+                         tp.why_not);
     } else {
-      out += fmt::format("tensor parallelism per step per rank: all-reduce {} ({} calls)", human_bytes(tp.collectives.all_reduce),
-                         tp.collectives.all_reduces);
+      out += fmt::format("tensor parallelism per step per rank: all-reduce {} ({} calls)",
+                         human_bytes(tp.collectives.all_reduce), tp.collectives.all_reduces);
       if (tp.collectives.all_gathers)
-        out += fmt::format(", all-gather {} ({} calls)", human_bytes(tp.collectives.all_gather), tp.collectives.all_gathers);
+        out += fmt::format(", all-gather {} ({} calls)", human_bytes(tp.collectives.all_gather),
+                           tp.collectives.all_gathers);
       out += fmt::format(" over the {} ranks of its TP group, for {} tokens", tp.tp_size, fmt::group_digits(tp.tokens));
       if (comm.bus_bandwidth)
         out += fmt::format("; {} at {:.1f} GB/s",

@@ -72,9 +72,9 @@ class TextTree {
       dtypes += fmt::format("{}{} {}", dtypes.empty() ? "" : ", ", dtype_name(dt), fmt::group_digits(n));
     out_ += fmt::format("; {}\n", dtypes.empty() ? "no parameters" : dtypes);
     if (tree_.peft) out_ += peft_trainable_line(tree_.peft->adapter, tree_.peft->trainable, tree_.peft->total) + "\n";
-    out_ += fmt::format("source: {}{}\n",
-                        tree_.from_checkpoint ? "safetensors headers" : "config.json only (shapes from the registry)",
-                        tree_.dequantized ? "; quantised weights loaded dequantised (quantization_config.dequantize)" : "");
+    out_ += fmt::format(
+        "source: {}{}\n", tree_.from_checkpoint ? "safetensors headers" : "config.json only (shapes from the registry)",
+        tree_.dequantized ? "; quantised weights loaded dequantised (quantization_config.dequantize)" : "");
     std::string ns;
     for (const auto& c : tree_.no_split_modules) ns += (ns.empty() ? "" : ", ") + c;
     out_ += fmt::format("_no_split_modules: [{}]\n\n", ns);
@@ -95,8 +95,10 @@ class TextTree {
     std::string s;
     for (const auto& p : m.params) {
       if (!s.empty()) s += ", ";
-      if (!p.tied_to.empty()) s += fmt::format("{} -> {}", p.name, p.tied_to);
-      else s += fmt::format("{}{} {}{}", p.name, shape_str(p.shape), dtype_name(p.dtype), p.buffer ? " (buffer)" : "");
+      if (!p.tied_to.empty())
+        s += fmt::format("{} -> {}", p.name, p.tied_to);
+      else
+        s += fmt::format("{}{} {}{}", p.name, shape_str(p.shape), dtype_name(p.dtype), p.buffer ? " (buffer)" : "");
     }
     return s;
   }
@@ -118,7 +120,8 @@ class TextTree {
     for (std::size_t k = 0; k < m.children.size();) {
       const int c = m.children[k];
       std::size_t run = 1;
-      const bool numeric = !tree_.modules[c].name.empty() && std::isdigit(static_cast<unsigned char>(tree_.modules[c].name[0]));
+      const bool numeric =
+          !tree_.modules[c].name.empty() && std::isdigit(static_cast<unsigned char>(tree_.modules[c].name[0]));
       while (numeric && k + run < m.children.size() && sig_[m.children[k + run]] == sig_[c]) ++run;
       const std::string child_label =
           run > 1 ? fmt::format("{}-{}", tree_.modules[c].name, tree_.modules[m.children[k + run - 1]].name)

@@ -54,8 +54,10 @@ std::optional<Bnb4bitConfig> prequantized_bnb_4bit(const nlohmann::json& config,
   Bnb4bitConfig c;
   c.quant_storage = dtype("bnb_4bit_quant_storage", DType::U8);
   c.compute_dtype = dtype("bnb_4bit_compute_dtype", DType::F32);
-  if (const auto v = q->find("bnb_4bit_quant_type"); v != q->end() && v->is_string()) c.quant_type = v->get<std::string>();
-  if (const auto v = q->find("bnb_4bit_use_double_quant"); v != q->end() && v->is_boolean()) c.double_quant = v->get<bool>();
+  if (const auto v = q->find("bnb_4bit_quant_type"); v != q->end() && v->is_string())
+    c.quant_type = v->get<std::string>();
+  if (const auto v = q->find("bnb_4bit_use_double_quant"); v != q->end() && v->is_boolean())
+    c.double_quant = v->get<bool>();
   if (const auto v = q->find("llm_int8_skip_modules"); v != q->end() && v->is_array())
     for (const auto& m : *v)
       if (m.is_string()) c.skip_modules.push_back(m.get<std::string>());

@@ -36,12 +36,12 @@ std::string known_types(const Registry& reg) {
 
 // What expand_module_tree hands to complete_module_tree.
 struct TreeExpansion::State {
-  ModelConfig config;                   // as expanded (text_config of a multimodal wrapper chosen)
+  ModelConfig config;  // as expanded (text_config of a multimodal wrapper chosen)
   const Registry* registry = nullptr;
-  const ArchSpec* arch = nullptr;       // nullptr: a model_type the registry does not know
+  const ArchSpec* arch = nullptr;  // nullptr: a model_type the registry does not know
   Frame globals;
   FusedSources fused;
-  std::optional<ModuleTree> tree;       // when arch is known
+  std::optional<ModuleTree> tree;              // when arch is known
   std::unique_ptr<CheckpointMatcher> matcher;  // once asked for (checkpoint_observer)
   ResolveOptions options;
 };
@@ -58,7 +58,8 @@ void apply_load_dtype(ModuleTree& tree, const ModelConfig& config, const Resolve
     for (const auto& p : m.params)
       if (dtype_name(p.dtype).starts_with("F8_") || tree.dequantized) return;
   std::optional<DType> target;
-  const bool auto_dtype = options.load_dtype == "auto" || (options.load_dtype.empty() && options.transformers >= Version{5, 0, 0});
+  const bool auto_dtype =
+      options.load_dtype == "auto" || (options.load_dtype.empty() && options.transformers >= Version{5, 0, 0});
   if (auto_dtype) {
     target = config.torch_dtype;
     for (const auto& m : tree.modules)
@@ -67,8 +68,10 @@ void apply_load_dtype(ModuleTree& tree, const ModelConfig& config, const Resolve
   } else if (options.load_dtype.empty()) {
     target = DType::F32;
   } else {
-    target = parse_dtype(options.load_dtype == "float32" ? "F32" : options.load_dtype == "bfloat16" ? "BF16"
-                         : options.load_dtype == "float16" ? "F16" : options.load_dtype);
+    target = parse_dtype(options.load_dtype == "float32"    ? "F32"
+                         : options.load_dtype == "bfloat16" ? "BF16"
+                         : options.load_dtype == "float16"  ? "F16"
+                                                            : options.load_dtype);
   }
   if (!target) return;
   for (auto& m : tree.modules)
@@ -130,10 +133,10 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
       if (std::find(arch->architectures.begin(), arch->architectures.end(), wanted) != arch->architectures.end())
         root = wanted;
       else if (!config.use_text_config)
-        sink.report(diag("ARCH003", Severity::warning, config.path,
-                         fmt::format("architecture '{}' is not described by {}; using '{}'", wanted, arch->source,
-                                     root),
-                         ExitCode::ok));
+        sink.report(
+            diag("ARCH003", Severity::warning, config.path,
+                 fmt::format("architecture '{}' is not described by {}; using '{}'", wanted, arch->source, root),
+                 ExitCode::ok));
     }
   } else if (std::find(arch->architectures.begin(), arch->architectures.end(), root) == arch->architectures.end()) {
     std::string list;
@@ -145,8 +148,7 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
 
   const DType dtype = config.torch_dtype.value_or(DType::F32);
   util::StageTimer timer("resolve: expand registry tree");
-  state->tree =
-      expand_arch_tree(config, *arch, registry, options, root, dtype, state->globals, state->fused, sink);
+  state->tree = expand_arch_tree(config, *arch, registry, options, root, dtype, state->globals, state->fused, sink);
   if (!state->tree) return std::nullopt;
   state->tree->config_path = config.path;
   // A checkpoint bitsandbytes already quantized: from_pretrained builds Linear4bit layers from its
@@ -177,9 +179,10 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
     if (const auto am = config.raw.find("auto_map"); am != config.raw.end() && am->is_object())
       for (const char* auto_class : {"AutoModelForCausalLM", "AutoModel", "AutoModelForImageTextToText"})
         if (const auto it = am->find(auto_class); it != am->end() && it->is_string()) {
-          remote = fmt::format(" It is a trust_remote_code model: auto_map gives {} = {} from the repository's own "
-                               "code, which transformers does not define.",
-                               auto_class, it->get<std::string>());
+          remote = fmt::format(
+              " It is a trust_remote_code model: auto_map gives {} = {} from the repository's own "
+              "code, which transformers does not define.",
+              auto_class, it->get<std::string>());
           break;
         }
     if (ckpt) {
@@ -200,8 +203,7 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
                      fmt::format("model_type '{}' is not in the registry and there is no checkpoint to infer the "
                                  "layout from.{}",
                                  config.model_type, remote),
-                     ExitCode::unknown_model,
-                     fmt::format("known model types: {}", known_types(*state.registry))));
+                     ExitCode::unknown_model, fmt::format("known model types: {}", known_types(*state.registry))));
     return std::nullopt;
   }
   util::StageTimer timer("resolve: match checkpoint");

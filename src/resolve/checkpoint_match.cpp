@@ -175,8 +175,7 @@ class FusedMatcher {
     if (last < modules_.size()) {
       const FusedModule& m = modules_[last];
       const std::size_t n = m.path.size();
-      if (!m.has_fused_descendant && name.size() > n && name[n] == '.' &&
-          util::same_text(name.substr(0, n), m.path)) {
+      if (!m.has_fused_descendant && name.size() > n && name[n] == '.' && util::same_text(name.substr(0, n), m.path)) {
         if (auto slot = glob_slot(m, name.substr(n + 1))) return slot;
         dot = name.rfind('.', n - 1);  // on to the modules above it
       }
@@ -222,10 +221,10 @@ class FusedMatcher {
     return std::nullopt;
   }
 
-  std::vector<std::pair<int, int>> slots_;    // fused parameters in FusedSources order
-  std::vector<FusedAccumulator> seen_;        // per slot
+  std::vector<std::pair<int, int>> slots_;  // fused parameters in FusedSources order
+  std::vector<FusedAccumulator> seen_;      // per slot
   std::vector<FusedModule> modules_;
-  NameMap<std::size_t> module_of_path_;       // path -> index into modules_
+  NameMap<std::size_t> module_of_path_;  // path -> index into modules_
 };
 
 // What one checkpoint tensor is to the tree. Decided per file, on the thread that read the file's
@@ -251,7 +250,7 @@ class PrefixedCandidates {
  public:
   PrefixedCandidates(const ModuleTree& tree, std::string_view prefix) {
     for (const Module& m : tree.modules) {
-      if (m.params.empty()) continue;  // no parameter path passes through it alone
+      if (m.params.empty()) continue;             // no parameter path passes through it alone
       const std::string path = join(m.path, "");  // "a.b." or "" for the root
       if (path.size() > prefix.size() && path.starts_with(prefix)) {
         add(first_component(std::string_view(path).substr(prefix.size())));
@@ -298,8 +297,8 @@ struct CheckpointMatcher::Impl {
       for (const auto& r : arch.renames)
         if (!r.condition || r.condition->evaluate(globals.lookup()).truthy()) renames.emplace_back(r.from, r.to);
       for (const auto& pattern : arch.ignore_unexpected) ignores.emplace_back(interpolate(pattern, globals));
-      if (arch.dequantize && (!arch.dequantize->condition ||
-                              arch.dequantize->condition->evaluate(globals.lookup()).truthy()))
+      if (arch.dequantize &&
+          (!arch.dequantize->condition || arch.dequantize->condition->evaluate(globals.lookup()).truthy()))
         dequant = &*arch.dequantize;
     } catch (const std::exception& e) {
       setup_error = fmt::format("{}: bad checkpoint rule: {}", arch.source, e.what());
@@ -401,7 +400,7 @@ struct CheckpointMatcher::Impl {
   std::vector<std::pair<std::string, std::string>> renames;
   std::vector<std::regex> ignores;
   const CheckpointDequantize* dequant = nullptr;  // the checkpoint loads dequantised
-  bool quantized_4bit = false;  // a pre-quantized bitsandbytes checkpoint (quantization.hpp)
+  bool quantized_4bit = false;                    // a pre-quantized bitsandbytes checkpoint (quantization.hpp)
   std::optional<std::string> setup_error;         // REG005, reported by apply()
 
   std::mutex decided_mutex;
@@ -469,8 +468,7 @@ void CheckpointMatcher::apply(ModuleTree& tree, const CheckpointMeta& ckpt, Diag
       of_file[f] = &late[f];
     }
   auto decide = [&](std::size_t first, std::size_t last) {
-    for (std::size_t k = first; k < last; ++k)
-      m.resolve(ckpt.files[undecided[k]].tensors, late[undecided[k]].data());
+    for (std::size_t k = first; k < last; ++k) m.resolve(ckpt.files[undecided[k]].tensors, late[undecided[k]].data());
   };
   // Two threads when there is much to do (each decision is a few hash lookups and glob matches),
   // split where half the undecided tensors lie on either side.

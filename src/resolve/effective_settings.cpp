@@ -24,14 +24,12 @@ const EnvVar* find_env(const std::vector<EnvVar>& env, std::string_view name) {
   return found;
 }
 
-
 std::optional<WrapPolicyKind> policy_from(std::string_view name) {
   if (name == "TRANSFORMER_BASED_WRAP") return WrapPolicyKind::transformer;
   if (name == "SIZE_BASED_WRAP") return WrapPolicyKind::size;
   if (name == "NO_WRAP") return WrapPolicyKind::none;
   return std::nullopt;
 }
-
 
 }  // namespace
 
@@ -53,8 +51,7 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
     if (mp == "bf16" || mp == "fp16" || mp == "no") s.mixed_precision = {mp, where(doc, e)};
   }
 
-  if (const YamlEntry* e = ctx.fsdp("fsdp_version"))
-    s.fsdp_version = {ctx.fsdp_version(), where(doc, e)};
+  if (const YamlEntry* e = ctx.fsdp("fsdp_version")) s.fsdp_version = {ctx.fsdp_version(), where(doc, e)};
   if (s.fsdp_version.value == 1) {
     // FSDP1 reads FSDP_SHARDING_STRATEGY, which the launcher always exports (default FULL_SHARD);
     // a v1.6+ file that only has fsdp_reshard_after_forward: <STRATEGY> therefore runs FULL_SHARD.
@@ -68,7 +65,8 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
 
   // Keys the launcher exports only when configured leak in from the shell when absent.
   if (const YamlEntry* e = ctx.fsdp("fsdp_auto_wrap_policy")) {
-    if (auto v = ctx.fsdp_enum("fsdp_auto_wrap_policy"); v && policy_from(*v)) s.policy = {*policy_from(*v), where(doc, e)};
+    if (auto v = ctx.fsdp_enum("fsdp_auto_wrap_policy"); v && policy_from(*v))
+      s.policy = {*policy_from(*v), where(doc, e)};
   } else if (const EnvVar* v = find_env(env, "FSDP_AUTO_WRAP_POLICY"); v && policy_from(ascii_upper(v->value))) {
     s.policy = {*policy_from(ascii_upper(v->value)), "env FSDP_AUTO_WRAP_POLICY"};
   } else {
@@ -79,8 +77,8 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
   } else if (const EnvVar* v = find_env(env, "FSDP_TRANSFORMER_CLS_TO_WRAP")) {
     s.wrap_classes = {python_split(v->value, ','), "env FSDP_TRANSFORMER_CLS_TO_WRAP"};
   }
-  if (const YamlEntry* e = ctx.fsdp("fsdp_min_num_params"); e && e->value && e->value->is_scalar() &&
-                                                              e->value->scalar().type == YamlType::integer)
+  if (const YamlEntry* e = ctx.fsdp("fsdp_min_num_params");
+      e && e->value && e->value->is_scalar() && e->value->scalar().type == YamlType::integer)
     s.min_num_params = {e->value->scalar().integer, where(doc, e)};
   else
     s.min_num_params = {100'000'000, "accelerate launch default"};
@@ -128,7 +126,8 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
     }
   }
   // The launcher always exports FSDP_ACTIVATION_CHECKPOINTING (default "false", launch.py).
-  if (const YamlEntry* e = ctx.fsdp("fsdp_activation_checkpointing"); e && ctx.fsdp_bool("fsdp_activation_checkpointing"))
+  if (const YamlEntry* e = ctx.fsdp("fsdp_activation_checkpointing");
+      e && ctx.fsdp_bool("fsdp_activation_checkpointing"))
     s.activation_checkpointing = {*ctx.fsdp_bool("fsdp_activation_checkpointing"), where(doc, e)};
   else
     s.activation_checkpointing = {false, "accelerate launch default"};

@@ -19,13 +19,20 @@ bool Value::truthy() const {
   return std::visit(
       [](const auto& x) -> bool {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::monostate>) return false;
-        else if constexpr (std::is_same_v<T, bool>) return x;
-        else if constexpr (std::is_same_v<T, std::int64_t>) return x != 0;
-        else if constexpr (std::is_same_v<T, double>) return x != 0.0;
-        else if constexpr (std::is_same_v<T, std::string>) return !x.empty();
-        else if constexpr (std::is_same_v<T, Version>) return true;
-        else return x && !x->empty();
+        if constexpr (std::is_same_v<T, std::monostate>)
+          return false;
+        else if constexpr (std::is_same_v<T, bool>)
+          return x;
+        else if constexpr (std::is_same_v<T, std::int64_t>)
+          return x != 0;
+        else if constexpr (std::is_same_v<T, double>)
+          return x != 0.0;
+        else if constexpr (std::is_same_v<T, std::string>)
+          return !x.empty();
+        else if constexpr (std::is_same_v<T, Version>)
+          return true;
+        else
+          return x && !x->empty();
       },
       v);
 }
@@ -34,12 +41,18 @@ std::string Value::repr() const {
   return std::visit(
       [](const auto& x) -> std::string {
         using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, std::monostate>) return "null";
-        else if constexpr (std::is_same_v<T, bool>) return x ? "true" : "false";
-        else if constexpr (std::is_same_v<T, std::int64_t>) return std::to_string(x);
-        else if constexpr (std::is_same_v<T, double>) return fmt::format("{}", x);
-        else if constexpr (std::is_same_v<T, std::string>) return "\"" + x + "\"";
-        else if constexpr (std::is_same_v<T, Version>) return x.str();
+        if constexpr (std::is_same_v<T, std::monostate>)
+          return "null";
+        else if constexpr (std::is_same_v<T, bool>)
+          return x ? "true" : "false";
+        else if constexpr (std::is_same_v<T, std::int64_t>)
+          return std::to_string(x);
+        else if constexpr (std::is_same_v<T, double>)
+          return fmt::format("{}", x);
+        else if constexpr (std::is_same_v<T, std::string>)
+          return "\"" + x + "\"";
+        else if constexpr (std::is_same_v<T, Version>)
+          return x.str();
         else {
           std::string s = "[";
           for (std::size_t i = 0; i < x->size(); ++i) s += (i ? ", " : "") + (*x)[i].repr();
@@ -52,17 +65,41 @@ std::string Value::repr() const {
 // ---------------------------------------------------------------- AST
 
 enum class Op {
-  constant, name, list, call, neg, not_, add, sub, mul, div, floordiv, mod, pow,
-  eq, ne, lt, le, gt, ge, in, not_in, and_, or_, coalesce, ternary, index,
+  constant,
+  name,
+  list,
+  call,
+  neg,
+  not_,
+  add,
+  sub,
+  mul,
+  div,
+  floordiv,
+  mod,
+  pow,
+  eq,
+  ne,
+  lt,
+  le,
+  gt,
+  ge,
+  in,
+  not_in,
+  and_,
+  or_,
+  coalesce,
+  ternary,
+  index,
 };
 
 struct Expr::Node {
   Op op;
-  Value value;                  // constant
-  std::string name;             // name / call
+  Value value;       // constant
+  std::string name;  // name / call
   std::vector<std::shared_ptr<const Node>> kids;
   int column = 0;
-  int depth = 1;                // of the subtree: evaluation recurses this deep
+  int depth = 1;  // of the subtree: evaluation recurses this deep
 };
 
 namespace {
@@ -102,8 +139,7 @@ class Parser {
   std::size_t pos_ = 0;
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw ExprError(fmt::format("{} at column {} in expression `{}`", what, pos_ + 1, s_),
-                    static_cast<int>(pos_ + 1));
+    throw ExprError(fmt::format("{} at column {} in expression `{}`", what, pos_ + 1, s_), static_cast<int>(pos_ + 1));
   }
   int col() const { return static_cast<int>(pos_ + 1); }
   void skip_ws() {
@@ -115,8 +151,7 @@ class Parser {
   bool accept(std::string_view tok) {
     skip_ws();
     if (s_.substr(pos_, tok.size()) != tok) return false;
-    if (ident_char(tok.back()) && pos_ + tok.size() < s_.size() && ident_char(s_[pos_ + tok.size()]))
-      return false;
+    if (ident_char(tok.back()) && pos_ + tok.size() < s_.size() && ident_char(s_[pos_ + tok.size()])) return false;
     pos_ += tok.size();
     return true;
   }
@@ -173,8 +208,7 @@ class Parser {
   NodeP cmp() {
     NodeP a = sum();
     static const std::pair<std::string_view, Op> ops[] = {
-        {"==", Op::eq}, {"!=", Op::ne}, {"<=", Op::le}, {">=", Op::ge},
-        {"<", Op::lt},  {">", Op::gt},  {"in", Op::in},
+        {"==", Op::eq}, {"!=", Op::ne}, {"<=", Op::le}, {">=", Op::ge}, {"<", Op::lt}, {">", Op::gt}, {"in", Op::in},
     };
     std::size_t save = pos_;
     if (accept("not")) {
@@ -188,9 +222,12 @@ class Parser {
   NodeP sum() {
     NodeP a = term();
     for (;;) {
-      if (accept("+")) a = make(Op::add, {a, term()}, a->column);
-      else if (accept("-")) a = make(Op::sub, {a, term()}, a->column);
-      else return a;
+      if (accept("+"))
+        a = make(Op::add, {a, term()}, a->column);
+      else if (accept("-"))
+        a = make(Op::sub, {a, term()}, a->column);
+      else
+        return a;
     }
   }
   NodeP term() {
@@ -198,11 +235,16 @@ class Parser {
     for (;;) {
       skip_ws();
       if (s_.substr(pos_, 2) == "**") return a;  // handled in power()
-      if (accept("*")) a = make(Op::mul, {a, unary()}, a->column);
-      else if (accept("//")) a = make(Op::floordiv, {a, unary()}, a->column);
-      else if (accept("/")) a = make(Op::div, {a, unary()}, a->column);
-      else if (accept("%")) a = make(Op::mod, {a, unary()}, a->column);
-      else return a;
+      if (accept("*"))
+        a = make(Op::mul, {a, unary()}, a->column);
+      else if (accept("//"))
+        a = make(Op::floordiv, {a, unary()}, a->column);
+      else if (accept("/"))
+        a = make(Op::div, {a, unary()}, a->column);
+      else if (accept("%"))
+        a = make(Op::mod, {a, unary()}, a->column);
+      else
+        return a;
     }
   }
   NodeP unary() {
@@ -305,9 +347,8 @@ class Parser {
     const int c = col();
     std::size_t start = pos_;
     bool is_float = false;
-    while (pos_ < s_.size() &&
-           (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' || s_[pos_] == 'e' ||
-            s_[pos_] == 'E' || s_[pos_] == '_')) {
+    while (pos_ < s_.size() && (std::isdigit(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '.' ||
+                                s_[pos_] == 'e' || s_[pos_] == 'E' || s_[pos_] == '_')) {
       if (s_[pos_] == '.' || s_[pos_] == 'e' || s_[pos_] == 'E') is_float = true;
       ++pos_;
     }
@@ -329,9 +370,7 @@ class Parser {
 
 // ---------------------------------------------------------------- evaluation
 
-[[noreturn]] void eval_fail(const Expr::Node& n, const std::string& what) {
-  throw ExprError(what, n.column);
-}
+[[noreturn]] void eval_fail(const Expr::Node& n, const std::string& what) { throw ExprError(what, n.column); }
 
 std::optional<double> as_number(const Value& v) {
   if (auto i = std::get_if<std::int64_t>(&v.v)) return static_cast<double>(*i);
@@ -392,15 +431,24 @@ Value arith(const Expr::Node& n, Op op, const Value& a, const Value& b) {
     const std::int64_t x = *a.as_int(), y = *b.as_int();
     std::int64_t r = 0;
     switch (op) {
-      case Op::add: if (__builtin_add_overflow(x, y, &r)) eval_fail(n, "integer overflow in +"); return r;
-      case Op::sub: if (__builtin_sub_overflow(x, y, &r)) eval_fail(n, "integer overflow in -"); return r;
-      case Op::mul: if (__builtin_mul_overflow(x, y, &r)) eval_fail(n, "integer overflow in *"); return r;
+      case Op::add:
+        if (__builtin_add_overflow(x, y, &r)) eval_fail(n, "integer overflow in +");
+        return r;
+      case Op::sub:
+        if (__builtin_sub_overflow(x, y, &r)) eval_fail(n, "integer overflow in -");
+        return r;
+      case Op::mul:
+        if (__builtin_mul_overflow(x, y, &r)) eval_fail(n, "integer overflow in *");
+        return r;
       case Op::floordiv:
       case Op::mod: {
         if (y == 0) eval_fail(n, "division by zero");
         if (x == INT64_MIN && y == -1) eval_fail(n, "integer overflow in //");
         std::int64_t q = x / y, m = x % y;
-        if (m != 0 && ((m < 0) != (y < 0))) { --q; m += y; }  // Python floors
+        if (m != 0 && ((m < 0) != (y < 0))) {
+          --q;
+          m += y;
+        }  // Python floors
         return op == Op::floordiv ? q : m;
       }
       case Op::pow: {
@@ -417,20 +465,32 @@ Value arith(const Expr::Node& n, Op op, const Value& a, const Value& b) {
         }
         return acc;
       }
-      default: break;
+      default:
+        break;
     }
   }
   auto x = as_number(a), y = as_number(b);
   if (!x || !y) eval_fail(n, fmt::format("arithmetic on non-numbers {} and {}", a.repr(), b.repr()));
   switch (op) {
-    case Op::add: return *x + *y;
-    case Op::sub: return *x - *y;
-    case Op::mul: return *x * *y;
-    case Op::div: if (*y == 0) eval_fail(n, "division by zero"); return *x / *y;
-    case Op::floordiv: if (*y == 0) eval_fail(n, "division by zero"); return std::floor(*x / *y);
-    case Op::mod: if (*y == 0) eval_fail(n, "division by zero"); return *x - std::floor(*x / *y) * *y;
-    case Op::pow: return std::pow(*x, *y);
-    default: eval_fail(n, "bad arithmetic operator");
+    case Op::add:
+      return *x + *y;
+    case Op::sub:
+      return *x - *y;
+    case Op::mul:
+      return *x * *y;
+    case Op::div:
+      if (*y == 0) eval_fail(n, "division by zero");
+      return *x / *y;
+    case Op::floordiv:
+      if (*y == 0) eval_fail(n, "division by zero");
+      return std::floor(*x / *y);
+    case Op::mod:
+      if (*y == 0) eval_fail(n, "division by zero");
+      return *x - std::floor(*x / *y) * *y;
+    case Op::pow:
+      return std::pow(*x, *y);
+    default:
+      eval_fail(n, "bad arithmetic operator");
   }
 }
 
@@ -469,9 +529,18 @@ Value call(const Expr::Node& n, const std::vector<Value>& args) {
     eval_fail(n, "len() needs a list or string");
   }
   // isinstance(x, list): config fields that are an int or a list (LLaVA's vision_feature_layer).
-  if (n.name == "is_list") { need(1); return args[0].as_list() != nullptr; }
-  if (n.name == "int") { need(1); return integer(args[0]); }
-  if (n.name == "bool") { need(1); return args[0].truthy(); }
+  if (n.name == "is_list") {
+    need(1);
+    return args[0].as_list() != nullptr;
+  }
+  if (n.name == "int") {
+    need(1);
+    return integer(args[0]);
+  }
+  if (n.name == "bool") {
+    need(1);
+    return args[0].truthy();
+  }
   eval_fail(n, fmt::format("unknown function {}()", n.name));
 }
 
@@ -492,7 +561,8 @@ Value eval_or_null(const Expr::Node& n, const Lookup& lookup) {
 
 Value eval(const Expr::Node& n, const Lookup& lookup) {
   switch (n.op) {
-    case Op::constant: return n.value;
+    case Op::constant:
+      return n.value;
     case Op::name: {
       const Value* v = lookup(n.name);
       if (!v) throw ExprError(fmt::format("unknown name '{}'", n.name), n.column, n.name);
@@ -512,7 +582,8 @@ Value eval(const Expr::Node& n, const Lookup& lookup) {
       Value a = eval(*n.kids[0], lookup);
       return arith(n, Op::sub, Value(std::int64_t{0}), a);
     }
-    case Op::not_: return !eval(*n.kids[0], lookup).truthy();
+    case Op::not_:
+      return !eval(*n.kids[0], lookup).truthy();
     case Op::and_: {
       Value a = eval(*n.kids[0], lookup);
       return a.truthy() ? eval(*n.kids[1], lookup) : a;
@@ -540,12 +611,18 @@ Value eval(const Expr::Node& n, const Lookup& lookup) {
     }
     case Op::ternary:
       return eval(*n.kids[0], lookup).truthy() ? eval(*n.kids[1], lookup) : eval(*n.kids[2], lookup);
-    case Op::eq: return values_equal(eval(*n.kids[0], lookup), eval(*n.kids[1], lookup));
-    case Op::ne: return !values_equal(eval(*n.kids[0], lookup), eval(*n.kids[1], lookup));
-    case Op::lt: return compare(n, eval(*n.kids[0], lookup), eval(*n.kids[1], lookup)) < 0;
-    case Op::le: return compare(n, eval(*n.kids[0], lookup), eval(*n.kids[1], lookup)) <= 0;
-    case Op::gt: return compare(n, eval(*n.kids[0], lookup), eval(*n.kids[1], lookup)) > 0;
-    case Op::ge: return compare(n, eval(*n.kids[0], lookup), eval(*n.kids[1], lookup)) >= 0;
+    case Op::eq:
+      return values_equal(eval(*n.kids[0], lookup), eval(*n.kids[1], lookup));
+    case Op::ne:
+      return !values_equal(eval(*n.kids[0], lookup), eval(*n.kids[1], lookup));
+    case Op::lt:
+      return compare(n, eval(*n.kids[0], lookup), eval(*n.kids[1], lookup)) < 0;
+    case Op::le:
+      return compare(n, eval(*n.kids[0], lookup), eval(*n.kids[1], lookup)) <= 0;
+    case Op::gt:
+      return compare(n, eval(*n.kids[0], lookup), eval(*n.kids[1], lookup)) > 0;
+    case Op::ge:
+      return compare(n, eval(*n.kids[0], lookup), eval(*n.kids[1], lookup)) >= 0;
     case Op::in:
     case Op::not_in: {
       Value a = eval(*n.kids[0], lookup), b = eval(*n.kids[1], lookup);

@@ -14,7 +14,8 @@ namespace shardcheck {
 namespace {
 
 bool is_number(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 // "layers.10" sorts after "layers.9".
@@ -43,7 +44,10 @@ std::string camel(std::string_view s) {
   std::string out;
   bool up = true;
   for (char c : s) {
-    if (c == '_' || c == '-') { up = true; continue; }
+    if (c == '_' || c == '-') {
+      up = true;
+      continue;
+    }
     out += up ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
     up = false;
   }

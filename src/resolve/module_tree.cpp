@@ -128,9 +128,10 @@ class Expander {
     // materialising it would exhaust memory instead of failing with a message.
     constexpr std::size_t kMaxModules = 4'000'000;
     if (tree_.modules.size() >= kMaxModules)
-      throw ExpandError(fmt::format("the layout would have more than {} modules (at {}); check the layer and "
-                                    "expert counts in config.json",
-                                    kMaxModules, path));
+      throw ExpandError(
+          fmt::format("the layout would have more than {} modules (at {}); check the layer and "
+                      "expert counts in config.json",
+                      kMaxModules, path));
     Module m;
     m.cls = cls;
     m.path = path;
@@ -147,8 +148,8 @@ class Expander {
     return path.empty() ? name : path + "." + name;
   }
 
-  int expand(const std::string& cls, const std::string& path, const std::string& name, int parent,
-             const Frame& caller, std::vector<std::pair<std::string, Value>>& args, const std::string& used_by) {
+  int expand(const std::string& cls, const std::string& path, const std::string& name, int parent, const Frame& caller,
+             std::vector<std::pair<std::string, Value>>& args, const std::string& used_by) {
     const ClassSpec& spec = class_spec(cls, used_by);
     const ClassSpec& body = structure_of(spec);
     Frame frame(&caller);
@@ -206,10 +207,11 @@ class Expander {
                        const std::string& used_by) {
     const auto it = subs_ ? subs_->find(child.submodel) : SubModels::const_iterator{};
     if (!subs_ || it == subs_->end())
-      throw ExpandError(fmt::format("{} is AutoModel.from_config(config.{}), but config.json has no {} whose model_type "
-                                    "the registry describes",
-                                    path, child.submodel, child.submodel),
-                        false, child.submodel);
+      throw ExpandError(
+          fmt::format("{} is AutoModel.from_config(config.{}), but config.json has no {} whose model_type "
+                      "the registry describes",
+                      path, child.submodel, child.submodel),
+          false, child.submodel);
     const ArchSpec& sub = *it->second.arch;
     Expander inner(sub, reg_, tree_, default_dtype_);
     auto args = evaluate_args(child.args, caller, path);
@@ -250,9 +252,10 @@ class Expander {
       Value v = eval(*p.dtype, frame, [&] { return what() + " dtype"; });
       if (!v.is_null()) {
         auto d = v.as_string() ? parse_dtype(*v.as_string()) : std::nullopt;
-        if (!d) throw ExpandError(fmt::format("{}: dtype `{}` gave {}, not a safetensors dtype name", what(),
-                                              p.dtype->source(), v.repr()),
-                                  true);
+        if (!d)
+          throw ExpandError(
+              fmt::format("{}: dtype `{}` gave {}, not a safetensors dtype name", what(), p.dtype->source(), v.repr()),
+              true);
         info.dtype = *d;
       }
     }
@@ -288,8 +291,10 @@ struct DerivedFieldError {
 // derived fields in order. Throws ExprError for a default, DerivedFieldError for a derived field.
 void apply_config_class(Frame& globals, const ArchSpec& arch) {
   for (const auto& [alias, stored] : arch.attribute_map) {
-    if (globals.has_own(stored) && !globals.has_own(alias)) globals.set(alias, *globals.find(stored));
-    else if (globals.has_own(alias) && !globals.has_own(stored)) globals.set(stored, *globals.find(alias));
+    if (globals.has_own(stored) && !globals.has_own(alias))
+      globals.set(alias, *globals.find(stored));
+    else if (globals.has_own(alias) && !globals.has_own(stored))
+      globals.set(stored, *globals.find(alias));
   }
   for (const auto& d : arch.defaults)
     if (!globals.has_own(d.name)) globals.set(d.name, d.expr.evaluate(globals.lookup()));
@@ -313,21 +318,28 @@ void set_run_fields(Frame& globals, const ResolveOptions& options, DType default
 
 Value json_to_value(const nlohmann::json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::boolean: return Value(j.get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value(j.get<std::int64_t>());
+    case nlohmann::json::value_t::boolean:
+      return Value(j.get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return Value(j.get<std::int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
       auto u = j.get<std::uint64_t>();
-      return u <= static_cast<std::uint64_t>(INT64_MAX) ? Value(static_cast<std::int64_t>(u)) : Value(static_cast<double>(u));
+      return u <= static_cast<std::uint64_t>(INT64_MAX) ? Value(static_cast<std::int64_t>(u))
+                                                        : Value(static_cast<double>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::json::value_t::string: return Value(j.get<std::string>());
+    case nlohmann::json::value_t::number_float:
+      return Value(j.get<double>());
+    case nlohmann::json::value_t::string:
+      return Value(j.get<std::string>());
     case nlohmann::json::value_t::array: {
       ValueList items;
       for (const auto& x : j) items.push_back(json_to_value(x));
       return Value(std::move(items));
     }
-    case nlohmann::json::value_t::object: return Value(true);  // present; fields via "a.b"
-    default: return Value();
+    case nlohmann::json::value_t::object:
+      return Value(true);  // present; fields via "a.b"
+    default:
+      return Value();
   }
 }
 
@@ -356,8 +368,8 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     Diagnostic d;
     d.code = "CFG006";
     d.location.file = config.path;
-    d.message = fmt::format("config.json has no '{}', which the {} layout needs ({}; {})", name, arch.model_type, detail,
-                            arch.source);
+    d.message = fmt::format("config.json has no '{}', which the {} layout needs ({}; {})", name, arch.model_type,
+                            detail, arch.source);
     d.help = fmt::format("add \"{}\" to config.json, as the {} config class saves it", name, arch.model_type);
     d.exit_code = ExitCode::bad_model_config;
     sink.report(std::move(d));
@@ -405,9 +417,12 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       const ArchSpec* sub_arch = reg.find(sc.model_type);
       if (!sub_arch) continue;  // its file is missing: the child reports the missing sub-model
       const auto it = cfg.find(sc.key);
-      if (it != cfg.end() && it->is_object()) add_sub(sc.key, *it, sub_arch);
-      else if (sc.flat) add_sub(sc.key, cfg, sub_arch);
-      else add_sub(sc.key, nlohmann::json::object(), sub_arch);  // the sub-config class's defaults
+      if (it != cfg.end() && it->is_object())
+        add_sub(sc.key, *it, sub_arch);
+      else if (sc.flat)
+        add_sub(sc.key, cfg, sub_arch);
+      else
+        add_sub(sc.key, nlohmann::json::object(), sub_arch);  // the sub-config class's defaults
     }
     for (const auto& [key, obj] : cfg.items()) {
       if (subs.count(key) || !obj.is_object() || !obj.contains("model_type") || !obj["model_type"].is_string())
@@ -417,8 +432,9 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       add_sub(key, obj, sub_arch);
     }
   } catch (const DerivedFieldError& e) {
-    report_missing_field(e.error.missing_name.empty() ? e.field->name : e.error.missing_name,
-                         fmt::format("a sub-config's {} = `{}`: {}", e.field->name, e.field->expr.source(), e.error.what()));
+    report_missing_field(
+        e.error.missing_name.empty() ? e.field->name : e.error.missing_name,
+        fmt::format("a sub-config's {} = `{}`: {}", e.field->name, e.field->expr.source(), e.error.what()));
     return std::nullopt;
   } catch (const ExprError& e) {
     report_missing_field(e.missing_name.empty() ? "a sub-config field" : e.missing_name, e.what());
@@ -452,14 +468,16 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     }
     for (const auto& a : arch.activations) {
       const Value v = a.expr.evaluate(globals.lookup());
-      if (!v.as_int())
-        throw ExprError(fmt::format("activations.{} must be an integer, got {}", a.name, v.repr()));
+      if (!v.as_int()) throw ExprError(fmt::format("activations.{} must be an integer, got {}", a.name, v.repr()));
       tree.activations[a.name] = *v.as_int();
     }
   } catch (const ExprError& e) {
     // A name no scope defines is a field this config.json lacks, not a broken rules file.
-    if (!e.missing_name.empty()) report_missing_field(e.missing_name, e.what());
-    else report("REG003", fmt::format("registry expression failed for {}: {}", config.path, e.what()), ExitCode::bad_rules);
+    if (!e.missing_name.empty())
+      report_missing_field(e.missing_name, e.what());
+    else
+      report("REG003", fmt::format("registry expression failed for {}: {}", config.path, e.what()),
+             ExitCode::bad_rules);
     return std::nullopt;
   }
 

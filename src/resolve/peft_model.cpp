@@ -54,10 +54,14 @@ std::string python_list(const std::vector<std::string>& v) {
 
 std::string selector_text(const ModuleSelector& sel) {
   switch (sel.kind) {
-    case ModuleSelector::Kind::names: return python_list(sel.names);
-    case ModuleSelector::Kind::regex: return sel.regex;
-    case ModuleSelector::Kind::all_linear: return "all-linear";
-    case ModuleSelector::Kind::unset: return "None";
+    case ModuleSelector::Kind::names:
+      return python_list(sel.names);
+    case ModuleSelector::Kind::regex:
+      return sel.regex;
+    case ModuleSelector::Kind::all_linear:
+      return "all-linear";
+    case ModuleSelector::Kind::unset:
+      return "None";
   }
   return "";
 }
@@ -106,7 +110,8 @@ class Injector {
     // A list (or "all-linear", resolved to a set of full names): exact names skip layers_to_transform.
     if (target_names_.count(key)) return Target::lora;
     const bool found = key_or_suffix_in(key, target_names_);
-    if (!found || !a_.layers_to_transform || a_.layers_to_transform->empty()) return found ? Target::lora : Target::none;
+    if (!found || !a_.layers_to_transform || a_.layers_to_transform->empty())
+      return found ? Target::lora : Target::none;
     std::smatch m;
     bool indexed = false;
     for (const auto& rx : layer_regexes_)
@@ -184,8 +189,10 @@ class Builder {
     const std::string& path = out_.modules[static_cast<std::size_t>(m)].path;
     for (ParamInfo p : src.params) {
       p.requires_grad = deep;
-      if (deep) p.tied_to.clear();
-      else if (!p.buffer) renamed_[src.path.empty() ? p.name : src.path + "." + p.name] = path + "." + p.name;
+      if (deep)
+        p.tied_to.clear();
+      else if (!p.buffer)
+        renamed_[src.path.empty() ? p.name : src.path + "." + p.name] = path + "." + p.name;
       out_.modules[static_cast<std::size_t>(m)].params.push_back(std::move(p));
     }
     for (int c : src.children) copy(base, c, m, base.modules[static_cast<std::size_t>(c)].name, deep);
@@ -237,9 +244,10 @@ bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, Diagnosti
       continue;
     }
     if (!std::equal(t.shape.begin(), t.shape.end(), it->second->shape.begin(), it->second->shape.end()))
-      mismatches.push_back(fmt::format("size mismatch for {}: copying a param with shape {} from checkpoint, the "
-                                       "shape in current model is {}.",
-                                       it->first, torch_size(t.shape), torch_size(it->second->shape)));
+      mismatches.push_back(
+          fmt::format("size mismatch for {}: copying a param with shape {} from checkpoint, the "
+                      "shape in current model is {}.",
+                      it->first, torch_size(t.shape), torch_size(it->second->shape)));
   }
   if (!mismatches.empty()) {
     Diagnostic d;
@@ -247,8 +255,9 @@ bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, Diagnosti
     d.location.file = file;
     d.message = fmt::format("RuntimeError: Error(s) in loading state_dict: {}{}", mismatches.front(),
                             mismatches.size() > 1 ? fmt::format(" (and {} more)", mismatches.size() - 1) : "");
-    d.help = "the saved adapter does not fit this model: it was trained on another base model (check "
-             "base_model_name_or_path in adapter_config.json) or its config no longer matches its weights";
+    d.help =
+        "the saved adapter does not fit this model: it was trained on another base model (check "
+        "base_model_name_or_path in adapter_config.json) or its config no longer matches its weights";
     d.exit_code = ExitCode::findings;
     sink.report(std::move(d));
     return false;
@@ -258,9 +267,10 @@ bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, Diagnosti
     d.code = "PEFT009";
     d.severity = Severity::warning;
     d.location.file = file;
-    d.message = fmt::format("{} saved tensor(s) have no place in the PeftModel this config builds and are not "
-                            "loaded, e.g. {}",
-                            unexpected.size(), unexpected.front());
+    d.message = fmt::format(
+        "{} saved tensor(s) have no place in the PeftModel this config builds and are not "
+        "loaded, e.g. {}",
+        unexpected.size(), unexpected.front());
     d.help = "the adapter's config and weights disagree (target_modules or modules_to_save edited after saving?)";
     d.exit_code = ExitCode::ok;
     sink.report(std::move(d));
@@ -320,15 +330,19 @@ std::optional<MoeConversion> convert_moe_targets(const ModuleTree& base, LoraAda
       if (names.empty()) return std::nullopt;  // left to the usual "not found" error
       break;
     }
-    case ModuleSelector::Kind::names: names.insert(a.target_modules.names.begin(), a.target_modules.names.end()); break;
-    case ModuleSelector::Kind::unset: break;
+    case ModuleSelector::Kind::names:
+      names.insert(a.target_modules.names.begin(), a.target_modules.names.end());
+      break;
+    case ModuleSelector::Kind::unset:
+      break;
   }
   std::map<std::string, std::vector<std::string>> fused;  // 5.x parameter -> its 4.x names, in peft's order
   for (const auto& [old_name, new_name] : mapping) fused[new_name].push_back(old_name);
   std::set<std::string> params(a.target_parameters.begin(), a.target_parameters.end()), remaining;
   std::map<std::string, std::set<std::string>> present;
   for (const auto& t : names) {
-    const auto hit = std::find_if(mapping.begin(), mapping.end(), [&](const auto& kv) { return ends_with_component(t, kv.first); });
+    const auto hit =
+        std::find_if(mapping.begin(), mapping.end(), [&](const auto& kv) { return ends_with_component(t, kv.first); });
     if (hit == mapping.end()) {
       remaining.insert(t);
       continue;
@@ -346,21 +360,28 @@ std::optional<MoeConversion> convert_moe_targets(const ModuleTree& base, LoraAda
       std::set<std::string> lacking(olds.begin(), olds.end());
       for (const auto& o : have) lacking.erase(o);
       for (const auto& o : lacking) missing += (missing.empty() ? "" : ", ") + o;
-      out.error = fmt::format("Cannot convert PEFT target(s) {} without also targeting {} because they are fused "
-                              "into {}.",
-                              got, missing, new_name);
+      out.error = fmt::format(
+          "Cannot convert PEFT target(s) {} without also targeting {} because they are fused "
+          "into {}.",
+          got, missing, new_name);
       return out;
     }
     if (have.size() == olds.size()) {
       // rank_pattern[rf".*\.{re.escape(name)}"] (a dict: an existing key keeps its place).
       const std::string key = ".*\\." + new_name;
       const auto n = static_cast<int>(olds.size());
-      auto rank = std::find_if(a.rank_pattern.begin(), a.rank_pattern.end(), [&](const auto& kv) { return kv.first == key; });
-      if (rank == a.rank_pattern.end()) a.rank_pattern.emplace_back(key, a.r * n);
-      else rank->second = a.r * n;
-      auto alpha = std::find_if(a.alpha_pattern.begin(), a.alpha_pattern.end(), [&](const auto& kv) { return kv.first == key; });
-      if (alpha == a.alpha_pattern.end()) a.alpha_pattern.emplace_back(key, a.lora_alpha * n);
-      else alpha->second = a.lora_alpha * n;
+      auto rank =
+          std::find_if(a.rank_pattern.begin(), a.rank_pattern.end(), [&](const auto& kv) { return kv.first == key; });
+      if (rank == a.rank_pattern.end())
+        a.rank_pattern.emplace_back(key, a.r * n);
+      else
+        rank->second = a.r * n;
+      auto alpha =
+          std::find_if(a.alpha_pattern.begin(), a.alpha_pattern.end(), [&](const auto& kv) { return kv.first == key; });
+      if (alpha == a.alpha_pattern.end())
+        a.alpha_pattern.emplace_back(key, a.lora_alpha * n);
+      else
+        alpha->second = a.lora_alpha * n;
     }
   }
   a.target_parameters.assign(params.begin(), params.end());
@@ -402,7 +423,8 @@ std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, Diagnosti
     if (!root || !root->is_map()) return bad(root, "expected a mapping");
     PeftRules rules;
     const Node* targets = root->get("default_lora_targets");
-    if (!targets || !targets->is_map()) return bad(root, "expected `default_lora_targets`, a mapping of model_type to targets");
+    if (!targets || !targets->is_map())
+      return bad(root, "expected `default_lora_targets`, a mapping of model_type to targets");
     for (const auto& [k, v] : targets->entries) {
       ModuleSelector sel;
       if (v->is_scalar()) {
@@ -460,20 +482,21 @@ std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, Diagnosti
 
 void check_qlora_versions(const StackVersions& v, const PeftRules& rules, const std::string& fallback_file,
                           DiagnosticSink& sink) {
-  const std::vector<std::pair<std::string, std::optional<Setting<Version>>>> known = {
-      {"bitsandbytes", v.bitsandbytes}, {"accelerate", v.accelerate}, {"transformers", v.transformers},
-      {"trl", v.trl}, {"peft", v.peft}};
+  const std::vector<std::pair<std::string, std::optional<Setting<Version>>>> known = {{"bitsandbytes", v.bitsandbytes},
+                                                                                      {"accelerate", v.accelerate},
+                                                                                      {"transformers", v.transformers},
+                                                                                      {"trl", v.trl},
+                                                                                      {"peft", v.peft}};
   for (const auto& [package, version] : known) {
     const auto req = rules.fsdp_qlora_requires.find(package);
     if (!version || req == rules.fsdp_qlora_requires.end() || version->source == "default") continue;
     const auto& [op, min] = req->second;
     const bool ok = op == ">=" ? !(version->value < min) : min < version->value;
     if (ok) continue;
-    sink.report(setting_finding(
-        "PEFT011", Severity::warning, version->source, fallback_file,
-        fmt::format("{} {} is below what peft's FSDP+QLoRA guide requires ({} {}{})", package, version->value.str(),
-                    package, op, min.str()),
-        "upgrade it; the guide's releases are the first with FSDP support for 4-bit weights"));
+    sink.report(setting_finding("PEFT011", Severity::warning, version->source, fallback_file,
+                                fmt::format("{} {} is below what peft's FSDP+QLoRA guide requires ({} {}{})", package,
+                                            version->value.str(), package, op, min.str()),
+                                "upgrade it; the guide's releases are the first with FSDP support for 4-bit weights"));
   }
 }
 
@@ -490,10 +513,11 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // LoraLayer.update_layer builds nn.Dropout(p=lora_dropout) when it is above 0, and torch refuses a
   // probability above 1 (torch/nn/modules/dropout.py); 0 or less is an Identity.
   if (given.lora_dropout > 1) {
-    sink.report(finding("PEFT002", Severity::error, given, "lora_dropout",
-                        fmt::format("ValueError: dropout probability has to be between 0 and 1, but got {} (lora_dropout)",
-                                    given.lora_dropout),
-                        "lora_dropout is a probability, e.g. 0.05", ExitCode::bad_adapter));
+    sink.report(
+        finding("PEFT002", Severity::error, given, "lora_dropout",
+                fmt::format("ValueError: dropout probability has to be between 0 and 1, but got {} (lora_dropout)",
+                            given.lora_dropout),
+                "lora_dropout is a probability, e.g. 0.05", ExitCode::bad_adapter));
     return false;
   }
   if (given.prepare_kbit) {
@@ -566,7 +590,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     if (refused) {
       const std::string field = a.lora_dropout != 0 ? "lora_dropout" : a.use_dora ? "use_dora" : "target_parameters";
       sink.report(finding(
-          "PEFT013", Severity::error, a, field, fmt::format("ValueError: lora.ParamWrapper does not work with {}.", refused),
+          "PEFT013", Severity::error, a, field,
+          fmt::format("ValueError: lora.ParamWrapper does not work with {}.", refused),
           fmt::format("{}peft wraps the targeted parameters ({}) in ParamWrapper layers, which need lora_dropout 0, "
                       "no lora_bias and no DoRA",
                       moe ? "this transformers 5 MoE model's experts are 3-D parameters, so " : "",
@@ -590,10 +615,10 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       if (target[i] == Target::none) any_unmatched = true;
     }
   } catch (const std::regex_error& e) {
-    sink.report(finding("PEFT002", Severity::error, a, "target_modules",
-                        fmt::format("a module pattern of the adapter is not a regular expression shardcheck can read ({})",
-                                    e.what()),
-                        "", ExitCode::bad_adapter));
+    sink.report(finding(
+        "PEFT002", Severity::error, a, "target_modules",
+        fmt::format("a module pattern of the adapter is not a regular expression shardcheck can read ({})", e.what()),
+        "", ExitCode::bad_adapter));
     return false;
   }
   for (std::size_t i = 1; i < base.modules.size(); ++i) {
@@ -624,7 +649,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     }
     if (!weight_of(m)) {
       sink.report(finding("PEFT006", Severity::error, a, "target_modules",
-                          fmt::format("'{}' ({}) has no weight shardcheck knows", m.path, m.cls), "", ExitCode::unknown_model));
+                          fmt::format("'{}' ({}) has no weight shardcheck knows", m.path, m.cls), "",
+                          ExitCode::unknown_model));
       return false;
     }
     summary.targeted.push_back(m.path);
@@ -644,13 +670,15 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
           continue;
         std::string refused;
         if (m.path.empty())
-          refused = fmt::format("ValueError: Targeting an nn.Parameter on the top-level module is not supported "
-                                "(parameter '{}').",
-                                p.name);
+          refused = fmt::format(
+              "ValueError: Targeting an nn.Parameter on the top-level module is not supported "
+              "(parameter '{}').",
+              p.name);
         else if (target[i] == Target::lora)
-          refused = fmt::format("ValueError: Trying to wrap an `nn.Parameter` of layer '{}' of type {}, which is not a "
-                                "valid target. Make sure that this layer is not also targeted with `target_modules`.",
-                                m.path, m.cls);
+          refused = fmt::format(
+              "ValueError: Trying to wrap an `nn.Parameter` of layer '{}' of type {}, which is not a "
+              "valid target. Make sure that this layer is not also targeted with `target_modules`.",
+              m.path, m.cls);
         if (!refused.empty()) {
           sink.report(finding("PEFT013", Severity::error, a, "target_parameters", std::move(refused),
                               "target either the layer (target_modules) or its parameter (target_parameters)",
@@ -658,11 +686,12 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
           return false;
         }
         if (p.shape.size() != 2 && p.shape.size() != 3) {
-          sink.report(finding("PEFT013", Severity::error, a, "target_parameters",
-                              fmt::format("ValueError: lora.ParamWrapper was initialized with {} dimensional Parameter, "
-                                          "but only 2d and 3d are supported ({})",
-                                          p.shape.size(), key),
-                              "", ExitCode::findings));
+          sink.report(
+              finding("PEFT013", Severity::error, a, "target_parameters",
+                      fmt::format("ValueError: lora.ParamWrapper was initialized with {} dimensional Parameter, "
+                                  "but only 2d and 3d are supported ({})",
+                                  p.shape.size(), key),
+                      "", ExitCode::findings));
           return false;
         }
         wrapped[i].push_back(&p);
@@ -677,29 +706,36 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       for (int l : *a.layers_to_transform) layers += (layers.empty() ? "" : ", ") + std::to_string(l);
       extra += fmt::format(" Note: You specified 'layers_to_transform': [{}].", layers);
     }
-    if (!a.layers_pattern.empty()) extra += fmt::format(" You also specified 'layers_pattern': {}.", python_list(a.layers_pattern));
+    if (!a.layers_pattern.empty())
+      extra += fmt::format(" You also specified 'layers_pattern': {}.", python_list(a.layers_pattern));
     if (any_excluded && !any_unmatched)
-      message = "All modules were excluded. This is likely unintended. Check your `target_modules`, `exclude_modules` "
-                "and `modules_to_save` configuration.";
+      message =
+          "All modules were excluded. This is likely unintended. Check your `target_modules`, `exclude_modules` "
+          "and `modules_to_save` configuration.";
     else if (!any_excluded && targets.kind == ModuleSelector::Kind::names && targets.names.empty())
-      message = "No `target_modules` passed but also no `target_parameters` found. Please check the values for these "
-                "arguments.";
+      message =
+          "No `target_modules` passed but also no `target_parameters` found. Please check the values for these "
+          "arguments.";
     else if (!any_excluded)
-      message = fmt::format("Target modules {} not found in the base model. Please check the target modules and try "
-                            "again.{}",
-                            selector_text(a.target_modules.kind == ModuleSelector::Kind::unset ? targets : a.target_modules),
-                            extra);
+      message = fmt::format(
+          "Target modules {} not found in the base model. Please check the target modules and try "
+          "again.{}",
+          selector_text(a.target_modules.kind == ModuleSelector::Kind::unset ? targets : a.target_modules), extra);
     else
-      message = "No modules were targeted for adaptation. This might be caused by a combination of mismatched target "
-                "modules and excluded modules." + extra;
+      message =
+          "No modules were targeted for adaptation. This might be caused by a combination of mismatched target "
+          "modules and excluded modules." +
+          extra;
     std::vector<std::string> leaves;
     std::set<std::string> seen;
     for (const auto& m : base.modules)
-      if (!m.name.empty() && (base.is_instance(m, "Linear") || base.is_instance(m, "Conv1D")) && seen.insert(m.name).second)
+      if (!m.name.empty() && (base.is_instance(m, "Linear") || base.is_instance(m, "Conv1D")) &&
+          seen.insert(m.name).second)
         leaves.push_back(m.name);
-    sink.report(finding("PEFT004", Severity::error, a, "target_modules", "NoMatchingPeftModuleError: " + message,
-                        fmt::format("this {} model's Linear layers are named {}", base.architecture, python_list(leaves)),
-                        ExitCode::findings));
+    sink.report(
+        finding("PEFT004", Severity::error, a, "target_modules", "NoMatchingPeftModuleError: " + message,
+                fmt::format("this {} model's Linear layers are named {}", base.architecture, python_list(leaves)),
+                ExitCode::findings));
     return false;
   }
 
@@ -744,7 +780,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     const int m = b.add(parent, name, src.cls);
     const std::string& path = out.modules[static_cast<std::size_t>(m)].path;
     for (ParamInfo p : src.params) {
-      if (!p.buffer) b.rename(src.path.empty() ? p.name : src.path + "." + p.name, path.empty() ? p.name : path + "." + p.name);
+      if (!p.buffer)
+        b.rename(src.path.empty() ? p.name : src.path + "." + p.name, path.empty() ? p.name : path + "." + p.name);
       p.requires_grad = false;  // the base model is frozen
       out.modules[static_cast<std::size_t>(m)].params.push_back(std::move(p));
     }
@@ -755,9 +792,9 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // [E, in, out] on transposed experts) or a 2-D [out, in] one (E = 1).
   auto param_adapters = [&](int wrapper, const Module& src, const ParamInfo& p) {
     const bool three = p.shape.size() == 3;
-    const bool transposed = three && std::find(rules.transposed_expert_classes.begin(),
-                                               rules.transposed_expert_classes.end(),
-                                               src.cls) != rules.transposed_expert_classes.end();
+    const bool transposed =
+        three && std::find(rules.transposed_expert_classes.begin(), rules.transposed_expert_classes.end(), src.cls) !=
+                     rules.transposed_expert_classes.end();
     const std::int64_t experts = three ? p.shape[0] : 1;
     const std::int64_t in = three ? (transposed ? p.shape[1] : p.shape[2]) : p.shape[1];
     const std::int64_t outf = three ? (transposed ? p.shape[2] : p.shape[1]) : p.shape[0];
@@ -852,7 +889,9 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // The PeftModel's modules replace the tree's; what else the rest of shardcheck reads from the tree
   // follows the new paths (config, versions, dtypes, activations and _no_split_modules stay:
   // PeftModel forwards _no_split_modules to the base model).
-  auto moved = [](const std::string& path) { return path.empty() ? std::string("base_model.model") : "base_model.model." + path; };
+  auto moved = [](const std::string& path) {
+    return path.empty() ? std::string("base_model.model") : "base_model.model." + path;
+  };
   for (TiedWeight& t : tree.tied) {
     if (auto it = b.renamed().find(t.alias); it != b.renamed().end()) t.alias = it->second;
     if (auto it = b.renamed().find(t.target); it != b.renamed().end()) t.target = it->second;

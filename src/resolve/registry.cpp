@@ -39,10 +39,14 @@ struct RulesError {
 
 const char* kind_name(const Node& n) {
   switch (n.kind) {
-    case Node::Kind::null: return "nothing";
-    case Node::Kind::scalar: return "a single value";
-    case Node::Kind::sequence: return "a list";
-    case Node::Kind::map: return "a map";
+    case Node::Kind::null:
+      return "nothing";
+    case Node::Kind::scalar:
+      return "a single value";
+    case Node::Kind::sequence:
+      return "a list";
+    case Node::Kind::map:
+      return "a map";
   }
   return "?";
 }
@@ -62,9 +66,10 @@ std::optional<bool> yaml_cpp_bool(const Node& n) {
   auto all = [](std::string_view v, int (*pred)(int)) {
     return std::all_of(v.begin(), v.end(), [&](char c) { return pred(static_cast<unsigned char>(c)) != 0; });
   };
-  const bool flexible = s.empty() || all(s, ::islower) ||
-                        (std::isupper(static_cast<unsigned char>(s[0])) &&
-                         (all(std::string_view(s).substr(1), ::islower) || all(std::string_view(s).substr(1), ::isupper)));
+  const bool flexible =
+      s.empty() || all(s, ::islower) ||
+      (std::isupper(static_cast<unsigned char>(s[0])) &&
+       (all(std::string_view(s).substr(1), ::islower) || all(std::string_view(s).substr(1), ::isupper)));
   if (!flexible) return std::nullopt;
   std::string lower = s;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -75,8 +80,10 @@ std::optional<bool> yaml_cpp_bool(const Node& n) {
 
 bool bool_value(const std::string& file, const Node& n, const char* what) {
   auto b = yaml_cpp_bool(n);
-  if (!b) fail(file, &n, fmt::format("expected true or false for {}, found {}", what,
-                                     n.is_scalar() ? fmt::format("'{}'", n.text) : kind_name(n)));
+  if (!b)
+    fail(file, &n,
+         fmt::format("expected true or false for {}, found {}", what,
+                     n.is_scalar() ? fmt::format("'{}'", n.text) : kind_name(n)));
   return *b;
 }
 
@@ -176,7 +183,8 @@ Node* substitute(Arena& arena, const std::string& file, Node* node, const Vars& 
         assign(arena, *out, subst(key_text(file, *k)), *k, substitute(arena, file, v, vars));
       return out;
     }
-    case Node::Kind::null: break;
+    case Node::Kind::null:
+      break;
   }
   return node;
 }
@@ -310,9 +318,9 @@ class Reader {
       return c;
     }
     if (!n.is_map()) fail(file_, &n, fmt::format("child '{}' must be a class name or a map", name));
-    static const std::set<std::string, std::less<>> known = {"class", "variants", "args", "if", "repeat", "index",
-                                                             "item", "item_variants", "item_args", "name",
-                                                             "submodel", "unreached"};
+    static const std::set<std::string, std::less<>> known = {"class",     "variants", "args",     "if",
+                                                             "repeat",    "index",    "item",     "item_variants",
+                                                             "item_args", "name",     "submodel", "unreached"};
     for (const auto& [k, v] : n.entries)
       if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown key '{}' in child '{}'", key(*k), name));
     if (const Node* repeat = n.get("repeat")) {
@@ -350,20 +358,19 @@ class Reader {
     for (const auto& [k, v] : n.entries)
       if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown key '{}' in class '{}'", key(*k), name));
     if (const Node* bases = n.get("bases")) {
-      if (bases->is_scalar()) c.bases.push_back(bases->text);
+      if (bases->is_scalar())
+        c.bases.push_back(bases->text);
       else if (optional_list(bases, "bases"))
         for (const Node* b : bases->items) c.bases.push_back(str(b, "base class"));
     }
     c.arg_defaults = named_exprs(n.get("args"), "class args");
     if (const Node* children = n.get("children")) {
-      if (!children->is_map())
-        fail(file_, children, "children must be a map (name: class) in registration order");
+      if (!children->is_map()) fail(file_, children, "children must be a map (name: class) in registration order");
       for (const auto& [k, v] : children->entries) c.children.push_back(child(key(*k), *v));
       c.structure_declared = true;
     }
     if (const Node* params = n.get("params")) {
-      if (!params->is_map())
-        fail(file_, params, "params must be a map (name: shape) in registration order");
+      if (!params->is_map()) fail(file_, params, "params must be a map (name: shape) in registration order");
       for (const auto& [k, v] : params->entries) c.params.push_back(param(key(*k), *v));
       c.structure_declared = true;
     }
@@ -384,10 +391,17 @@ class Reader {
         fail(file_, n, fmt::format("expected a dimension from -3 to 2 for {}, found '{}'", what, t));
       return d;
     };
-    static const std::set<std::string, std::less<>> fields = {
-        "matrix_dim",         "vector_dim",          "packed",          "exact",
-        "forward_all_reduce", "backward_all_reduce", "forward_all_gather", "backward_all_gather",
-        "grad_all_reduce",    "routing_all_reduce",  "source"};
+    static const std::set<std::string, std::less<>> fields = {"matrix_dim",
+                                                              "vector_dim",
+                                                              "packed",
+                                                              "exact",
+                                                              "forward_all_reduce",
+                                                              "backward_all_reduce",
+                                                              "forward_all_gather",
+                                                              "backward_all_gather",
+                                                              "grad_all_reduce",
+                                                              "routing_all_reduce",
+                                                              "source"};
     for (const auto& [k, v] : map->entries) {
       TpStyle st;
       st.name = key(*k);
@@ -435,10 +449,25 @@ class Reader {
     ArchSpec a;
     a.source = file_;
     if (!root.is_map() && !root.is_null()) fail(file_, &root, "expected a map of top-level keys");
-    static const std::set<std::string, std::less<>> known = {
-        "model_type", "since", "vars", "extends", "architectures", "base_model_prefix", "base_model_class",
-        "no_split_modules", "config", "tied_weights", "checkpoint", "classes", "doc", "abstract",
-        "activations", "fsdp_plan", "tp_plan", "sub_configs", "embeddings"};
+    static const std::set<std::string, std::less<>> known = {"model_type",
+                                                             "since",
+                                                             "vars",
+                                                             "extends",
+                                                             "architectures",
+                                                             "base_model_prefix",
+                                                             "base_model_class",
+                                                             "no_split_modules",
+                                                             "config",
+                                                             "tied_weights",
+                                                             "checkpoint",
+                                                             "classes",
+                                                             "doc",
+                                                             "abstract",
+                                                             "activations",
+                                                             "fsdp_plan",
+                                                             "tp_plan",
+                                                             "sub_configs",
+                                                             "embeddings"};
     for (const auto& [k, v] : root.entries)
       if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown top-level key '{}'", key(*k)));
     if (!root.get("model_type")) fail(file_, &root, "missing `model_type`");
@@ -514,17 +543,23 @@ class Reader {
     if (const Node* plan = optional_map(root.get("fsdp_plan"), "fsdp_plan"))
       for (const auto& [k, v] : plan->entries) {
         const std::string field = key(*k);
-        if (field == "base") a.fsdp_plan_base = plan_entries(*v, "fsdp_plan.base", "strategies", &fsdp_strategies);
-        else if (field == "head") a.fsdp_plan_head = plan_entries(*v, "fsdp_plan.head", "strategies", &fsdp_strategies);
-        else fail(file_, k, fmt::format("unknown fsdp_plan field '{}' (expected base, head)", field));
+        if (field == "base")
+          a.fsdp_plan_base = plan_entries(*v, "fsdp_plan.base", "strategies", &fsdp_strategies);
+        else if (field == "head")
+          a.fsdp_plan_head = plan_entries(*v, "fsdp_plan.head", "strategies", &fsdp_strategies);
+        else
+          fail(file_, k, fmt::format("unknown fsdp_plan field '{}' (expected base, head)", field));
       }
     if (const Node* plan = optional_map(root.get("tp_plan"), "tp_plan")) {
       a.tp_plan.emplace();
       for (const auto& [k, v] : plan->entries) {
         const std::string field = key(*k);
-        if (field == "base") a.tp_plan->base = plan_entries(*v, "tp_plan.base", "tensor-parallel styles", nullptr);
-        else if (field == "head") a.tp_plan->head = plan_entries(*v, "tp_plan.head", "tensor-parallel styles", nullptr);
-        else fail(file_, k, fmt::format("unknown tp_plan field '{}' (expected base, head)", field));
+        if (field == "base")
+          a.tp_plan->base = plan_entries(*v, "tp_plan.base", "tensor-parallel styles", nullptr);
+        else if (field == "head")
+          a.tp_plan->head = plan_entries(*v, "tp_plan.head", "tensor-parallel styles", nullptr);
+        else
+          fail(file_, k, fmt::format("unknown tp_plan field '{}' (expected base, head)", field));
       }
     }
     if (const Node* emb = optional_map(root.get("embeddings"), "embeddings")) {
@@ -576,9 +611,12 @@ Vars vars_of(const std::string& file, const Node& root) {
   if (!v->is_map()) fail(file, v, "expected a map for vars (name: text)");
   for (const auto& [k, value] : v->entries) {
     const std::string name = key_text(file, *k);
-    if (value->is_null()) vars.emplace_back(name, "null");  // yaml-cpp's as<std::string>() of ~
-    else if (value->is_scalar()) vars.emplace_back(name, value->text);
-    else fail(file, value, fmt::format("expected a string for vars.{}", name));
+    if (value->is_null())
+      vars.emplace_back(name, "null");  // yaml-cpp's as<std::string>() of ~
+    else if (value->is_scalar())
+      vars.emplace_back(name, value->text);
+    else
+      fail(file, value, fmt::format("expected a string for vars.{}", name));
   }
   return vars;
 }
@@ -642,8 +680,7 @@ std::optional<std::string> undo_checkpoint_rename(const std::string& name, std::
   return std::string(name).replace(at, to.size(), from);
 }
 
-std::optional<Registry> Registry::load_for(const fs::path& rules_dir, const ModelConfig& config,
-                                           DiagnosticSink& sink) {
+std::optional<Registry> Registry::load_for(const fs::path& rules_dir, const ModelConfig& config, DiagnosticSink& sink) {
   // Its model_type and every sub-config's (text_config, vision_config, ... of composite models).
   std::vector<std::string> wanted{config.model_type};
   if (config.raw.is_object())
@@ -757,9 +794,10 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
         for (const auto* plan : {&arch.tp_plan->base, &arch.tp_plan->head})
           for (const auto& [pattern, style] : *plan)
             if (!reg.tp_styles_.count(style))
-            fail(file.path, merged->get("tp_plan"),
-                 fmt::format("tp_plan entry '{}': unknown tensor-parallel style '{}' (described in "
-                             "models/_tensor_parallel.yaml)", pattern, style));
+              fail(file.path, merged->get("tp_plan"),
+                   fmt::format("tp_plan entry '{}': unknown tensor-parallel style '{}' (described in "
+                               "models/_tensor_parallel.yaml)",
+                               pattern, style));
       reg.archs_[arch.model_type] = std::move(arch);
     } catch (const RulesError& e) {
       report(e);

@@ -25,9 +25,9 @@ struct Node {
   bool quoted = false;  // yaml-cpp tag "!": a quoted or block scalar stays a string
   int line = -1;        // 0-based start mark; -1 when unknown
   int column = -1;
-  const std::string* file = nullptr;  // the rules file the node was written in
-  std::string text;                   // scalar text
-  std::vector<Node*> items;           // sequence
+  const std::string* file = nullptr;             // the rules file the node was written in
+  std::string text;                              // scalar text
+  std::vector<Node*> items;                      // sequence
   std::vector<std::pair<Node*, Node*>> entries;  // map, in file order (duplicates as written)
 
   bool is_null() const { return kind == Kind::null; }

@@ -6,11 +6,16 @@ namespace shardcheck {
 
 const char* strategy_name(ShardingStrategy s) {
   switch (s) {
-    case ShardingStrategy::full_shard: return "FULL_SHARD";
-    case ShardingStrategy::shard_grad_op: return "SHARD_GRAD_OP";
-    case ShardingStrategy::no_shard: return "NO_SHARD";
-    case ShardingStrategy::hybrid_shard: return "HYBRID_SHARD";
-    case ShardingStrategy::hybrid_shard_zero2: return "_HYBRID_SHARD_ZERO2";
+    case ShardingStrategy::full_shard:
+      return "FULL_SHARD";
+    case ShardingStrategy::shard_grad_op:
+      return "SHARD_GRAD_OP";
+    case ShardingStrategy::no_shard:
+      return "NO_SHARD";
+    case ShardingStrategy::hybrid_shard:
+      return "HYBRID_SHARD";
+    case ShardingStrategy::hybrid_shard_zero2:
+      return "_HYBRID_SHARD_ZERO2";
   }
   return "FULL_SHARD";
 }
@@ -32,19 +37,26 @@ bool is_hybrid(ShardingStrategy s) {
 
 const char* policy_name(WrapPolicyKind k) {
   switch (k) {
-    case WrapPolicyKind::transformer: return "TRANSFORMER_BASED_WRAP";
-    case WrapPolicyKind::size: return "SIZE_BASED_WRAP";
-    case WrapPolicyKind::none: return "NO_WRAP";
-    case WrapPolicyKind::peft: return "PEFT_WRAP (peft fsdp_auto_wrap_policy)";
+    case WrapPolicyKind::transformer:
+      return "TRANSFORMER_BASED_WRAP";
+    case WrapPolicyKind::size:
+      return "SIZE_BASED_WRAP";
+    case WrapPolicyKind::none:
+      return "NO_WRAP";
+    case WrapPolicyKind::peft:
+      return "PEFT_WRAP (peft fsdp_auto_wrap_policy)";
   }
   return "NO_WRAP";
 }
 
 const char* prefetch_name(BackwardPrefetch p) {
   switch (p) {
-    case BackwardPrefetch::pre: return "BACKWARD_PRE";
-    case BackwardPrefetch::post: return "BACKWARD_POST";
-    case BackwardPrefetch::none: return "NO_PREFETCH";
+    case BackwardPrefetch::pre:
+      return "BACKWARD_PRE";
+    case BackwardPrefetch::post:
+      return "BACKWARD_POST";
+    case BackwardPrefetch::none:
+      return "NO_PREFETCH";
   }
   return "NO_PREFETCH";
 }
@@ -60,9 +72,12 @@ std::optional<BackwardPrefetch> parse_prefetch(std::string_view s) {
 
 const char* caller_name(Fsdp2Caller c) {
   switch (c) {
-    case Fsdp2Caller::accelerate: return "accelerate";
-    case Fsdp2Caller::torchtitan: return "torchtitan";
-    case Fsdp2Caller::transformers: return "transformers";
+    case Fsdp2Caller::accelerate:
+      return "accelerate";
+    case Fsdp2Caller::torchtitan:
+      return "torchtitan";
+    case Fsdp2Caller::transformers:
+      return "transformers";
   }
   return "accelerate";
 }

@@ -54,7 +54,8 @@ std::optional<VersionRules> VersionRules::load(const std::filesystem::path& rule
       range->oldest = version_of(n->get("oldest"), "oldest");
       range->newest = version_of(n->get("newest"), "newest");
     }
-    r.transformers_torch_floor = pairs(root->get("transformers_torch_floor"), "from", "torch", "transformers_torch_floor");
+    r.transformers_torch_floor =
+        pairs(root->get("transformers_torch_floor"), "from", "torch", "transformers_torch_floor");
     r.transformers_for_old_torch =
         pairs(root->get("transformers_for_old_torch"), "torch_below", "transformers", "transformers_for_old_torch");
     r.native_fsdp_absent_through =
@@ -93,9 +94,9 @@ StackVersions resolve_stack_versions(const VersionRequest& req, const VersionRul
   pick(v.torch, req.torch, "torch");
   pick(v.transformers, req.transformers, "transformers");
   pick(v.accelerate, req.accelerate, "accelerate");
-  for (auto [out, flag, package] : {std::tuple{&v.peft, &req.peft, "peft"},
-                                    std::tuple{&v.bitsandbytes, &req.bitsandbytes, "bitsandbytes"},
-                                    std::tuple{&v.trl, &req.trl, "trl"}}) {
+  for (auto [out, flag, package] :
+       {std::tuple{&v.peft, &req.peft, "peft"}, std::tuple{&v.bitsandbytes, &req.bitsandbytes, "bitsandbytes"},
+        std::tuple{&v.trl, &req.trl, "trl"}}) {
     Setting<Version> found{Version{}, ""};
     pick(found, *flag, package);
     if (!found.source.empty()) *out = found;
@@ -118,9 +119,9 @@ void check_stack_versions(const StackVersions& v, const VersionRules& rules, con
   auto report = [&](const Setting<Version>& s, Severity severity, std::string message, std::string help) {
     sink.report(setting_finding("SET005", severity, s.source, fallback_file, std::move(message), std::move(help)));
   };
-  for (auto [name, s, range] : {std::tuple{"torch", &v.torch, &rules.torch},
-                                std::tuple{"transformers", &v.transformers, &rules.transformers},
-                                std::tuple{"accelerate", &v.accelerate, &rules.accelerate}}) {
+  for (auto [name, s, range] :
+       {std::tuple{"torch", &v.torch, &rules.torch}, std::tuple{"transformers", &v.transformers, &rules.transformers},
+        std::tuple{"accelerate", &v.accelerate, &rules.accelerate}}) {
     if (s->value < range->oldest)
       report(*s, Severity::error,
              fmt::format("{} {} is older than any release shardcheck models ({} to {})", name, s->value.str(),

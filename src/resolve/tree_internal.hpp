@@ -35,8 +35,8 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
 
 // Matches checkpoint tensors to the tree's parameters: shapes and dtypes checked, missing and
 // unexpected tensors reported, dtypes taken from the checkpoint.
-void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMeta& ckpt,
-                      const FusedSources& fused, const Frame& globals, DiagnosticSink& sink);
+void match_checkpoint(ModuleTree& tree, const ArchSpec& arch, const CheckpointMeta& ckpt, const FusedSources& fused,
+                      const Frame& globals, DiagnosticSink& sink);
 
 ParamInfo* find_param(ModuleTree& tree, const std::string& full_name);
 void finalize_counts(ModuleTree& tree);

@@ -10,7 +10,6 @@
 
 #include <algorithm>
 
-
 namespace shardcheck {
 namespace {
 
@@ -26,8 +25,10 @@ Diagnostic at(const char* code, Severity sev, const std::string& source, const s
   Diagnostic d;
   d.code = code;
   d.severity = sev;
-  if (source.empty()) d.location.file = file;
-  else d.location = setting_location(source, file, nullptr);
+  if (source.empty())
+    d.location.file = file;
+  else
+    d.location = setting_location(source, file, nullptr);
   d.message = std::move(message);
   d.help = std::move(help);
   d.exit_code = sev == Severity::error ? exit : ExitCode::ok;
@@ -130,8 +131,10 @@ TrlRun resolve_trl_run(const TrainingArgs& args, const std::optional<Setting<Ver
     c.source = t.load_in_4bit->source;
     // bnb_4bit_compute_dtype=model_args.dtype; None (older trl) is BitsAndBytesConfig's float32.
     if (const auto d = parse_torch_dtype(dtype.empty() || dtype == "auto" ? "float32" : dtype)) c.compute_dtype = *d;
-    if (t.bnb_4bit_quant_type) c.quant_type = t.bnb_4bit_quant_type->value;
-    else c.quant_type = "nf4";  // ModelConfig's default (BitsAndBytesConfig's own is fp4)
+    if (t.bnb_4bit_quant_type)
+      c.quant_type = t.bnb_4bit_quant_type->value;
+    else
+      c.quant_type = "nf4";  // ModelConfig's default (BitsAndBytesConfig's own is fp4)
     c.double_quant = t.use_bnb_nested_quant && t.use_bnb_nested_quant->value;
     if (t.bnb_4bit_quant_storage) c.quant_storage = *parse_torch_dtype(t.bnb_4bit_quant_storage->value);
     run.bnb_4bit = c;

@@ -108,13 +108,15 @@ struct Validator {
       for (const MeshDim& d : s.mesh_dims()) valid += fmt::format("{}'{}'", valid.empty() ? "" : ", ", d.name);
       sink.report(setting_finding(
           "PLAN023", Severity::error, s.tp_size.source, fallback_file,
-          fmt::format("FSDP2 with tp_size {} over {} processes leaves dp_shard_size 1, and accelerate's mesh then has no "
-                      "dp_shard_cp dimension to shard over: KeyError at prepare: \"Invalid mesh_dim_names ({}) specified. "
-                      "Valid mesh_dim_names are [{}].\"",
-                      tp, s.world_size.value, asked, valid),
-          fmt::format("use more processes than dp_replicate_size x tp_size ({}), so that dp_shard_size is at least 2, or "
-                      "tensor parallelism without FSDP",
-                      others)));
+          fmt::format(
+              "FSDP2 with tp_size {} over {} processes leaves dp_shard_size 1, and accelerate's mesh then has no "
+              "dp_shard_cp dimension to shard over: KeyError at prepare: \"Invalid mesh_dim_names ({}) specified. "
+              "Valid mesh_dim_names are [{}].\"",
+              tp, s.world_size.value, asked, valid),
+          fmt::format(
+              "use more processes than dp_replicate_size x tp_size ({}), so that dp_shard_size is at least 2, or "
+              "tensor parallelism without FSDP",
+              others)));
     }
   }
 };

@@ -1,6 +1,6 @@
 // The layer classes accelerate wraps (utils/dataclasses.py `set_auto_wrap_policy` for FSDP1,
-// utils/fsdp_utils.py `fsdp2_prepare_auto_wrap_policy` for FSDP2, accelerate 1.14.0). Class names are matched exactly against `type(m).__name__` by a
-// depth-first search (`get_module_class_from_name`): no stripping, case-sensitive.
+// utils/fsdp_utils.py `fsdp2_prepare_auto_wrap_policy` for FSDP2, accelerate 1.14.0). Class names are matched exactly
+// against `type(m).__name__` by a depth-first search (`get_module_class_from_name`): no stripping, case-sensitive.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -11,11 +11,7 @@
 #include "shardcheck/text.hpp"
 
 namespace shardcheck {
-namespace {
-
-
-
-}  // namespace
+namespace {}  // namespace
 
 // peft 0.20 utils/other.py fsdp_auto_wrap_policy: the names in FSDP_TRANSFORMER_CLS_TO_WRAP (which
 // accelerate launch exports from fsdp_transformer_layer_cls_to_wrap), else the model's
@@ -34,14 +30,15 @@ static void resolve_peft_classes(const ModuleTree& tree, FsdpSettings& s, Diagno
     if (present.count(name)) continue;
     std::string blocks;
     for (const auto& b : block_classes(tree)) blocks += (blocks.empty() ? "" : ",") + b;
-    sink.report(model_setting_finding("PLAN012", Severity::error, s.wrap_classes.source, tree.config_path,
-                     fmt::format("TypeError: Could not find the transformer layer class to wrap in the model. (peft's "
-                                 "FSDP wrap policy, which transformers' Trainer installs for a PEFT model, cannot find "
-                                 "class {})",
-                                 name),
-                     fmt::format("set fsdp_transformer_layer_cls_to_wrap: {} (accelerate launch passes it to peft as "
-                                 "FSDP_TRANSFORMER_CLS_TO_WRAP)",
-                                 blocks)));
+    sink.report(model_setting_finding(
+        "PLAN012", Severity::error, s.wrap_classes.source, tree.config_path,
+        fmt::format("TypeError: Could not find the transformer layer class to wrap in the model. (peft's "
+                    "FSDP wrap policy, which transformers' Trainer installs for a PEFT model, cannot find "
+                    "class {})",
+                    name),
+        fmt::format("set fsdp_transformer_layer_cls_to_wrap: {} (accelerate launch passes it to peft as "
+                    "FSDP_TRANSFORMER_CLS_TO_WRAP)",
+                    blocks)));
     return;
   }
 }
@@ -53,13 +50,15 @@ static void warn_guessed_classes(const ModuleTree& tree, const FsdpSettings& s, 
   if (!tree.classes_guessed || s.wrap_classes.source != "model _no_split_modules") return;
   std::string guessed;
   for (const auto& c : tree.no_split_modules) guessed += (guessed.empty() ? "" : ", ") + c;
-  sink.report(model_setting_finding("ARCH004", Severity::warning, s.wrap_classes.source, tree.config_path,
-                   fmt::format("this model's _no_split_modules is unknown (its model_type '{}' is not in the registry): "
-                               "the plan wraps the repeated block shardcheck inferred from the tensor names ({}) where "
-                               "accelerate will use the model class's own list",
-                               tree.model_type, guessed.empty() ? "none found" : guessed),
-                   "give the real decoder-layer class with --wrap-cls (fsdp_transformer_layer_cls_to_wrap), or add "
-                   "rules/models/" + tree.model_type + ".yaml"));
+  sink.report(model_setting_finding(
+      "ARCH004", Severity::warning, s.wrap_classes.source, tree.config_path,
+      fmt::format("this model's _no_split_modules is unknown (its model_type '{}' is not in the registry): "
+                  "the plan wraps the repeated block shardcheck inferred from the tensor names ({}) where "
+                  "accelerate will use the model class's own list",
+                  tree.model_type, guessed.empty() ? "none found" : guessed),
+      "give the real decoder-layer class with --wrap-cls (fsdp_transformer_layer_cls_to_wrap), or add "
+      "rules/models/" +
+          tree.model_type + ".yaml"));
 }
 
 void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSink& sink) {
@@ -84,15 +83,16 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
     }
   }
   if (s.wrap_classes.value.empty()) {
-    sink.report(model_setting_finding(acc < Version{1, 0, 0} ? "PLAN010" : "PLAN011",
-                     acc < Version{1, 0, 0} ? Severity::error : Severity::warning, s.wrap_classes.source, tree.config_path,
-                     acc < Version{1, 0, 0}
-                         ? "Could not find the transformer layer class to wrap in the model. (the model declares no "
-                           "_no_split_modules, so the class list is [''])"
-                         : "TRANSFORMER_BASED_WRAP with an empty class list wraps nothing: every parameter stays in "
-                           "the root unit",
-                     fmt::format("set fsdp_transformer_layer_cls_to_wrap (the blocks of this model: {})",
-                                 fmt::format("{}", fmt::join(block_classes(tree), ", ")))));
+    sink.report(model_setting_finding(
+        acc < Version{1, 0, 0} ? "PLAN010" : "PLAN011", acc < Version{1, 0, 0} ? Severity::error : Severity::warning,
+        s.wrap_classes.source, tree.config_path,
+        acc < Version{1, 0, 0}
+            ? "Could not find the transformer layer class to wrap in the model. (the model declares no "
+              "_no_split_modules, so the class list is [''])"
+            : "TRANSFORMER_BASED_WRAP with an empty class list wraps nothing: every parameter stays in "
+              "the root unit",
+        fmt::format("set fsdp_transformer_layer_cls_to_wrap (the blocks of this model: {})",
+                    fmt::format("{}", fmt::join(block_classes(tree), ", ")))));
     return;
   }
   std::set<std::string> present;
@@ -109,20 +109,26 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
         best = c;
       }
     const auto trimmed_start = name.find_first_not_of(' ');
-    if (trimmed_start != std::string::npos && name != name.substr(trimmed_start, name.find_last_not_of(' ') - trimmed_start + 1))
-      help = fmt::format("'{}' has spaces: accelerate splits the list on ',' without stripping; write the names "
-                         "with commas only. ",
-                         name) + help;
+    if (trimmed_start != std::string::npos &&
+        name != name.substr(trimmed_start, name.find_last_not_of(' ') - trimmed_start + 1))
+      help = fmt::format(
+                 "'{}' has spaces: accelerate splits the list on ',' without stripping; write the names "
+                 "with commas only. ",
+                 name) +
+             help;
     else if (!best.empty())
       help = fmt::format("did you mean '{}'? ", best) + help;
     if (s.wrap_classes.source.find("per character") != std::string::npos)
-      help = "accelerate 0.34.0 iterates the characters of _no_split_modules (fixed in 0.34.1): set "
-             "fsdp_transformer_layer_cls_to_wrap explicitly or upgrade. " + help;
+      help =
+          "accelerate 0.34.0 iterates the characters of _no_split_modules (fixed in 0.34.1): set "
+          "fsdp_transformer_layer_cls_to_wrap explicitly or upgrade. " +
+          help;
     std::string message = acc < Version{0, 34, 0}
                               ? "Exception: Could not find the transformer layer class to wrap in the model."
-                              : fmt::format("ValueError: Could not find the transformer layer class {} in the "
-                                            "model.",
-                                            name);
+                              : fmt::format(
+                                    "ValueError: Could not find the transformer layer class {} in the "
+                                    "model.",
+                                    name);
     // transformers 5.x keeps _no_split_modules as a set (modeling_utils.py PreTrainedModel.post_init), and
     // accelerate iterates list(set): with several missing classes, which one is named depends on Python's
     // string hashing (PYTHONHASHSEED), on each rank.
@@ -136,11 +142,14 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
     if (s.wrap_classes.source == "model _no_split_modules") {
       std::string blocks;  // accelerate splits the setting on ',' without stripping spaces
       for (const auto& b : block_classes(tree)) blocks += (blocks.empty() ? "" : ",") + b;
-      help = fmt::format("this model's _no_split_modules names classes it does not contain; set "
-                         "fsdp_transformer_layer_cls_to_wrap: {}. ",
-                         blocks) + help;
+      help = fmt::format(
+                 "this model's _no_split_modules names classes it does not contain; set "
+                 "fsdp_transformer_layer_cls_to_wrap: {}. ",
+                 blocks) +
+             help;
     }
-    sink.report(model_setting_finding("PLAN012", Severity::error, s.wrap_classes.source, tree.config_path, message, help));
+    sink.report(
+        model_setting_finding("PLAN012", Severity::error, s.wrap_classes.source, tree.config_path, message, help));
     break;  // accelerate raises on the first class it cannot find
   }
 }

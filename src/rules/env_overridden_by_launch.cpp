@@ -14,12 +14,15 @@ void check(LintContext& ctx);
 
 extern const Rule kEnvOverriddenByLaunch;
 const Rule kEnvOverriddenByLaunch{
-    "env-overridden-by-launch", Severity::note, "An environment variable that contradicts the file",
+    "env-overridden-by-launch",
+    Severity::note,
+    "An environment variable that contradicts the file",
     "For the variables `accelerate launch` always exports (FSDP_SHARDING_STRATEGY, FSDP_OFFLOAD_PARAMS, "
     "ACCELERATE_MIXED_PRECISION, ...; utils/launch.py::prepare_multi_gpu_env, v1.14.0) the file wins and the shell's "
     "value is overwritten. Started any other way (torchrun, python, a notebook), the FSDP plugin reads the shell's "
     "value instead. A contradiction is harmless under accelerate launch but a trap otherwise.",
-    "", env_overridden_by_launch::check};
+    "",
+    env_overridden_by_launch::check};
 
 namespace env_overridden_by_launch {
 
@@ -31,7 +34,9 @@ void check(LintContext& ctx) {
     if (!k || k->exported != "always") continue;
     const bool is_fsdp_key = section && section->name == "fsdp_config";
     if (is_fsdp_key && !ctx.is_fsdp()) continue;
-    const YamlEntry* e = is_fsdp_key ? ctx.fsdp(k->name) : section && section->name.empty() ? ctx.top(k->name) : nullptr;
+    const YamlEntry* e = is_fsdp_key                        ? ctx.fsdp(k->name)
+                         : section && section->name.empty() ? ctx.top(k->name)
+                                                            : nullptr;
     std::string file_value = e && e->value ? python_str(*e->value) : k->default_value;
     std::string env_value = var.value;
     if (k->type == "enum" && e && e->value) {

@@ -11,12 +11,16 @@ void check(LintContext& ctx);
 
 extern const Rule kEnvUnknownVariable;
 const Rule kEnvUnknownVariable{
-    "env-unknown-variable", Severity::warning, "An FSDP_* or accelerate variable that nothing reads",
+    "env-unknown-variable",
+    Severity::warning,
+    "An FSDP_* or accelerate variable that nothing reads",
     "FullyShardedDataParallelPlugin reads a fixed set of FSDP_* variables (utils/dataclasses.py, v1.14.0; listed "
     "in rules/accelerate/schema.yaml as each key's `env`). A misspelled one (FSDP_SHARDING_STRATGY) is ignored, "
     "and so is ACCELERATE_CONFIG_FILE: accelerate has no such variable and finds its config only through "
     "--config_file or $HF_HOME/accelerate/default_config.yaml (commands/config/config_args.py).",
-    "", env_unknown_variable::check, /*environment_only=*/true};
+    "",
+    env_unknown_variable::check,
+    /*environment_only=*/true};
 
 namespace env_unknown_variable {
 void check(LintContext& ctx) {
@@ -31,9 +35,10 @@ void check(LintContext& ctx) {
   known.push_back("FSDP_USE_ORIG_PARAMS");
   for (const EnvVar& var : ctx.opts.env) {
     if (var.name == "ACCELERATE_CONFIG_FILE") {
-      ctx.report(kEnvUnknownVariable, env_location(ctx, var, nullptr),
-                 fmt::format("ACCELERATE_CONFIG_FILE={} is not read by accelerate", var.value),
-                 "pass `accelerate launch --config_file FILE`, or put the file at $HF_HOME/accelerate/default_config.yaml");
+      ctx.report(
+          kEnvUnknownVariable, env_location(ctx, var, nullptr),
+          fmt::format("ACCELERATE_CONFIG_FILE={} is not read by accelerate", var.value),
+          "pass `accelerate launch --config_file FILE`, or put the file at $HF_HOME/accelerate/default_config.yaml");
       continue;
     }
     if (var.name.rfind("FSDP_", 0) != 0 || ctx.schema.key_for_env(var.name)) continue;

@@ -13,7 +13,9 @@ void check(LintContext& ctx);
 
 extern const Rule kFlattenedFsdpConfig;
 const Rule kFlattenedFsdpConfig{
-    "flattened-fsdp-config", Severity::error, "FSDP options sit at the top level instead of under fsdp_config",
+    "flattened-fsdp-config",
+    Severity::error,
+    "FSDP options sit at the top level instead of under fsdp_config",
     "accelerate only reads FSDP options from the `fsdp_config` mapping: launch.py::_validate_launch_command copies "
     "each key of `fsdp_config` onto the launcher arguments, and utils/launch.py::prepare_multi_gpu_env exports them "
     "as FSDP_* variables (v0.34.0 through v1.14.0). When the lines under `fsdp_config:` are not indented, YAML "
@@ -22,7 +24,8 @@ const Rule kFlattenedFsdpConfig{
     "keys ([...])`; a loader that dropped them instead would run FSDP with every default (FULL_SHARD, NO_WRAP: "
     "the whole model as one unit). The fix indents the keys back under `fsdp_config:` (or moves them there), "
     "keeping their order, values and comments.",
-    "re-nest the keys under `fsdp_config:` (indent by two spaces)", flattened_fsdp_config::check};
+    "re-nest the keys under `fsdp_config:` (indent by two spaces)",
+    flattened_fsdp_config::check};
 
 namespace flattened_fsdp_config {
 
@@ -94,7 +97,10 @@ Plan plan_fix(const LintContext& ctx, std::vector<const YamlEntry*> flat) {
     int line = walk_from;
     const int lines = static_cast<int>(doc.line_starts.size());
     while (line <= lines) {
-      if (blank_or_comment(doc.line_text(line))) { ++line; continue; }
+      if (blank_or_comment(doc.line_text(line))) {
+        ++line;
+        continue;
+      }
       auto it = std::find_if(flat.begin(), flat.end(), [&](auto e) { return e->key_pos.line == line; });
       if (it == flat.end()) break;
       const auto [b, e] = line_span(doc, (*it)->key_pos.offset, entry_end(**it));
@@ -136,23 +142,26 @@ void check(LintContext& ctx) {
     first_line = std::min(first_line, e->key_pos.line);
     last_line = std::max(last_line, e->key_pos.line);
   }
-  const std::string lines = first_line == last_line ? fmt::format("line {}", first_line)
-                                                    : fmt::format("lines {}-{}", first_line, last_line);
-  const bool empty_block = fsdp_entry && !(fsdp_entry->value && fsdp_entry->value->is_mapping() &&
-                                           !fsdp_entry->value->entries.empty());
+  const std::string lines =
+      first_line == last_line ? fmt::format("line {}", first_line) : fmt::format("lines {}-{}", first_line, last_line);
+  const bool empty_block =
+      fsdp_entry && !(fsdp_entry->value && fsdp_entry->value->is_mapping() && !fsdp_entry->value->entries.empty());
   std::string message;
   if (empty_block)
-    message = fmt::format("`fsdp_config` is empty: the {} FSDP key{} below it ({}) are not indented, so YAML makes "
-                          "them top-level keys and every FSDP option is ignored",
-                          flat.size(), flat.size() == 1 ? "" : "s", lines);
+    message = fmt::format(
+        "`fsdp_config` is empty: the {} FSDP key{} below it ({}) are not indented, so YAML makes "
+        "them top-level keys and every FSDP option is ignored",
+        flat.size(), flat.size() == 1 ? "" : "s", lines);
   else if (!fsdp_entry)
-    message = fmt::format("{} FSDP key{} at the top level ({}) and no `fsdp_config`: accelerate reads FSDP options "
-                          "only from `fsdp_config`, so every one is ignored",
-                          flat.size(), flat.size() == 1 ? "" : "s", lines);
+    message = fmt::format(
+        "{} FSDP key{} at the top level ({}) and no `fsdp_config`: accelerate reads FSDP options "
+        "only from `fsdp_config`, so every one is ignored",
+        flat.size(), flat.size() == 1 ? "" : "s", lines);
   else
-    message = fmt::format("{} FSDP key{} outside `fsdp_config` ({}): accelerate reads FSDP options only from "
-                          "`fsdp_config`, so {} ignored",
-                          flat.size(), flat.size() == 1 ? "" : "s", lines, flat.size() == 1 ? "it is" : "they are");
+    message = fmt::format(
+        "{} FSDP key{} outside `fsdp_config` ({}): accelerate reads FSDP options only from "
+        "`fsdp_config`, so {} ignored",
+        flat.size(), flat.size() == 1 ? "" : "s", lines, flat.size() == 1 ? "it is" : "they are");
   Plan plan = plan_fix(ctx, flat);
   std::string help = fmt::format(
       "accelerate refuses the file: `ValueError: The config file at {} had unknown keys ({}), please try upgrading "

@@ -11,7 +11,8 @@ void check(LintContext& ctx);
 
 extern const Rule kFsdp1ReshardStrategyIgnored;
 const Rule kFsdp1ReshardStrategyIgnored{
-    "fsdp1-reshard-strategy-ignored", Severity::warning,
+    "fsdp1-reshard-strategy-ignored",
+    Severity::warning,
     "An FSDP1 strategy given only as fsdp_reshard_after_forward runs as FULL_SHARD",
     "Since v1.6.0 `accelerate config` writes the FSDP1 strategy as `fsdp_reshard_after_forward: <NAME>` "
     "(commands/config/cluster.py). But for FSDP1 the plugin always fills sharding_strategy from "
@@ -19,7 +20,8 @@ const Rule kFsdp1ReshardStrategyIgnored{
     "`sharding_strategy or reshard_after_forward`; tests/fsdp/test_fsdp.py asserts reshard_after_forward is None for "
     "FSDP1. So `fsdp_reshard_after_forward: SHARD_GRAD_OP` without fsdp_sharding_strategy runs FULL_SHARD "
     "(derived from v1.14.0 source). The fix renames the key to fsdp_sharding_strategy.",
-    "rename the key to fsdp_sharding_strategy", fsdp1_reshard_overrides_strategy::check};
+    "rename the key to fsdp_sharding_strategy",
+    fsdp1_reshard_overrides_strategy::check};
 
 namespace fsdp1_reshard_overrides_strategy {
 void check(LintContext& ctx) {
@@ -31,11 +33,12 @@ void check(LintContext& ctx) {
   const EnumMatch m = match_enum(*spec, *e->value, ctx.version());
   if (!m.matched || m.canonical == "FULL_SHARD") return;
   const std::string key = e->key.rfind("fsdp_", 0) == 0 ? "fsdp_sharding_strategy" : "sharding_strategy";
-  ctx.report(kFsdp1ReshardStrategyIgnored, ctx.doc.key_location(*e),
-             fmt::format("`{}: {}` is not used by FSDP1: without fsdp_sharding_strategy the job runs FULL_SHARD, not {}",
-                         e->key, e->value->text, m.canonical),
-             fmt::format("write `{}: {}`", key, m.canonical),
-             {ctx.edit(e->key_pos.offset, e->key_end - e->key_pos.offset, key)});
+  ctx.report(
+      kFsdp1ReshardStrategyIgnored, ctx.doc.key_location(*e),
+      fmt::format("`{}: {}` is not used by FSDP1: without fsdp_sharding_strategy the job runs FULL_SHARD, not {}",
+                  e->key, e->value->text, m.canonical),
+      fmt::format("write `{}: {}`", key, m.canonical),
+      {ctx.edit(e->key_pos.offset, e->key_end - e->key_pos.offset, key)});
 }
 }  // namespace fsdp1_reshard_overrides_strategy
 

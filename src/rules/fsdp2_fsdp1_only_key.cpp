@@ -10,7 +10,9 @@ void check(LintContext& ctx);
 
 extern const Rule kFsdp2Fsdp1OnlyKey;
 const Rule kFsdp2Fsdp1OnlyKey{
-    "fsdp2-fsdp1-only-key", Severity::warning, "An FSDP1-only setting in an FSDP2 config",
+    "fsdp2-fsdp1-only-key",
+    Severity::warning,
+    "An FSDP1-only setting in an FSDP2 config",
     "FullyShardedDataParallelPlugin.__post_init__ (utils/dataclasses.py, v1.6.0+) reads FSDP_BACKWARD_PREFETCH, "
     "FSDP_FORWARD_PREFETCH, FSDP_USE_ORIG_PARAMS and FSDP_SYNC_MODULE_STATES only for FSDP1, and FSDP2 never reads "
     "FSDP_SHARDING_STRATEGY (reshard_after_forward replaces it). In Python the plugin warns `backward_prefetch is "
@@ -19,7 +21,8 @@ const Rule kFsdp2Fsdp1OnlyKey{
     "unchanged from v1.6.0 to v1.13.x (fixed by #4065 in v1.14.0). The fix does what to-fsdp2 does: it removes them, "
     "and turns fsdp_sharding_strategy into fsdp_reshard_after_forward (FULL_SHARD/HYBRID_SHARD -> true, others -> "
     "false).",
-    "remove the key (map fsdp_sharding_strategy to fsdp_reshard_after_forward)", fsdp2_fsdp1_only_key::check};
+    "remove the key (map fsdp_sharding_strategy to fsdp_reshard_after_forward)",
+    fsdp2_fsdp1_only_key::check};
 
 namespace fsdp2_fsdp1_only_key {
 void check(LintContext& ctx) {
@@ -34,10 +37,14 @@ void check(LintContext& ctx) {
     const auto [b, end] = line_span(ctx.doc, e.key_pos.offset, entry_end(e));
     std::vector<TextEdit> fix{ctx.edit(b, end - b, "")};
     std::string what;
-    if (kind == "removed") what = "FSDP2 has no backward prefetch setting";
-    else if (kind == "not_implemented") what = "forward prefetch is not implemented in FSDP2";
-    else if (kind == "obsolete") what = "it is obsolete in FSDP2";
-    else what = "FSDP2 never reads it; fsdp_reshard_after_forward decides resharding";
+    if (kind == "removed")
+      what = "FSDP2 has no backward prefetch setting";
+    else if (kind == "not_implemented")
+      what = "forward prefetch is not implemented in FSDP2";
+    else if (kind == "obsolete")
+      what = "it is obsolete in FSDP2";
+    else
+      what = "FSDP2 never reads it; fsdp_reshard_after_forward decides resharding";
     if (k.name == "fsdp_sharding_strategy" && !ctx.fsdp("fsdp_reshard_after_forward")) {
       const auto strategy = ctx.fsdp_enum("fsdp_sharding_strategy");
       if (strategy) {
@@ -50,7 +57,7 @@ void check(LintContext& ctx) {
     ctx.report(kFsdp2Fsdp1OnlyKey, ctx.doc.key_location(e),
                fmt::format("`{}` has no effect with `fsdp_version: 2`: {}", e.key, what),
                k.name == "fsdp_sharding_strategy" ? "use `fsdp_reshard_after_forward: true|false` instead"
-                                                   : "remove it (as `accelerate to-fsdp2` does)",
+                                                  : "remove it (as `accelerate to-fsdp2` does)",
                std::move(fix));
   }
 }

@@ -10,12 +10,15 @@ void check(LintContext& ctx);
 
 extern const Rule kHybridShardNoWrap;
 const Rule kHybridShardNoWrap{
-    "hybrid-shard-no-wrap", Severity::error, "A hybrid sharding strategy without an auto-wrap policy",
+    "hybrid-shard-no-wrap",
+    Severity::error,
+    "A hybrid sharding strategy without an auto-wrap policy",
     "torch FSDP1 (_init_utils.py) raises `ValueError: ('Manual wrapping with ShardingStrategy.HYBRID_SHARD', "
     "'requires explicit specification of process group or device_mesh.')` when a hybrid strategy gets no auto-wrap "
     "policy, no process group and no device mesh. accelerate's FSDP1 path passes neither a process group nor a mesh, "
     "so HYBRID_SHARD and HYBRID_SHARD_ZERO2 need TRANSFORMER_BASED_WRAP or SIZE_BASED_WRAP (accelerate#2671).",
-    "", hybrid_shard_no_wrap::check};
+    "",
+    hybrid_shard_no_wrap::check};
 
 namespace hybrid_shard_no_wrap {
 void check(LintContext& ctx) {
@@ -27,12 +30,13 @@ void check(LintContext& ctx) {
   if (policy_entry && !policy) return;
   if (policy.value_or("NO_WRAP") != "NO_WRAP") return;
   const YamlEntry* e = ctx.fsdp("fsdp_sharding_strategy");
-  ctx.report(kHybridShardNoWrap, ctx.doc.value_location(*e),
-             fmt::format("{} with {}: torch fails with `ValueError: ('Manual wrapping with ShardingStrategy.{}', "
-                         "'requires explicit specification of process group or device_mesh.')`",
-                         *strategy, policy_entry ? "fsdp_auto_wrap_policy NO_WRAP" : "no fsdp_auto_wrap_policy (NO_WRAP)",
-                         *strategy),
-             "set `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP` (or SIZE_BASED_WRAP)");
+  ctx.report(
+      kHybridShardNoWrap, ctx.doc.value_location(*e),
+      fmt::format("{} with {}: torch fails with `ValueError: ('Manual wrapping with ShardingStrategy.{}', "
+                  "'requires explicit specification of process group or device_mesh.')`",
+                  *strategy, policy_entry ? "fsdp_auto_wrap_policy NO_WRAP" : "no fsdp_auto_wrap_policy (NO_WRAP)",
+                  *strategy),
+      "set `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP` (or SIZE_BASED_WRAP)");
 }
 }  // namespace hybrid_shard_no_wrap
 

@@ -14,13 +14,16 @@ void check(LintContext& ctx);
 
 extern const Rule kIgnoredByLaunch;
 const Rule kIgnoredByLaunch{
-    "ignored-by-launch", Severity::warning, "A setting that `accelerate launch` never takes from the file",
+    "ignored-by-launch",
+    Severity::warning,
+    "A setting that `accelerate launch` never takes from the file",
     "launch.py::_validate_launch_command copies a top-level scalar from the config only when "
     "`getattr(args, name, None) is None`. `--rdzv_backend` defaults to \"static\", and `--same_network` and "
     "`--enable_cpu_affinity` are store_true flags defaulting to False, so the YAML values of these keys never reach "
     "the launcher (v0.34.0 and v1.14.0). A file that says `rdzv_backend: c10d`, `enable_cpu_affinity: true` or, on "
     "several machines, `same_network: true` silently gets the defaults. Pass the setting as a command-line flag.",
-    "", ignored_by_launch::check};
+    "",
+    ignored_by_launch::check};
 
 namespace ignored_by_launch {
 
@@ -33,9 +36,11 @@ void check(LintContext& ctx) {
     const std::string value = ascii_lower(python_str(*e.value));
     if (value == ascii_lower(*use.spec->launch_ignored) || value == "none") continue;
     if (e.key == "same_network" && ctx.num_machines() <= 1) continue;  // only used for multi-node rendezvous
-    const std::string flag = use.spec->type == "bool" ? fmt::format("--{}", e.key) : fmt::format("--{} {}", e.key, e.value->text);
+    const std::string flag =
+        use.spec->type == "bool" ? fmt::format("--{}", e.key) : fmt::format("--{} {}", e.key, e.value->text);
     // same_network only picks master_addr/port instead of an rdzv endpoint; both usually work: a note.
-    ctx.report(kIgnoredByLaunch, e.key == "same_network" ? Severity::note : Severity::warning, ctx.doc.value_location(e),
+    ctx.report(kIgnoredByLaunch, e.key == "same_network" ? Severity::note : Severity::warning,
+               ctx.doc.value_location(e),
                fmt::format("`{}: {}` has no effect through `accelerate launch`: the launcher's default ({}) wins",
                            e.key, e.value->text, *use.spec->launch_ignored),
                fmt::format("pass `{}` on the `accelerate launch` command line", flag));

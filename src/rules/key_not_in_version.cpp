@@ -10,7 +10,9 @@ void check(LintContext& ctx);
 
 extern const Rule kKeyNotInVersion;
 const Rule kKeyNotInVersion{
-    "key-not-in-version", Severity::error, "A key that does not exist in the targeted accelerate version",
+    "key-not-in-version",
+    Severity::error,
+    "A key that does not exist in the targeted accelerate version",
     "Keys come and go between releases (rules/accelerate/schema.yaml, from accelerate's git history): "
     "`enable_cpu_affinity` appeared in v0.29.0 (b8b353b7), `fp8_config` in v0.34.0, `parallelism_config` in "
     "v1.10.0 (6891c570), `tp_config` lived from v1.4.0 to v1.6.x, `ipex_config` was removed in v1.13.0, "
@@ -19,7 +21,8 @@ const Rule kKeyNotInVersion{
     "< 0.29), so it is an error; inside fsdp_config the key is silently ignored (a warning): "
     "`fsdp_version: 2` on accelerate 1.5 quietly runs FSDP1. Pass --accelerate-version (or --python-env) to "
     "check against the release you run.",
-    "remove a top-level key whose value is the default anyway", key_not_in_version::check};
+    "remove a top-level key whose value is the default anyway",
+    key_not_in_version::check};
 
 namespace key_not_in_version {
 std::string history(const KeySpec& k) {
@@ -38,7 +41,8 @@ void check(LintContext& ctx) {
     if (use.top_level()) {
       std::vector<TextEdit> fix;
       if (!k.default_value.empty() && e.value && e.value->is_scalar() &&
-          python_str(*e.value) == (k.type == "bool" ? (k.default_value == "true" ? "True" : "False") : k.default_value)) {
+          python_str(*e.value) ==
+              (k.type == "bool" ? (k.default_value == "true" ? "True" : "False") : k.default_value)) {
         const auto [b, end] = line_span(ctx.doc, e.key_pos.offset, entry_end(e));
         fix.push_back(ctx.edit(b, end - b, ""));
       }

@@ -32,18 +32,27 @@ std::string python_float(double v) {
 
 std::string python_str(const YamlNode& value) {
   switch (value.kind) {
-    case YamlNode::Kind::null: return "None";
-    case YamlNode::Kind::sequence: return "[...]";
-    case YamlNode::Kind::mapping: return "{...}";
-    case YamlNode::Kind::scalar: break;
+    case YamlNode::Kind::null:
+      return "None";
+    case YamlNode::Kind::sequence:
+      return "[...]";
+    case YamlNode::Kind::mapping:
+      return "{...}";
+    case YamlNode::Kind::scalar:
+      break;
   }
   const YamlScalar s = value.scalar();
   switch (s.type) {
-    case YamlType::null: return "None";
-    case YamlType::boolean: return s.boolean ? "True" : "False";
-    case YamlType::integer: return std::to_string(s.integer);
-    case YamlType::floating: return python_float(s.floating);
-    case YamlType::string: return value.text;
+    case YamlType::null:
+      return "None";
+    case YamlType::boolean:
+      return s.boolean ? "True" : "False";
+    case YamlType::integer:
+      return std::to_string(s.integer);
+    case YamlType::floating:
+      return python_float(s.floating);
+    case YamlType::string:
+      return value.text;
   }
   return value.text;
 }

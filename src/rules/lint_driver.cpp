@@ -68,7 +68,10 @@ std::vector<std::string_view> split_lines(std::string_view t) {
   std::size_t start = 0;
   while (start < t.size()) {
     std::size_t nl = t.find('\n', start);
-    if (nl == std::string_view::npos) { lines.push_back(t.substr(start)); break; }
+    if (nl == std::string_view::npos) {
+      lines.push_back(t.substr(start));
+      break;
+    }
     lines.push_back(t.substr(start, nl - start + 1));
     start = nl + 1;
   }
@@ -86,12 +89,18 @@ std::string unified_diff(const std::string& path, std::string_view before, std::
   if (n * m <= 4'000'000) {
     std::vector<std::vector<std::uint32_t>> l(n + 1, std::vector<std::uint32_t>(m + 1, 0));
     for (std::size_t i = n; i-- > 0;)
-      for (std::size_t j = m; j-- > 0;) l[i][j] = a[i] == b[j] ? l[i + 1][j + 1] + 1 : std::max(l[i + 1][j], l[i][j + 1]);
+      for (std::size_t j = m; j-- > 0;)
+        l[i][j] = a[i] == b[j] ? l[i + 1][j + 1] + 1 : std::max(l[i + 1][j], l[i][j + 1]);
     std::size_t i = 0, j = 0;
     while (i < n || j < m) {
-      if (i < n && j < m && a[i] == b[j]) { ops.push_back({' ', a[i]}); ++i; ++j; }
-      else if (i < n && (j == m || l[i + 1][j] >= l[i][j + 1])) ops.push_back({'-', a[i++]});
-      else ops.push_back({'+', b[j++]});
+      if (i < n && j < m && a[i] == b[j]) {
+        ops.push_back({' ', a[i]});
+        ++i;
+        ++j;
+      } else if (i < n && (j == m || l[i + 1][j] >= l[i][j + 1]))
+        ops.push_back({'-', a[i++]});
+      else
+        ops.push_back({'+', b[j++]});
     }
   } else {
     for (auto x : a) ops.push_back({'-', x});
@@ -101,15 +110,24 @@ std::string unified_diff(const std::string& path, std::string_view before, std::
   const std::size_t ctx = 3;
   std::size_t k = 0;
   while (k < ops.size()) {
-    if (ops[k].first == ' ') { ++k; continue; }
+    if (ops[k].first == ' ') {
+      ++k;
+      continue;
+    }
     // A hunk: from ctx lines before this change to ctx lines after the last change within 2*ctx.
     std::size_t start = k >= ctx ? k - ctx : 0;
     std::size_t end = k;
     while (end < ops.size()) {
-      if (ops[end].first != ' ') { ++end; continue; }
+      if (ops[end].first != ' ') {
+        ++end;
+        continue;
+      }
       std::size_t run = end;
       while (run < ops.size() && ops[run].first == ' ') ++run;
-      if (run == ops.size() || run - end > 2 * ctx) { end = std::min(ops.size(), end + ctx); break; }
+      if (run == ops.size() || run - end > 2 * ctx) {
+        end = std::min(ops.size(), end + ctx);
+        break;
+      }
       end = run;
     }
     std::size_t a_line = 1, b_line = 1;
@@ -122,7 +140,8 @@ std::string unified_diff(const std::string& path, std::string_view before, std::
       if (ops[x].first != '+') ++a_count;
       if (ops[x].first != '-') ++b_count;
     }
-    out += fmt::format("@@ -{},{} +{},{} @@\n", a_count ? a_line : a_line - 1, a_count, b_count ? b_line : b_line - 1, b_count);
+    out += fmt::format("@@ -{},{} +{},{} @@\n", a_count ? a_line : a_line - 1, a_count, b_count ? b_line : b_line - 1,
+                       b_count);
     for (std::size_t x = start; x < end; ++x) {
       out += ops[x].first;
       out += ops[x].second;
@@ -146,12 +165,17 @@ Version version_for_requirement(std::string_view spec, const AccelerateSchema& s
       return Version::parse(std::string_view(part).substr(op.size()));
     };
     if (auto x = take("==")) return *x;
-    if (auto x = take("<=")) v = std::min(v, *x);
+    if (auto x = take("<="))
+      v = std::min(v, *x);
     else if (auto x = take("<")) {
       // The release before x: the schema knows no release list, so step the minor version down.
       Version y = *x;
-      if (y.patch > 0) --y.patch;
-      else if (y.minor > 0) { --y.minor; y.patch = 99; }
+      if (y.patch > 0)
+        --y.patch;
+      else if (y.minor > 0) {
+        --y.minor;
+        y.patch = 99;
+      }
       v = std::min(v, y);
     }
   }

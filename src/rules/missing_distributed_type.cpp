@@ -10,11 +10,14 @@ void check(LintContext& ctx);
 
 extern const Rule kMissingDistributedType;
 const Rule kMissingDistributedType{
-    "missing-distributed-type", Severity::error, "distributed_type is missing",
+    "missing-distributed-type",
+    Severity::error,
+    "distributed_type is missing",
     "process_config (commands/config/config_args.py, factored out in v0.34.0, commit 1a6af0bd) raises "
     "`ValueError: A `distributed_type` must be specified in the config file.` when the key is absent. Older "
     "releases fell back to the dataclass default.",
-    "", missing_distributed_type::check};
+    "",
+    missing_distributed_type::check};
 
 namespace missing_distributed_type {
 void check(LintContext& ctx) {
@@ -23,8 +26,8 @@ void check(LintContext& ctx) {
   if (!k) return;
   const bool fails = k->required_from && ctx.version() >= *k->required_from;
   ctx.report(kMissingDistributedType, fails ? Severity::error : Severity::warning, ctx.doc.location(0, 0),
-             fails ? fmt::format("`distributed_type` is missing: accelerate {} raises `ValueError: {}`", ctx.version().str(),
-                                 k->required_message)
+             fails ? fmt::format("`distributed_type` is missing: accelerate {} raises `ValueError: {}`",
+                                 ctx.version().str(), k->required_message)
                    : "`distributed_type` is missing (required from accelerate 0.34.0)",
              "add e.g. `distributed_type: FSDP`");
 }

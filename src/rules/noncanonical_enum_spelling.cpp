@@ -10,13 +10,16 @@ void check(LintContext& ctx);
 
 extern const Rule kNoncanonicalEnumSpelling;
 const Rule kNoncanonicalEnumSpelling{
-    "noncanonical-enum-spelling", Severity::note, "An accepted but non-canonical spelling of a choice",
+    "noncanonical-enum-spelling",
+    Severity::note,
+    "An accepted but non-canonical spelling of a choice",
     "The FSDP plugin (utils/dataclasses.py, v0.26.0+) upper-cases names and maps 1-based integers to "
     "ShardingStrategy/BackwardPrefetch/StateDictType members, so `fsdp_sharding_strategy: 1` and `full_shard` both "
     "mean FULL_SHARD. The names are what `accelerate config` writes since v0.26.0 and what readers (and other "
     "tools, such as transformers' Trainer which maps its own options by name) expect; the integer form is easy to "
     "misread (3 is NO_SHARD).",
-    "write the canonical name", noncanonical_enum_spelling::check};
+    "write the canonical name",
+    noncanonical_enum_spelling::check};
 
 namespace noncanonical_enum_spelling {
 void check(LintContext& ctx) {
@@ -28,7 +31,7 @@ void check(LintContext& ctx) {
     if (!e.value || !e.value->is_scalar()) continue;
     const EnumMatch m = match_enum(k, *e.value, v);
     if (!m.matched || m.exact) continue;
-    if (m.integer_form && k.name_forms_since && v < *k.name_forms_since) continue;  // only integers work there
+    if (m.integer_form && k.name_forms_since && v < *k.name_forms_since) continue;   // only integers work there
     if (!m.integer_form && k.name_forms_since && v < *k.name_forms_since) continue;  // invalid-enum-value reports it
     const std::string written = python_str(*e.value);
     ctx.report(kNoncanonicalEnumSpelling, ctx.doc.value_location(e),

@@ -10,14 +10,17 @@ void check(LintContext& ctx);
 
 extern const Rule kRenamedKey;
 const Rule kRenamedKey{
-    "renamed-key", Severity::warning, "A key under a name that the targeted accelerate deprecated or ignores",
+    "renamed-key",
+    Severity::warning,
+    "A key under a name that the targeted accelerate deprecated or ignores",
     "Renames come from rules/accelerate/schema.yaml (`renamed_to`). `fsdp_backward_prefetch_policy` became "
     "`fsdp_backward_prefetch` in v0.26.0: v0.26.0-v0.34.x still map the old name with `FutureWarning: "
     "fsdp_backward_prefetch_policy is deprecated and will be removed in version 0.27.0 of Accelerate. Use "
     "fsdp_backward_prefetch instead`, and from v1.0.0 (79a84264, 'The Great Deprecation') the old key is "
     "silently ignored, so backward prefetching quietly falls back to the default. The official "
     "usage_guides/fsdp.md sample still shows the old name. `accelerate config update` does not rename it.",
-    "rename the key (or drop it when the new name is already present)", renamed_key::check};
+    "rename the key (or drop it when the new name is already present)",
+    renamed_key::check};
 
 namespace renamed_key {
 void check(LintContext& ctx) {
@@ -36,7 +39,8 @@ void check(LintContext& ctx) {
     if (use.section->prefix_optional && e.key.rfind(use.section->prefix, 0) != 0 &&
         new_name.rfind(use.section->prefix, 0) == 0)
       new_name = new_name.substr(use.section->prefix.size());
-    const bool new_present = use.section->name.empty() ? ctx.top(k.renamed_to) != nullptr : ctx.fsdp(k.renamed_to) != nullptr;
+    const bool new_present =
+        use.section->name.empty() ? ctx.top(k.renamed_to) != nullptr : ctx.fsdp(k.renamed_to) != nullptr;
     std::vector<TextEdit> fix;
     if (new_present) {
       const auto [b, end] = line_span(ctx.doc, e.key_pos.offset, entry_end(e));

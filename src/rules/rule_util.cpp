@@ -14,7 +14,10 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string>& 
   std::size_t best_d = std::max<std::size_t>(2, word.size() / 4) + 1;
   for (const auto& c : candidates) {
     const std::size_t d = edit_distance(lower, c);
-    if (d < best_d) { best_d = d; best = c; }
+    if (d < best_d) {
+      best_d = d;
+      best = c;
+    }
   }
   return best;
 }

@@ -13,14 +13,17 @@ void check(LintContext& ctx);
 
 extern const Rule kValueOutOfRange;
 const Rule kValueOutOfRange{
-    "value-out-of-range", Severity::error, "An integer setting is outside the values accelerate can launch with",
+    "value-out-of-range",
+    Severity::error,
+    "An integer setting is outside the values accelerate can launch with",
     "Integers reach torchrun and the FSDP plugin unchecked: accelerate launch passes num_processes // "
     "num_machines as --nproc_per_node and num_machines as --nnodes (utils/launch.py prepare_multi_gpu_env, "
     "v1.14.0), so a negative process count or zero machines starts nothing or fails in torchrun; a port must "
     "be a TCP port; ParallelismConfig raises `ValueError: ... must be at least 1` for a mesh size below 1; a "
     "negative fsdp_min_num_params silently disables the size policy. The ranges are data (schema.yaml "
     "`min`/`max`); a key's own default (num_processes: -1, \"unset\") is left to its rule.",
-    "", value_out_of_range::check};
+    "",
+    value_out_of_range::check};
 
 namespace value_out_of_range {
 void check(LintContext& ctx) {
@@ -37,10 +40,10 @@ void check(LintContext& ctx) {
     const std::string range = k.min && k.max ? fmt::format("{} to {}", *k.min, *k.max)
                               : k.min        ? fmt::format("at least {}", *k.min)
                                              : fmt::format("at most {}", *k.max);
-    ctx.report(kValueOutOfRange, ctx.doc.value_location(*use.entry),
-               fmt::format("`{}`: expected {}, found {}", use.entry->key, range, v),
-               use.entry->key == "num_processes" ? "num_processes is the total number of processes over all machines"
-                                                 : "");
+    ctx.report(
+        kValueOutOfRange, ctx.doc.value_location(*use.entry),
+        fmt::format("`{}`: expected {}, found {}", use.entry->key, range, v),
+        use.entry->key == "num_processes" ? "num_processes is the total number of processes over all machines" : "");
   }
 }
 }  // namespace value_out_of_range

@@ -10,14 +10,17 @@ void check(LintContext& ctx);
 
 extern const Rule kWhitespaceInClsList;
 const Rule kWhitespaceInClsList{
-    "whitespace-in-cls-list", Severity::error, "Spaces or empty items in the comma-separated class list",
+    "whitespace-in-cls-list",
+    Severity::error,
+    "Spaces or empty items in the comma-separated class list",
     "The plugin splits FSDP_TRANSFORMER_CLS_TO_WRAP with `str.split(\",\")` and does not strip "
     "(utils/dataclasses.py, v0.34.0 through v1.14.0), then looks each name up with get_module_class_from_name, "
     "which compares `type(module).__name__` exactly. `LlamaDecoderLayer, LlamaMLP` yields ' LlamaMLP', which no "
     "class is called, and wrapping fails with `ValueError: Could not find the transformer layer class  LlamaMLP "
     "in the model.` (accelerate#2872; before v0.34.0 the message has no class name). An empty item (a trailing or "
     "doubled comma) fails the same way.",
-    "remove the spaces and empty items", whitespace_in_cls_list::check};
+    "remove the spaces and empty items",
+    whitespace_in_cls_list::check};
 
 namespace whitespace_in_cls_list {
 std::string trim(std::string_view s) {
@@ -53,14 +56,16 @@ void check(LintContext& ctx) {
   std::string joined;
   for (const auto& c : clean) joined += (joined.empty() ? "" : ",") + c;
   const YamlNode& v = *cls->value;
-  const std::string replacement = v.quoted && !v.text.empty() && v.end > v.pos.offset &&
-                                          ctx.doc.text[v.pos.offset] == '"' ? "\"" + joined + "\""
-                                  : v.quoted ? single_quoted(joined) : joined;
+  const std::string replacement =
+      v.quoted && !v.text.empty() && v.end > v.pos.offset && ctx.doc.text[v.pos.offset] == '"' ? "\"" + joined + "\""
+      : v.quoted                                                                               ? single_quoted(joined)
+                                                                                               : joined;
   std::vector<TextEdit> fix;
   if (!joined.empty() && v.end > v.pos.offset) fix.push_back(ctx.edit(v.pos.offset, v.end - v.pos.offset, replacement));
-  const std::string version_msg = ctx.version() >= Version{0, 34, 0}
-                                      ? fmt::format("`ValueError: Could not find the transformer layer class {} in the model.`", bad)
-                                      : "`Exception: Could not find the transformer layer class to wrap in the model.`";
+  const std::string version_msg =
+      ctx.version() >= Version{0, 34, 0}
+          ? fmt::format("`ValueError: Could not find the transformer layer class {} in the model.`", bad)
+          : "`Exception: Could not find the transformer layer class to wrap in the model.`";
   ctx.report(kWhitespaceInClsList, ctx.doc.value_location(*cls),
              fmt::format("the class list '{}' contains '{}': accelerate splits on ',' without stripping, so FSDP "
                          "wrapping fails with {}",

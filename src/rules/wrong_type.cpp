@@ -15,29 +15,41 @@ void check(LintContext& ctx);
 
 extern const Rule kWrongType;
 const Rule kWrongType{
-    "wrong-type", Severity::error, "A value of the wrong type",
+    "wrong-type",
+    Severity::error,
+    "A value of the wrong type",
     "Top-level values are used as loaded: `use_cpu: 'false'` is a non-empty str, which Python treats as True. "
     "fsdp_config values bypass argparse `type=` (launch.py sets them with setattr) and reach the FSDP plugin as "
     "environment variables, str(value): booleans go through str_to_bool (utils/environment.py), which accepts "
     "y/yes/t/true/on/1 and n/no/f/false/off/0 in any case and raises `ValueError: invalid truth value ...` for "
     "anything else; integers go through int(). fsdp_transformer_layer_cls_to_wrap is split on commas, so a YAML "
     "list becomes the string \"['A', 'B']\" and no class matches.",
-    "turn a YAML list of class names into the comma-separated string accelerate expects", wrong_type::check};
+    "turn a YAML list of class names into the comma-separated string accelerate expects",
+    wrong_type::check};
 
 namespace wrong_type {
 const char* kind_name(const YamlNode& n) {
   switch (n.kind) {
-    case YamlNode::Kind::null: return "null";
-    case YamlNode::Kind::mapping: return "a mapping";
-    case YamlNode::Kind::sequence: return "a list";
-    case YamlNode::Kind::scalar: break;
+    case YamlNode::Kind::null:
+      return "null";
+    case YamlNode::Kind::mapping:
+      return "a mapping";
+    case YamlNode::Kind::sequence:
+      return "a list";
+    case YamlNode::Kind::scalar:
+      break;
   }
   switch (n.scalar().type) {
-    case YamlType::null: return "null";
-    case YamlType::boolean: return "a boolean";
-    case YamlType::integer: return "an integer";
-    case YamlType::floating: return "a float";
-    case YamlType::string: return "a string";
+    case YamlType::null:
+      return "null";
+    case YamlType::boolean:
+      return "a boolean";
+    case YamlType::integer:
+      return "an integer";
+    case YamlType::floating:
+      return "a float";
+    case YamlType::string:
+      return "a string";
   }
   return "a string";
 }
@@ -54,7 +66,8 @@ void check(LintContext& ctx) {
     if (n.is_null() || (n.is_scalar() && n.scalar().type == YamlType::null)) continue;  // an unset value
     const YamlScalar s = n.scalar();
     const bool scalar = n.is_scalar();
-    auto bad = [&](std::string expected, std::string help = {}, std::vector<TextEdit> fix = {}, Severity sev = Severity::error) {
+    auto bad = [&](std::string expected, std::string help = {}, std::vector<TextEdit> fix = {},
+                   Severity sev = Severity::error) {
       ctx.report(kWrongType, sev, where, fmt::format("`{}`: expected {}, found {}", e.key, expected, kind_name(n)),
                  std::move(help), std::move(fix));
     };
@@ -68,27 +81,35 @@ void check(LintContext& ctx) {
         bad("true or false",
             fmt::format("'{}' is a non-empty string, which Python treats as True; write {} unquoted", n.text,
                         plain_word ? "`" + lower + "`" : "true or false"),
-            plain_word ? std::vector<TextEdit>{ctx.edit(n.pos.offset, n.end - n.pos.offset, lower)} : std::vector<TextEdit>{});
+            plain_word ? std::vector<TextEdit>{ctx.edit(n.pos.offset, n.end - n.pos.offset, lower)}
+                       : std::vector<TextEdit>{});
       }
     } else if (k.type == "env_bool") {
-      if (!scalar) bad("true or false");
+      if (!scalar)
+        bad("true or false");
       else if (!is_truth_string(python_str(n)))
         bad("a truth value (true/false, yes/no, 1/0)",
             fmt::format("accelerate's str_to_bool raises `ValueError: invalid truth value {}`", python_str(n)));
     } else if (k.type == "int") {
-      if (!scalar || s.type == YamlType::boolean || s.type == YamlType::floating) bad("an integer");
-      else if (s.type == YamlType::string && n.text.find_first_not_of("0123456789") == std::string::npos && !n.text.empty())
+      if (!scalar || s.type == YamlType::boolean || s.type == YamlType::floating)
+        bad("an integer");
+      else if (s.type == YamlType::string && n.text.find_first_not_of("0123456789") == std::string::npos &&
+               !n.text.empty())
         bad("an integer", "write the number without quotes", {ctx.edit(n.pos.offset, n.end - n.pos.offset, n.text)},
             Severity::warning);
       else if (s.type == YamlType::string && n.text.find_first_of("eE") == std::string::npos)
         bad("an integer");
     } else if (k.type == "env_int") {
-      if (!scalar || s.type == YamlType::boolean) bad("an integer");
-      else if (s.type == YamlType::string && (n.text.empty() || n.text.find_first_not_of("0123456789") != std::string::npos) &&
+      if (!scalar || s.type == YamlType::boolean)
+        bad("an integer");
+      else if (s.type == YamlType::string &&
+               (n.text.empty() || n.text.find_first_not_of("0123456789") != std::string::npos) &&
                n.text.find_first_of("eE") == std::string::npos)
-        bad("an integer", fmt::format("int() raises `ValueError: invalid literal for int() with base 10: '{}'`", n.text));
+        bad("an integer",
+            fmt::format("int() raises `ValueError: invalid literal for int() with base 10: '{}'`", n.text));
     } else if (k.type == "string" || k.type == "regex") {
-      if (!scalar) bad("a string");
+      if (!scalar)
+        bad("a string");
       else if (s.type == YamlType::integer || s.type == YamlType::floating)
         bad("a string", fmt::format("quote it: `{}: {}`", e.key, single_quoted(n.text)),
             {ctx.edit(n.pos.offset, n.end - n.pos.offset, single_quoted(n.text))}, Severity::warning);
@@ -99,8 +120,10 @@ void check(LintContext& ctx) {
         std::string joined;
         bool simple = true;
         for (const auto& item : n.items) {
-          if (!item->is_scalar()) simple = false;
-          else joined += (joined.empty() ? "" : ",") + item->text;
+          if (!item->is_scalar())
+            simple = false;
+          else
+            joined += (joined.empty() ? "" : ",") + item->text;
         }
         bad("a comma-separated string of class names",
             "accelerate splits str(value) on commas; a YAML list becomes \"['A', 'B']\" and no class matches",

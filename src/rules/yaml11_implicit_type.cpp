@@ -14,7 +14,9 @@ void check(LintContext& ctx);
 
 extern const Rule kYaml11ImplicitType;
 const Rule kYaml11ImplicitType{
-    "yaml11-implicit-type", Severity::error, "YAML 1.1 turns a plain value into the wrong type",
+    "yaml11-implicit-type",
+    Severity::error,
+    "YAML 1.1 turns a plain value into the wrong type",
     "accelerate loads the file with PyYAML (YAML 1.1): unquoted `no`, `yes`, `on`, `off` (any case) are booleans, "
     "and a float needs a dot and a signed exponent, so `1e8` stays the string '1e8' while `1.0e+8` is a float. "
     "`mixed_precision: no` therefore loads as False: v0.19.0 (PR #1386) turned that back into 'no', but v0.34.0 "
@@ -23,7 +25,8 @@ const Rule kYaml11ImplicitType{
     "only when it is a str. For integer FSDP settings the value is exported as str(value) and read with int(): "
     "'1e8' and '100000000.0' both fail with `ValueError: invalid literal for int() with base 10`. The files "
     "`accelerate config` writes quote these values ('NO', 'no').",
-    "quote YAML-1.1 booleans; write scientific-notation integers out in full", yaml11_implicit_type::check};
+    "quote YAML-1.1 booleans; write scientific-notation integers out in full",
+    yaml11_implicit_type::check};
 
 namespace yaml11_implicit_type {
 bool wants_string(const KeySpec& k) {
@@ -49,15 +52,18 @@ void check(LintContext& ctx) {
       std::string consequence = "accelerate compares it with strings and fails";
       if (k.yaml_bool_crash_from) {
         if (v >= *k.yaml_bool_crash_from) {
-          consequence = fmt::format("accelerate {} fails with `AttributeError: 'bool' object has no attribute 'lower'`", v.str());
+          consequence =
+              fmt::format("accelerate {} fails with `AttributeError: 'bool' object has no attribute 'lower'`", v.str());
         } else {
           sev = Severity::warning;
-          consequence = fmt::format("accelerate {} still maps False to 'no', but v0.34.0 and later crash on it", v.str());
+          consequence =
+              fmt::format("accelerate {} still maps False to 'no', but v0.34.0 and later crash on it", v.str());
         }
       } else if (k.name == "distributed_type") {
         consequence = "DistributedType() is applied only to strings, so no paradigm matches";
       } else if (!k.env.empty()) {
-        consequence = fmt::format("it is exported as {}={}, which is not one of the accepted values", k.env, s.boolean ? "True" : "False");
+        consequence = fmt::format("it is exported as {}={}, which is not one of the accepted values", k.env,
+                                  s.boolean ? "True" : "False");
       }
       ctx.report(kYaml11ImplicitType, sev, where,
                  fmt::format("`{}: {}` is the boolean {} in YAML 1.1, not the string '{}': {}", e.key, e.value->text,

@@ -6,11 +6,14 @@ namespace shardcheck::rules {
 
 extern const Rule kYamlLimits;
 const Rule kYamlLimits{
-    "yaml-limits", Severity::error, "The input exceeds the size, depth or alias-expansion limits",
+    "yaml-limits",
+    Severity::error,
+    "The input exceeds the size, depth or alias-expansion limits",
     "Real accelerate configs are a few KiB with at most three levels of nesting. shardcheck refuses files over "
     "1 MiB, nesting deeper than 64 levels, scalars over 64 KiB and documents whose aliases expand to more than "
     "100,000 nodes (the 'billion laughs' pattern), so that linting stays bounded in time and memory. PyYAML "
     "itself would expand such aliases.",
-    "", nullptr};
+    "",
+    nullptr};
 
 }  // namespace shardcheck::rules

@@ -9,7 +9,8 @@
 namespace shardcheck {
 namespace {
 
-Diagnostic unit_error(const ModuleTree& tree, const ShardUnit& unit, std::string code, std::string message, std::string help) {
+Diagnostic unit_error(const ModuleTree& tree, const ShardUnit& unit, std::string code, std::string message,
+                      std::string help) {
   Diagnostic d;
   d.code = std::move(code);
   d.severity = Severity::error;
@@ -22,23 +23,23 @@ Diagnostic unit_error(const ModuleTree& tree, const ShardUnit& unit, std::string
 
 // FlatParamHandle._validate_tensors_to_flatten (2.x) / FlatParameter checks (1.13): the error
 // FSDP raises while wrapping, reported before launch.
-void validate_flattenable(const ModuleTree& tree, const ShardUnit& unit, const FsdpSettings& s, const ParamTable& params,
-                          const std::vector<int>& owned, DiagnosticSink& sink) {
+void validate_flattenable(const ModuleTree& tree, const ShardUnit& unit, const FsdpSettings& s,
+                          const ParamTable& params, const std::vector<int>& owned, DiagnosticSink& sink) {
   if (owned.empty()) return;
   const bool v113 = s.torch_version.value < Version{2, 0, 0};
   const bool orig = s.use_orig_params.value && !v113;
   const ParamEntry& first = params[owned.front()];
   if (!dtype_is_floating(first.dtype)) {
-    sink.report(unit_error(tree, unit, "PLAN001",
-                           fmt::format("ValueError: {} (first parameter {} is {})",
-                                       v113 ? "Integer parameters are unsupported" : "Cannot flatten integer dtype tensors",
-                                       first.fqn, torch_dtype_name(first.dtype)),
-                           tree.quantized_4bit()
-                               ? "bitsandbytes stores 4-bit weights in bnb_4bit_quant_storage (uint8 by default), which "
-                                 "FSDP1 cannot flatten: set bnb_4bit_quant_storage to the dtype the model is loaded in "
-                                 "(e.g. bfloat16 with torch_dtype=bfloat16, peft's FSDP+QLoRA guide), or use FSDP2 "
-                                 "(accelerate >= 1.14 leaves integer 4-bit weights whole on every rank)"
-                               : "FSDP cannot shard integer parameters; mark them as ignored or keep them out of FSDP"));
+    sink.report(unit_error(
+        tree, unit, "PLAN001",
+        fmt::format("ValueError: {} (first parameter {} is {})",
+                    v113 ? "Integer parameters are unsupported" : "Cannot flatten integer dtype tensors", first.fqn,
+                    torch_dtype_name(first.dtype)),
+        tree.quantized_4bit() ? "bitsandbytes stores 4-bit weights in bnb_4bit_quant_storage (uint8 by default), which "
+                                "FSDP1 cannot flatten: set bnb_4bit_quant_storage to the dtype the model is loaded in "
+                                "(e.g. bfloat16 with torch_dtype=bfloat16, peft's FSDP+QLoRA guide), or use FSDP2 "
+                                "(accelerate >= 1.14 leaves integer 4-bit weights whole on every rank)"
+                              : "FSDP cannot shard integer parameters; mark them as ignored or keep them out of FSDP"));
     return;
   }
   for (int pidx : owned) {

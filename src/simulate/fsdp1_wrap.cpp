@@ -50,10 +50,10 @@ class Fsdp1Wrapper {
   const ParamTable& params_;
   bool bn_override_ = false;
   bool orig_params_ = false;
-  std::vector<int> unit_of_;                    // module -> unit index or -1
-  std::vector<int> unit_modules_;               // creation order (post-order)
-  std::vector<std::vector<int>> unit_params_;   // param-table indices per unit, flat order
-  std::vector<char> flattened_;                 // storage -> use_orig_params=True: _fsdp_flattened mark
+  std::vector<int> unit_of_;                   // module -> unit index or -1
+  std::vector<int> unit_modules_;              // creation order (post-order)
+  std::vector<std::vector<int>> unit_params_;  // param-table indices per unit, flat order
+  std::vector<char> flattened_;                // storage -> use_orig_params=True: _fsdp_flattened mark
   // Storage -> the last walk that counted it, so that one walk counts a shared storage once
   // without a set per walk (recursive_wrap walks every subtree it asks about: DeepSeek-V3's ~1.2k
   // modules cost a hash set and its allocations each; now a compare per parameter).
@@ -79,7 +79,8 @@ class Fsdp1Wrapper {
   bool base_policy(int m, bool recurse, std::int64_t n) const {
     const Module& mod = tree_.modules[m];
     switch (s_.policy.value) {
-      case WrapPolicyKind::none: return false;
+      case WrapPolicyKind::none:
+        return false;
       case WrapPolicyKind::peft: {
         // peft utils/other.py fsdp_auto_wrap_policy: _or_policy(lambda_auto_wrap_policy(leaf with a
         // trainable `weight`), transformer_auto_wrap_policy(classes)); both answer True to recurse.
@@ -185,7 +186,8 @@ void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const Shard
                       DiagnosticSink& sink) {
   if (!s.use_orig_params.value || plan.strategy == ShardingStrategy::no_shard) return;
   std::vector<int> unit_at(tree.modules.size(), -1);
-  for (std::size_t u = 0; u < unit_modules.size(); ++u) unit_at[static_cast<std::size_t>(unit_modules[u])] = static_cast<int>(u);
+  for (std::size_t u = 0; u < unit_modules.size(); ++u)
+    unit_at[static_cast<std::size_t>(unit_modules[u])] = static_cast<int>(u);
   auto managing_unit = [&](int m) {
     while (m >= 0 && unit_at[static_cast<std::size_t>(m)] < 0) m = tree.modules[static_cast<std::size_t>(m)].parent;
     return m < 0 ? -1 : unit_at[static_cast<std::size_t>(m)];
@@ -213,10 +215,11 @@ void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const Shard
         "its own modules' registrations, so '{}' runs on the rank's 1-D shard",
         target.shape.size() > 1 ? target.shape.back() : target.numel, shard, mod.path, p.fqn, target.fqn, owner_path,
         mod.path);
-    d.help = fmt::format("keep '{}' and '{}' in one unit: TRANSFORMER_BASED_WRAP leaves a tied embedding and head in the "
-                         "root unit; or use_orig_params: false (the head then gets its own flattened copy, PLAN004); "
-                         "NO_SHARD is not affected",
-                         owner_path, mod.path);
+    d.help = fmt::format(
+        "keep '{}' and '{}' in one unit: TRANSFORMER_BASED_WRAP leaves a tied embedding and head in the "
+        "root unit; or use_orig_params: false (the head then gets its own flattened copy, PLAN004); "
+        "NO_SHARD is not affected",
+        owner_path, mod.path);
     d.exit_code = ExitCode::findings;
     sink.report(std::move(d));
     return;  // torch stops at the first one

@@ -16,7 +16,7 @@ namespace shardcheck {
 namespace {
 
 struct Group {
-  std::vector<int> roots;                 // modules passed to fully_shard (one, or a list)
+  std::vector<int> roots;  // modules passed to fully_shard (one, or a list)
   std::optional<bool> reshard_after_forward;
   bool is_root = false;
 };
@@ -24,7 +24,10 @@ struct Group {
 class Fsdp2Planner {
  public:
   Fsdp2Planner(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params)
-      : tree_(tree), s_(s), params_(params), has_state_(tree.modules.size(), false),
+      : tree_(tree),
+        s_(s),
+        params_(params),
+        has_state_(tree.modules.size(), false),
         managing_group_(tree.modules.size(), -1) {}
 
   // The first error torch raises inside a fully_shard call; the caller stops there, so no later
@@ -33,9 +36,12 @@ class Fsdp2Planner {
 
   std::vector<std::pair<Group, std::vector<int>>> run() {
     switch (s_.fsdp2_caller.value) {
-      case Fsdp2Caller::torchtitan: return run_torchtitan();
-      case Fsdp2Caller::transformers: return run_transformers();
-      case Fsdp2Caller::accelerate: break;
+      case Fsdp2Caller::torchtitan:
+        return run_torchtitan();
+      case Fsdp2Caller::transformers:
+        return run_transformers();
+      case Fsdp2Caller::accelerate:
+        break;
     }
     return run_accelerate();
   }
@@ -281,9 +287,10 @@ class Fsdp2Planner {
       return "accelerate's fsdp2_prepare_model (v1.14+ carves the embeddings and the final norm into their own "
              "groups)";
     if (s_.policy.value == WrapPolicyKind::size)
-      return fmt::format("accelerate's SIZE_BASED_WRAP (fully_shard on every module with more than {} parameters, "
-                         "containers included)",
-                         s_.min_num_params.value);
+      return fmt::format(
+          "accelerate's SIZE_BASED_WRAP (fully_shard on every module with more than {} parameters, "
+          "containers included)",
+          s_.min_num_params.value);
     return "accelerate's auto-wrap policy";
   }
 
@@ -292,9 +299,10 @@ class Fsdp2Planner {
     Diagnostic d;
     d.code = "PLAN017";
     d.location = model_location(tree_, mod.path);
-    d.message = fmt::format("ValueError: fully_shard does not support containers that do not implement forward: {}(...) "
-                            "at '{}', which {} passes to fully_shard",
-                            mod.cls, mod.path, who_calls(m));
+    d.message = fmt::format(
+        "ValueError: fully_shard does not support containers that do not implement forward: {}(...) "
+        "at '{}', which {} passes to fully_shard",
+        mod.cls, mod.path, who_calls(m));
     d.help = s_.policy.value == WrapPolicyKind::size
                  ? "under FSDP2 accelerate's size policy also selects the ModuleList holding the layers; use "
                    "fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP (the decoder layer classes) instead"
@@ -310,10 +318,11 @@ class Fsdp2Planner {
     Diagnostic d;
     d.code = "PLAN018";
     d.location = model_location(tree_, mod.path);
-    d.message = fmt::format("RuntimeError: Cannot concatenate overlapping meshes: {} calls fully_shard on '{}', "
-                            "whose parameters the earlier fully_shard group of '{}' already sharded (it is managed "
-                            "by that group without being an FSDPModule itself)",
-                            who_calls(root), mod.path, owner_path.empty() ? "<root>" : owner_path);
+    d.message = fmt::format(
+        "RuntimeError: Cannot concatenate overlapping meshes: {} calls fully_shard on '{}', "
+        "whose parameters the earlier fully_shard group of '{}' already sharded (it is managed "
+        "by that group without being an FSDPModule itself)",
+        who_calls(root), mod.path, owner_path.empty() ? "<root>" : owner_path);
     d.help = s_.policy.value == WrapPolicyKind::size
                  ? "accelerate checks only isinstance(module, FSDPModule) before sharding the embeddings and the "
                    "final norm; use fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP so that the size policy does "
@@ -337,8 +346,8 @@ std::optional<bool> effective_reshard(const Group& g, const Version& torch) {
 // lazy init, i.e. the first forward: a group holds one original dtype. Up to 2.7 every parameter
 // counts; from 2.8 only those that require grad (pytorch PR #154103, May 2025), so frozen weights
 // may differ. (FSDP2 in 2.4/2.5 first raised "Mixed dtype not supported yet" from the all-gather.)
-void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const std::vector<int>& owned, const ParamTable& params,
-                         const FsdpSettings& s, DiagnosticSink& sink) {
+void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const std::vector<int>& owned,
+                         const ParamTable& params, const FsdpSettings& s, DiagnosticSink& sink) {
   const bool trainable_only = s.torch_version.value >= Version{2, 8, 0};
   std::set<std::string> names;
   std::vector<DType> dtypes;
@@ -356,9 +365,10 @@ void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const st
   Diagnostic d;
   d.code = "PLAN006";
   d.location = model_location(tree, unit.path);
-  d.message = fmt::format("AssertionError: FSDP expects uniform original parameter dtype but got {{{}}} (raised at the "
-                          "first forward by this fully_shard group{})",
-                          set, trainable_only ? ", over its parameters that require grad" : "");
+  d.message = fmt::format(
+      "AssertionError: FSDP expects uniform original parameter dtype but got {{{}}} (raised at the "
+      "first forward by this fully_shard group{})",
+      set, trainable_only ? ", over its parameters that require grad" : "");
   d.help = mixed_dtype_help(dtypes, fqns);
   d.exit_code = ExitCode::findings;
   sink.report(std::move(d));
@@ -377,7 +387,8 @@ void check_no_duplicate_params(const ModuleTree& tree, const std::vector<std::pa
   auto first_module = [&](std::size_t g) {
     return *std::min_element(groups[g].first.roots.begin(), groups[g].first.roots.end());
   };
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return first_module(a) < first_module(b); });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return first_module(a) < first_module(b); });
   std::unordered_map<int, std::size_t> first_group;
   for (std::size_t gi : order)
     for (int pidx : groups[gi].second) {
@@ -392,15 +403,17 @@ void check_no_duplicate_params(const ModuleTree& tree, const std::vector<std::pa
       Diagnostic d;
       d.code = "PLAN019";
       d.location = model_location(tree, p.fqn);
-      d.message = fmt::format("ValueError: Parameter '{}' is shared with a parameter already managed by another FSDP "
-                              "group. For shared/tied parameters, use fully_shard([module_a, module_b]) to place them "
-                              "in the same FSDP group. (raised at the first forward: the group of [{}] and the group of "
-                              "[{}] both hold it)",
-                              p.fqn, paths(it->second), paths(gi));
-      d.help = "a tied embedding and LM head must share one fully_shard group, which accelerate 1.14's "
-               "fsdp2_prepare_model does not do (it groups [final norm, embedding] and leaves the head to the root): "
-               "train with fsdp_version: 1 (TRANSFORMER_BASED_WRAP leaves both in the root unit), or untie the head "
-               "before accelerator.prepare (model.lm_head.weight = nn.Parameter(model.lm_head.weight.clone()))";
+      d.message = fmt::format(
+          "ValueError: Parameter '{}' is shared with a parameter already managed by another FSDP "
+          "group. For shared/tied parameters, use fully_shard([module_a, module_b]) to place them "
+          "in the same FSDP group. (raised at the first forward: the group of [{}] and the group of "
+          "[{}] both hold it)",
+          p.fqn, paths(it->second), paths(gi));
+      d.help =
+          "a tied embedding and LM head must share one fully_shard group, which accelerate 1.14's "
+          "fsdp2_prepare_model does not do (it groups [final norm, embedding] and leaves the head to the root): "
+          "train with fsdp_version: 1 (TRANSFORMER_BASED_WRAP leaves both in the root unit), or untie the head "
+          "before accelerator.prepare (model.lm_head.weight = nn.Parameter(model.lm_head.weight.clone()))";
       d.exit_code = ExitCode::findings;
       sink.report(std::move(d));
       return;
@@ -449,9 +462,10 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
         Diagnostic d;
         d.code = "PLAN005";
         d.location = model_location(tree, p.fqn);
-        d.message = fmt::format("ValueError: fully_shard doesn't support scalar parameters. Change {} to a 1D tensor "
-                                "with numel equal to 1.",
-                                p.fqn);
+        d.message = fmt::format(
+            "ValueError: fully_shard doesn't support scalar parameters. Change {} to a 1D tensor "
+            "with numel equal to 1.",
+            p.fqn);
         d.exit_code = ExitCode::findings;
         scratch.report(std::move(d));
         continue;
@@ -470,7 +484,8 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       }
       ps.rows_per_rank = chunk_size(d0, w);  // chunks[0].size(0)
       for (int r = 0; r < w; ++r)
-        unit.rank_pad[static_cast<std::size_t>(r)] += (ps.rows_per_rank - chunk_real(d0, ps.rows_per_rank, r)) * ps.row_numel;
+        unit.rank_pad[static_cast<std::size_t>(r)] +=
+            (ps.rows_per_rank - chunk_real(d0, ps.rows_per_rank, r)) * ps.row_numel;
       unit.shard_numel += ps.rows_per_rank * ps.row_numel;
       unit.params.push_back(p.fqn);
       unit.param_numels.push_back(p.numel);

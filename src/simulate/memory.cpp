@@ -98,8 +98,8 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   std::vector<std::uint64_t> flowing, grads, unsharded_grad;
   const BackwardPrefetch prefetch = plan.fsdp_version == 2 ? BackwardPrefetch::pre : s.backward_prefetch.value;
   std::vector<std::string> names;
-  const bool zero2 = plan.strategy == ShardingStrategy::shard_grad_op ||
-                     plan.strategy == ShardingStrategy::hybrid_shard_zero2;
+  const bool zero2 =
+      plan.strategy == ShardingStrategy::shard_grad_op || plan.strategy == ShardingStrategy::hybrid_shard_zero2;
   for (const auto& u : plan.units) {
     const std::uint64_t g = unsharded(plan, u);
     const bool stays = plan.fsdp_version == 1 ? (is_root(u) || zero2) : !u.reshard_after_forward.value_or(true);
@@ -118,7 +118,10 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   std::size_t fwd_at = 0, bwd_at = 0;
   for (std::size_t i = 0; i < flowing.size(); ++i) {
     const std::uint64_t pair = flowing[i] + (i + 1 < flowing.size() ? flowing[i + 1] : 0);
-    if (pair > fwd) { fwd = pair; fwd_at = i; }
+    if (pair > fwd) {
+      fwd = pair;
+      fwd_at = i;
+    }
     // Backward, reverse order (fsdp-semantics.md §3.3). BACKWARD_PRE (and FSDP2's implicit
     // one-ahead prefetch): the unit computing, the previous unit already prefetched, its grad
     // temporaries. BACKWARD_POST: the next all-gather is issued in the post-backward, after this
@@ -126,11 +129,20 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
     const std::uint64_t previous = i > 0 ? flowing[i - 1] : 0;
     std::uint64_t b = 0;
     switch (prefetch) {
-      case BackwardPrefetch::pre: b = flowing[i] + previous + grads[i]; break;
-      case BackwardPrefetch::post: b = std::max(flowing[i] + unsharded_grad[i], grads[i] + previous); break;
-      case BackwardPrefetch::none: b = flowing[i] + grads[i]; break;
+      case BackwardPrefetch::pre:
+        b = flowing[i] + previous + grads[i];
+        break;
+      case BackwardPrefetch::post:
+        b = std::max(flowing[i] + unsharded_grad[i], grads[i] + previous);
+        break;
+      case BackwardPrefetch::none:
+        b = flowing[i] + grads[i];
+        break;
     }
-    if (b > bwd) { bwd = b; bwd_at = i; }
+    if (b > bwd) {
+      bwd = b;
+      bwd_at = i;
+    }
   }
   Transient t;
   t.bytes = kept + std::max(fwd, bwd);
@@ -204,10 +216,14 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
 
 const char* verdict_name(FitVerdict v) {
   switch (v) {
-    case FitVerdict::fits: return "fits";
-    case FitVerdict::fits_without_activations: return "fits_without_activations";
-    case FitVerdict::does_not_fit: return "does_not_fit";
-    case FitVerdict::withheld: return "withheld";
+    case FitVerdict::fits:
+      return "fits";
+    case FitVerdict::fits_without_activations:
+      return "fits_without_activations";
+    case FitVerdict::does_not_fit:
+      return "does_not_fit";
+    case FitVerdict::withheld:
+      return "withheld";
   }
   return "?";
 }
@@ -280,7 +296,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
   }
   est.fits = est.peak <= est.gpu_memory;
   est.headroom = static_cast<std::int64_t>(est.gpu_memory) - static_cast<std::int64_t>(est.peak);
-  est.verdict = !est.fits                      ? FitVerdict::does_not_fit
+  est.verdict = !est.fits                   ? FitVerdict::does_not_fit
                 : est.activations.available ? FitVerdict::fits
                                             : FitVerdict::fits_without_activations;
   return est;
@@ -289,10 +305,12 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
 CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth) {
   CommVolume cv;
   cv.bus_bandwidth = bus_bandwidth;
-  const auto ring = [&](std::uint64_t size, int n, double factor) { return ring_seconds(size, n, factor, bus_bandwidth); };
+  const auto ring = [&](std::uint64_t size, int n, double factor) {
+    return ring_seconds(size, n, factor, bus_bandwidth);
+  };
   // NO_SHARD all-reduces over the shard group; HSDP all-reduces the shards over the replicas.
-  const int ar_ranks = plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard ? plan.shard_group
-                                                                                              : plan.replicate_group;
+  const int ar_ranks =
+      plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard ? plan.shard_group : plan.replicate_group;
   for (const auto& u : plan.units) {
     CollectiveBytes cb;
     cb.unit = u.path;
@@ -308,10 +326,9 @@ CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwi
         const std::uint64_t ag = bytes(u.padded_numel, d.c);
         cb.all_gather += ag;
         cb.all_gathers += 1;
-        const bool freed = plan.fsdp_version == 1
-                               ? !is_root(u) && (plan.strategy == ShardingStrategy::full_shard ||
-                                                 plan.strategy == ShardingStrategy::hybrid_shard)
-                               : u.reshard_after_forward.value_or(true);
+        const bool freed = plan.fsdp_version == 1 ? !is_root(u) && (plan.strategy == ShardingStrategy::full_shard ||
+                                                                    plan.strategy == ShardingStrategy::hybrid_shard)
+                                                  : u.reshard_after_forward.value_or(true);
         if (freed) {
           cb.all_gather += ag;
           cb.all_gathers += 1;
@@ -354,7 +371,8 @@ TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree,
   // accelerate's activation checkpointing wraps the policy's blocks, whose forward runs again in backward.
   const auto recomputed = [&](int m) {
     if (!s.activation_checkpointing.value) return false;
-    for (int a = tree.modules[static_cast<std::size_t>(m)].parent; a >= 0; a = tree.modules[static_cast<std::size_t>(a)].parent)
+    for (int a = tree.modules[static_cast<std::size_t>(m)].parent; a >= 0;
+         a = tree.modules[static_cast<std::size_t>(a)].parent)
       for (const auto& cls : s.wrap_classes.value)
         if (tree.is_instance(tree.modules[static_cast<std::size_t>(a)], cls)) return true;
     return false;
@@ -382,7 +400,8 @@ TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree,
     // the first's size (transformers' _AllGather / _Split allocate empty_like of the local piece).
     const auto gathered = [&](int dim) {
       const std::uint64_t n = features(dim);
-      return static_cast<std::uint64_t>(t.tp_size) * static_cast<std::uint64_t>(chunk_size(static_cast<std::int64_t>(n), t.tp_size));
+      return static_cast<std::uint64_t>(t.tp_size) *
+             static_cast<std::uint64_t>(chunk_size(static_cast<std::int64_t>(n), t.tp_size));
     };
     const auto add = [&](std::uint64_t& bytes, int& calls, std::uint64_t per_call, int times) {
       bytes += static_cast<std::uint64_t>(times) * per_call;
@@ -392,10 +411,12 @@ TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree,
     if (weight) {
       if (st.forward_all_reduce)
         add(c.all_reduce, c.all_reduces, tokens * features(*st.forward_all_reduce) * act_bytes, forwards);
-      if (st.backward_all_reduce) add(c.all_reduce, c.all_reduces, tokens * features(*st.backward_all_reduce) * act_bytes, 1);
+      if (st.backward_all_reduce)
+        add(c.all_reduce, c.all_reduces, tokens * features(*st.backward_all_reduce) * act_bytes, 1);
       if (st.forward_all_gather)
         add(c.all_gather, c.all_gathers, tokens * gathered(*st.forward_all_gather) * act_bytes, forwards);
-      if (st.backward_all_gather) add(c.all_gather, c.all_gathers, tokens * gathered(*st.backward_all_gather) * act_bytes, 1);
+      if (st.backward_all_gather)
+        add(c.all_gather, c.all_gathers, tokens * gathered(*st.backward_all_gather) * act_bytes, 1);
     }
     if (st.routing_all_reduce) {
       const auto k = tree.activations.find("experts_per_token");
@@ -415,7 +436,8 @@ TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree,
     }
   }
   c.unit = "tensor parallel";
-  c.seconds = ring_seconds(c.all_reduce, t.tp_size, 2, bus_bandwidth) + ring_seconds(c.all_gather, t.tp_size, 1, bus_bandwidth);
+  c.seconds =
+      ring_seconds(c.all_reduce, t.tp_size, 2, bus_bandwidth) + ring_seconds(c.all_gather, t.tp_size, 1, bus_bandwidth);
   return t;
 }
 

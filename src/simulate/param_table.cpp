@@ -89,18 +89,30 @@ SourceLocation model_location(const ModuleTree& tree, const std::string& path) {
 
 std::string torch_dtype_name(DType d) {
   switch (d) {
-    case DType::F32: return "torch.float32";
-    case DType::BF16: return "torch.bfloat16";
-    case DType::F16: return "torch.float16";
-    case DType::F64: return "torch.float64";
-    case DType::F8_E4M3: return "torch.float8_e4m3fn";
-    case DType::F8_E5M2: return "torch.float8_e5m2";
-    case DType::I64: return "torch.int64";
-    case DType::I32: return "torch.int32";
-    case DType::I8: return "torch.int8";
-    case DType::U8: return "torch.uint8";
-    case DType::BOOL: return "torch.bool";
-    default: return fmt::format("torch.{}", dtype_name(d));
+    case DType::F32:
+      return "torch.float32";
+    case DType::BF16:
+      return "torch.bfloat16";
+    case DType::F16:
+      return "torch.float16";
+    case DType::F64:
+      return "torch.float64";
+    case DType::F8_E4M3:
+      return "torch.float8_e4m3fn";
+    case DType::F8_E5M2:
+      return "torch.float8_e5m2";
+    case DType::I64:
+      return "torch.int64";
+    case DType::I32:
+      return "torch.int32";
+    case DType::I8:
+      return "torch.int8";
+    case DType::U8:
+      return "torch.uint8";
+    case DType::BOOL:
+      return "torch.bool";
+    default:
+      return fmt::format("torch.{}", dtype_name(d));
   }
 }
 
@@ -144,9 +156,9 @@ ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {
   plan.world_size = s.world_size.value;
   plan.strategy = s.sharding_strategy.value;
   plan.shard_group = s.shard_group_size();
-  plan.replicate_group = fsdp_version == 2 ? std::max(1, s.dp_replicate.value)
-                        : is_hybrid(plan.strategy) ? std::max(1, s.num_machines.value)
-                                                   : 1;
+  plan.replicate_group = fsdp_version == 2          ? std::max(1, s.dp_replicate.value)
+                         : is_hybrid(plan.strategy) ? std::max(1, s.num_machines.value)
+                                                    : 1;
   if (fsdp_version == 2) plan.mesh = s.mesh_dims();
   // fully_sharded_data_parallel.py / _init_utils.py: a shard group of one rank means NO_SHARD
   // (2.x warns "FSDP is switching to use `NO_SHARD` instead of ... since the world size is 1").

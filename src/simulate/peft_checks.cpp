@@ -38,8 +38,9 @@ void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardP
         "accelerate {} shards bitsandbytes' {}-stored 4-bit weights with FSDP2 (fully_shard turns each Params4bit "
         "into a plain DTensor); accelerate 1.14 leaves them whole on every rank because that crashed QLoRA runs",
         s.accelerate_version.value.str(), dtype_name(tree.bnb_4bit->quant_storage));
-    d.help = "upgrade accelerate to 1.14, or set bnb_4bit_quant_storage to the dtype the model is loaded in (e.g. "
-             "bfloat16), as peft's FSDP+QLoRA guide does";
+    d.help =
+        "upgrade accelerate to 1.14, or set bnb_4bit_quant_storage to the dtype the model is loaded in (e.g. "
+        "bfloat16), as peft's FSDP+QLoRA guide does";
     d.exit_code = ExitCode::ok;
     sink.report(std::move(d));
   }
@@ -65,8 +66,9 @@ void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardP
                        : "Output 0 of View is a view and its base or another view of its base has been modified "
                          "inplace. This view is the output of a function that returns multiple views.",
           m.path);
-      d.help = "use FSDP2 (fsdp_version: 2), or leave the experts out of target_modules (e.g. [q_proj, k_proj, "
-               "v_proj, o_proj])";
+      d.help =
+          "use FSDP2 (fsdp_version: 2), or leave the experts out of target_modules (e.g. [q_proj, k_proj, "
+          "v_proj, o_proj])";
       d.exit_code = ExitCode::findings;
       sink.report(std::move(d));
       break;
@@ -84,7 +86,8 @@ void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardP
     const Module& mag = tree.modules[i];
     if (mag.cls != "DoraLinearLayer") continue;
     // <layer>.lora_magnitude_vector.<adapter>  ->  <layer>.lora_A.<adapter>
-    const std::string layer = tree.modules[static_cast<std::size_t>(tree.modules[static_cast<std::size_t>(mag.parent)].parent)].path;
+    const std::string layer =
+        tree.modules[static_cast<std::size_t>(tree.modules[static_cast<std::size_t>(mag.parent)].parent)].path;
     const int lora_a = find_module(tree, layer + ".lora_A." + mag.name);
     if (lora_a < 0) continue;
     const int mag_unit = managing_unit(tree, unit_at, static_cast<int>(i));

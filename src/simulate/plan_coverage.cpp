@@ -19,22 +19,24 @@ void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const Sh
           with_params = with_params || m.total_numel > 0;
         }
       if (any && !with_params)
-        sink.report(model_setting_finding("PLAN013", Severity::warning, s.wrap_classes.source, tree.config_path,
-                         fmt::format("wrap class {} exists in the model but none of its modules has parameters, so "
-                                     "its units are empty",
-                                     name),
-                         fmt::format("wrap the blocks instead: {}", fmt::format("{}", fmt::join(block_classes(tree), ", ")))));
+        sink.report(model_setting_finding(
+            "PLAN013", Severity::warning, s.wrap_classes.source, tree.config_path,
+            fmt::format("wrap class {} exists in the model but none of its modules has parameters, so "
+                        "its units are empty",
+                        name),
+            fmt::format("wrap the blocks instead: {}", fmt::format("{}", fmt::join(block_classes(tree), ", ")))));
     }
   }
   if (plan.units.empty() || tree.num_params == 0 || plan.shard_group == 1) return;
   for (const auto& u : plan.units)
     if (u.module == 0 && u.numel * 2 > tree.num_params)
-      sink.report(model_setting_finding("PLAN014", Severity::warning, s.policy.source, tree.config_path,
-                       fmt::format("the root unit keeps {} of {} parameters ({:.0f}%): those are all-gathered whole "
-                                   "on every rank for the whole step",
-                                   u.numel, tree.num_params, 100.0 * static_cast<double>(u.numel) /
-                                                                 static_cast<double>(tree.num_params)),
-                       "wrap the repeated blocks (TRANSFORMER_BASED_WRAP with the model's layer class)"));
+      sink.report(model_setting_finding(
+          "PLAN014", Severity::warning, s.policy.source, tree.config_path,
+          fmt::format("the root unit keeps {} of {} parameters ({:.0f}%): those are all-gathered whole "
+                      "on every rank for the whole step",
+                      u.numel, tree.num_params,
+                      100.0 * static_cast<double>(u.numel) / static_cast<double>(tree.num_params)),
+          "wrap the repeated blocks (TRANSFORMER_BASED_WRAP with the model's layer class)"));
 }
 
 }  // namespace shardcheck

@@ -16,10 +16,10 @@ struct ParamEntry {
   int module = -1;
   std::vector<std::int64_t> shape;
   std::int64_t numel = 0;
-  DType dtype = DType::F32;        // after accelerate's upcast (see ParamTable)
+  DType dtype = DType::F32;  // after accelerate's upcast (see ParamTable)
   bool requires_grad = true;
-  bool unreached = false;          // ParamInfo::unreached: no gradient in a step
-  bool ignored = false;            // under an ignored module: never flattened or sharded
+  bool unreached = false;  // ParamInfo::unreached: no gradient in a step
+  bool ignored = false;    // under an ignored module: never flattened or sharded
   int storage = -1;
 };
 

@@ -12,7 +12,8 @@ std::string unit_free_key(const std::string& unit_path, const Diagnostic& d) {
   std::string text = d.code + '\n' + d.message + '\n' + d.help;
   if (unit_path.empty()) return text;
   const std::string prefix = unit_path + '.';
-  for (std::size_t pos = 0; (pos = text.find(prefix, pos)) != std::string::npos;) text.replace(pos, prefix.size(), "<unit>.");
+  for (std::size_t pos = 0; (pos = text.find(prefix, pos)) != std::string::npos;)
+    text.replace(pos, prefix.size(), "<unit>.");
   return text;
 }
 

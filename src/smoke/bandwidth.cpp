@@ -11,9 +11,7 @@ double algbw_gbps(std::int64_t bytes, double seconds) {
   return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
 }
 
-double busbw_gbps(double algbw, int ranks) {
-  return ranks > 0 ? algbw * (ranks - 1) / ranks : 0.0;
-}
+double busbw_gbps(double algbw, int ranks) { return ranks > 0 ? algbw * (ranks - 1) / ranks : 0.0; }
 
 double busbw_gbps(Collective c, double algbw, int ranks) {
   return c == Collective::all_reduce ? 2 * busbw_gbps(algbw, ranks) : busbw_gbps(algbw, ranks);
@@ -30,10 +28,14 @@ std::optional<std::int64_t> parse_nccl_size(const std::string& text) {
   }
   std::int64_t mult = 1;
   const std::string unit = text.substr(used);
-  if (unit == "K" || unit == "k") mult = 1024;
-  else if (unit == "M" || unit == "m") mult = 1024 * 1024;
-  else if (unit == "G" || unit == "g") mult = 1024 * 1024 * 1024;
-  else if (!unit.empty()) return std::nullopt;
+  if (unit == "K" || unit == "k")
+    mult = 1024;
+  else if (unit == "M" || unit == "m")
+    mult = 1024 * 1024;
+  else if (unit == "G" || unit == "g")
+    mult = 1024 * 1024 * 1024;
+  else if (!unit.empty())
+    return std::nullopt;
   if (v < 0 || v > std::numeric_limits<std::int64_t>::max() / mult) return std::nullopt;
   return v * mult;
 }
@@ -69,9 +71,12 @@ double average_busbw(const std::vector<BandwidthRow>& rows) {
 
 const char* collective_name(Collective c) {
   switch (c) {
-    case Collective::all_gather: return "all_gather";
-    case Collective::reduce_scatter: return "reduce_scatter";
-    case Collective::all_reduce: return "all_reduce";
+    case Collective::all_gather:
+      return "all_gather";
+    case Collective::reduce_scatter:
+      return "reduce_scatter";
+    case Collective::all_reduce:
+      return "all_reduce";
   }
   return "?";
 }

@@ -26,14 +26,14 @@ std::int64_t count_per_rank(std::int64_t size_bytes, int ranks, int element_byte
 
 struct BandwidthRow {
   Collective collective = Collective::all_gather;
-  std::string source;            // "sweep" or the unit's path
-  std::int64_t size = 0;         // bytes, nccl-tests "size"
-  std::int64_t count = 0;        // elements per rank (all-reduce: in the buffer)
-  int ranks = 1;                 // the group the collective ran in
+  std::string source;      // "sweep" or the unit's path
+  std::int64_t size = 0;   // bytes, nccl-tests "size"
+  std::int64_t count = 0;  // elements per rank (all-reduce: in the buffer)
+  int ranks = 1;           // the group the collective ran in
   DType type = DType::F32;
-  double seconds = 0;            // mean per op, averaged over ranks (nccl-tests -a 1)
-  double algbw = 0, busbw = 0;   // GB/s
-  std::int64_t wrong = 0;        // elements wrong summed over ranks (checked once per size)
+  double seconds = 0;           // mean per op, averaged over ranks (nccl-tests -a 1)
+  double algbw = 0, busbw = 0;  // GB/s
+  std::int64_t wrong = 0;       // elements wrong summed over ranks (checked once per size)
 };
 
 double average_busbw(const std::vector<BandwidthRow>& rows);

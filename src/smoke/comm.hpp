@@ -37,8 +37,8 @@ class Comm {
   virtual int shard_size() const { return world(); }
   int shard_rank() const { return rank() % shard_size(); }
   int replicas() const { return world() / shard_size(); }
-  virtual std::string backend() const = 0;   // "gloo", "nccl", "loopback"
-  virtual std::string device() const = 0;    // "cpu", "cuda:0"
+  virtual std::string backend() const = 0;  // "gloo", "nccl", "loopback"
+  virtual std::string device() const = 0;   // "cpu", "cuda:0"
   // Blocking, within this rank's shard group. `in` holds `count` elements of d; `out` receives
   // shard_size()*count, rank-major.
   virtual void all_gather(DType d, const std::byte* in, std::int64_t count, std::byte* out) = 0;
@@ -71,7 +71,7 @@ struct RendezvousSpec {
   int master_port = 29500;
   int shard_size = 0;  // S ranks per shard group (0: the whole world); must divide world
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
-  bool cuda = false;   // NCCL on cuda:LOCAL_RANK (only in a CUDA build)
+  bool cuda = false;  // NCCL on cuda:LOCAL_RANK (only in a CUDA build)
 };
 
 // Joins the job: TCPStore rendezvous (rank 0 serves), every rank accounted for, then the process

@@ -34,7 +34,8 @@ int env_int(const std::function<const char*(const char*)>& getenv, const char* n
     if (fallback) return *fallback;
     throw SmokeFault(ExitCode::smoke_launch,
                      fmt::format("{} is not set: a rank needs RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT "
-                                 "(torchrun sets them), or run `shardcheck smoke --nproc N`", name));
+                                 "(torchrun sets them), or run `shardcheck smoke --nproc N`",
+                                 name));
   }
   auto v = parse_int(text);
   if (!v || *v < lo || *v > hi)
@@ -56,11 +57,12 @@ std::optional<LaunchEnv> read_launch_env(const std::function<const char*(const c
   e.world = env_int(getenv, "WORLD_SIZE", 1, 1 << 20, std::nullopt);
   e.rank = env_int(getenv, "RANK", 0, 1 << 20, std::nullopt);
   if (e.rank >= e.world)
-    throw SmokeFault(ExitCode::smoke_world_mismatch,
-                     fmt::format("RANK={} is not below WORLD_SIZE={}: this rank belongs to a larger job", e.rank,
-                                 e.world));
+    throw SmokeFault(
+        ExitCode::smoke_world_mismatch,
+        fmt::format("RANK={} is not below WORLD_SIZE={}: this rank belongs to a larger job", e.rank, e.world));
   e.local_rank = env_int(getenv, "LOCAL_RANK", 0, 1 << 16, 0);
-  if (const char* addr = getenv("MASTER_ADDR"); addr && *addr) e.master_addr = addr;
+  if (const char* addr = getenv("MASTER_ADDR"); addr && *addr)
+    e.master_addr = addr;
   else if (e.world > 1)
     throw SmokeFault(ExitCode::smoke_launch, "MASTER_ADDR is not set: every rank must know where rank 0 listens");
   e.master_port = env_int(getenv, "MASTER_PORT", 1, 65535, e.world == 1 ? std::optional<int>(29500) : std::nullopt);
@@ -134,7 +136,8 @@ SuperviseResult supervise(const SuperviseOptions& opt) {
     if (pid < 0) {
       for (auto& x : ranks)
         if (x.started) ::kill(x.pid, SIGKILL);
-      throw SmokeFault(ExitCode::smoke_launch, fmt::format("cannot start rank {}: fork(): {}", r, std::strerror(errno)));
+      throw SmokeFault(ExitCode::smoke_launch,
+                       fmt::format("cannot start rank {}: fork(): {}", r, std::strerror(errno)));
     }
     if (pid == 0) {
       // The environment torch/distributed/run.py gives each worker.
@@ -166,8 +169,10 @@ SuperviseResult supervise(const SuperviseOptions& opt) {
       for (auto& r : ranks) {
         if (r.pid != pid || !r.started) continue;
         r.exited = true;
-        if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-        else r.code = WEXITSTATUS(status);
+        if (WIFSIGNALED(status))
+          r.signal = WTERMSIG(status);
+        else
+          r.code = WEXITSTATUS(status);
         if ((r.signal != 0 || r.code != 0) && !kill_at) kill_at = clock::now() + opt.timeout + std::chrono::seconds(1);
       }
       continue;

@@ -31,24 +31,24 @@ struct RankExit {
   pid_t pid = 0;
   bool started = false;
   bool exited = false;
-  int code = -1;            // exit status when it exited normally
-  int signal = 0;           // terminating signal, 0 if none
+  int code = -1;   // exit status when it exited normally
+  int signal = 0;  // terminating signal, 0 if none
   bool killed_by_us = false;
 };
 
 struct SuperviseOptions {
   int nproc = 1;
-  std::vector<std::string> argv;   // argv[0] is the program to exec
+  std::vector<std::string> argv;  // argv[0] is the program to exec
   int port = 0;
   std::chrono::milliseconds timeout{60000};
-  int absent_rank = -1;            // test only: never start this rank
+  int absent_rank = -1;  // test only: never start this rank
 };
 
 struct SuperviseResult {
   int exit_code = 0;
-  std::string message;             // the launcher's own explanation ("" when rank 0 said it all)
+  std::string message;  // the launcher's own explanation ("" when rank 0 said it all)
   std::vector<RankExit> ranks;
-  bool rank0_reported = false;     // rank 0 exited normally, so it printed its own verdict
+  bool rank0_reported = false;  // rank 0 exited normally, so it printed its own verdict
 };
 
 // Starts the ranks, waits for all of them; once one fails, the others get --timeout (plus a

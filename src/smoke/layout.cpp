@@ -88,8 +88,9 @@ bool fsdp2_segments(const ShardUnit& u, UnitLayout& out, std::string& error) {
       }
       const std::int64_t d0 = numel / ps.row_numel;
       const std::int64_t rows = std::clamp(d0 - r * ps.rows_per_rank, std::int64_t{0}, ps.rows_per_rank);
-      if (rows > 0) out.ranks[r].push_back(Segment{offset, rows * ps.row_numel, static_cast<int>(i),
-                                                    r * ps.rows_per_rank * ps.row_numel});
+      if (rows > 0)
+        out.ranks[r].push_back(
+            Segment{offset, rows * ps.row_numel, static_cast<int>(i), r * ps.rows_per_rank * ps.row_numel});
       const std::int64_t pad = (ps.rows_per_rank - rows) * ps.row_numel;
       if (pad > 0) out.ranks[r].push_back(Segment{offset + rows * ps.row_numel, pad, -1, 0});
       offset += ps.rows_per_rank * ps.row_numel;
@@ -132,8 +133,8 @@ UnitLayout unit_layout(const ShardUnit& u, int index, int fsdp_version, int worl
   }
   const bool ok = fsdp_version == 2 ? fsdp2_segments(u, out, error) : fsdp1_segments(u, out, error);
   if (ok && out.real_elements() != out.numel) {
-    error = fmt::format("unit '{}': the layout places {} real elements, the unit has {}", u.path,
-                        out.real_elements(), out.numel);
+    error = fmt::format("unit '{}': the layout places {} real elements, the unit has {}", u.path, out.real_elements(),
+                        out.numel);
   }
   return out;
 }
@@ -145,8 +146,7 @@ std::vector<int> select_units(const std::vector<std::int64_t>& padded_bytes, int
   if (largest < 0 || largest + sample >= static_cast<int>(candidates.size())) return candidates;
   std::vector<int> by_size = candidates;
   // Ties go to the earlier unit so every rank (and every run) picks the same set.
-  std::stable_sort(by_size.begin(), by_size.end(),
-                   [&](int a, int b) { return padded_bytes[a] > padded_bytes[b]; });
+  std::stable_sort(by_size.begin(), by_size.end(), [&](int a, int b) { return padded_bytes[a] > padded_bytes[b]; });
   std::vector<int> chosen(by_size.begin(), by_size.begin() + largest);
   std::vector<int> rest(by_size.begin() + largest, by_size.end());
   std::sort(rest.begin(), rest.end());

@@ -14,14 +14,14 @@
 namespace shardcheck::smoke {
 
 struct Segment {
-  std::int64_t offset = 0;        // in the padded unsharded (all-gather output) buffer
+  std::int64_t offset = 0;  // in the padded unsharded (all-gather output) buffer
   std::int64_t numel = 0;
   int param = -1;                 // index into UnitLayout::params; -1 = padding
   std::int64_t param_offset = 0;  // first element inside that parameter (row-major)
 };
 
 struct UnitLayout {
-  int index = 0;                  // position in ShardPlan::units
+  int index = 0;  // position in ShardPlan::units
   std::string path;
   DType dtype = DType::F32;         // what the all-gather carries (the plan's compute dtype)
   DType reduce_dtype = DType::F32;  // what the gradient reduction sums

@@ -72,28 +72,46 @@ WrongCount verify_gathered(const UnitLayout& u, const RealBytes* real, const std
 
 std::int64_t exact_integer_limit(DType d) {
   switch (d) {
-    case DType::BF16: return 256;              // 8 significant bits
-    case DType::F16: return 2048;              // 11 significant bits
-    case DType::F32: return std::int64_t{1} << 24;
-    case DType::F64: return std::int64_t{1} << 53;
-    case DType::I8: return 127;
-    case DType::U8: return 255;
-    case DType::I16: return 32767;
-    case DType::U16: return 65535;
-    case DType::I32: return 2147483647;
-    case DType::U32: return 4294967295;
+    case DType::BF16:
+      return 256;  // 8 significant bits
+    case DType::F16:
+      return 2048;  // 11 significant bits
+    case DType::F32:
+      return std::int64_t{1} << 24;
+    case DType::F64:
+      return std::int64_t{1} << 53;
+    case DType::I8:
+      return 127;
+    case DType::U8:
+      return 255;
+    case DType::I16:
+      return 32767;
+    case DType::U16:
+      return 65535;
+    case DType::I32:
+      return 2147483647;
+    case DType::U32:
+      return 4294967295;
     case DType::I64:
-    case DType::U64: return std::int64_t{1} << 62;
-    default: return 0;
+    case DType::U64:
+      return std::int64_t{1} << 62;
+    default:
+      return 0;
   }
 }
 
 void encode_integer(DType d, std::int64_t v, std::byte* dst) {
   switch (d) {
-    case DType::F32: put_bits(dst, std::bit_cast<std::uint32_t>(static_cast<float>(v)), 4); return;
-    case DType::F64: put_bits(dst, std::bit_cast<std::uint64_t>(static_cast<double>(v)), 8); return;
+    case DType::F32:
+      put_bits(dst, std::bit_cast<std::uint32_t>(static_cast<float>(v)), 4);
+      return;
+    case DType::F64:
+      put_bits(dst, std::bit_cast<std::uint64_t>(static_cast<double>(v)), 8);
+      return;
     // bfloat16 is the upper half of a float32; exact for integers up to 256.
-    case DType::BF16: put_bits(dst, std::bit_cast<std::uint32_t>(static_cast<float>(v)) >> 16, 2); return;
+    case DType::BF16:
+      put_bits(dst, std::bit_cast<std::uint32_t>(static_cast<float>(v)) >> 16, 2);
+      return;
     case DType::F16: {
       // IEEE binary16: 1 sign, 5 exponent (bias 15), 10 fraction bits; v <= 2048 is exact.
       std::uint64_t bits = 0;
@@ -105,7 +123,9 @@ void encode_integer(DType d, std::int64_t v, std::byte* dst) {
       put_bits(dst, bits, 2);
       return;
     }
-    default: put_bits(dst, static_cast<std::uint64_t>(v), element_bytes(d)); return;
+    default:
+      put_bits(dst, static_cast<std::uint64_t>(v), element_bytes(d));
+      return;
   }
 }
 

@@ -32,9 +32,9 @@ void materialize(const UnitLayout& u, std::int64_t lo, std::int64_t numel, const
 void fill_shard(const UnitLayout& u, int rank, std::int64_t shift, const RealBytes* real, std::byte* dst);
 
 struct WrongCount {
-  std::int64_t real = 0;          // wrong elements at parameter positions
-  std::int64_t pad = 0;           // wrong elements at padding positions
-  std::int64_t first = -1;        // offset of the first wrong element (-1: none)
+  std::int64_t real = 0;    // wrong elements at parameter positions
+  std::int64_t pad = 0;     // wrong elements at padding positions
+  std::int64_t first = -1;  // offset of the first wrong element (-1: none)
   std::int64_t total() const { return real + pad; }
 };
 

@@ -45,8 +45,8 @@ std::int64_t checked_integer(const json& v, const std::string& path, std::int64_
     ok = x <= hi;
   }
   if (!ok || x < lo)
-    throw std::runtime_error(fmt::format("{}: expected an integer from {} to {}, found {}", path, lo, hi,
-                                         v.dump().substr(0, 40)));
+    throw std::runtime_error(
+        fmt::format("{}: expected an integer from {} to {}, found {}", path, lo, hi, v.dump().substr(0, 40)));
   return x;
 }
 
@@ -67,8 +67,8 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    error = fmt::format("{}: not JSON at byte {}: expected the output of `shardcheck plan --format json`", label,
-                        e.byte);
+    error =
+        fmt::format("{}: not JSON at byte {}: expected the output of `shardcheck plan --format json`", label, e.byte);
     return std::nullopt;
   }
   try {
@@ -76,8 +76,9 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
     ReadPlan out;
     ShardPlan& p = out.plan;
     p.world_size = static_cast<int>(integer(doc, "$", "world_size", 1, kMaxRanks));
-    p.shard_group = doc.contains("shard_group_size") ? static_cast<int>(integer(doc, "$", "shard_group_size", 1, kMaxRanks))
-                                                     : p.world_size;
+    p.shard_group = doc.contains("shard_group_size")
+                        ? static_cast<int>(integer(doc, "$", "shard_group_size", 1, kMaxRanks))
+                        : p.world_size;
     p.fsdp_version = static_cast<int>(integer(doc, "$", "fsdp_version", 1, 2));
     out.strategy = field<std::string>(doc, "$", "sharding_strategy");
     const auto& units = doc.at("units");
@@ -93,7 +94,8 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
       if (!dtype) throw std::runtime_error(fmt::format("{}.dtype: not a safetensors dtype name", where));
       su.dtype = *dtype;
       // Plans written before the collective dtypes were recorded: no mixed precision.
-      for (auto [key, slot] : {std::pair{"compute_dtype", &su.compute_dtype}, std::pair{"reduce_dtype", &su.reduce_dtype}}) {
+      for (auto [key, slot] :
+           {std::pair{"compute_dtype", &su.compute_dtype}, std::pair{"reduce_dtype", &su.reduce_dtype}}) {
         *slot = su.dtype;
         if (!u.contains(key)) continue;
         const auto d = parse_dtype(field<std::string>(u, where, key));
@@ -103,9 +105,11 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
       su.requires_grad = u.value("requires_grad", true);
       su.params = field<std::vector<std::string>>(u, where, "params");
       const json& numels = u.contains("param_numels") ? u["param_numels"] : json();
-      if (!numels.is_array()) throw std::runtime_error(fmt::format("{}.param_numels: expected a list of counts", where));
+      if (!numels.is_array())
+        throw std::runtime_error(fmt::format("{}.param_numels: expected a list of counts", where));
       for (std::size_t k = 0; k < numels.size(); ++k)
-        su.param_numels.push_back(checked_integer(numels[k], fmt::format("{}.param_numels[{}]", where, k), 0, kMaxElements));
+        su.param_numels.push_back(
+            checked_integer(numels[k], fmt::format("{}.param_numels[{}]", where, k), 0, kMaxElements));
       if (u.contains("layout"))
         for (std::size_t k = 0; k < u["layout"].size(); ++k) {
           const json& s = u["layout"][k];
@@ -126,7 +130,8 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
           ps.rows_per_rank = count(s, w2, "rows_per_rank");
           ps.row_numel = count(s, w2, "row_numel");
           if (ps.rows_per_rank > 0 && ps.row_numel > kMaxElements / ps.rows_per_rank)
-            throw std::runtime_error(fmt::format("{}: rows_per_rank x row_numel is above {} elements", w2, kMaxElements));
+            throw std::runtime_error(
+                fmt::format("{}: rows_per_rank x row_numel is above {} elements", w2, kMaxElements));
           su.shards.push_back(ps);
         }
       p.units.push_back(std::move(su));

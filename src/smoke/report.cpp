@@ -27,23 +27,24 @@ Verdict judge(const RunHeader& h, const RunResult& r) {
   const double avg = average_busbw(r.bandwidth);
   if (wrong > 0) {
     v.exit_code = 20;
-    v.summary = fmt::format("FAILED: {} wrong elements in {} of {} units on {} ranks{}", wrong, bad_units,
-                            r.units.size(), h.world,
-                            h.weights ? " (the gathered shards differ from the checkpoint's bytes)" : "");
+    v.summary =
+        fmt::format("FAILED: {} wrong elements in {} of {} units on {} ranks{}", wrong, bad_units, r.units.size(),
+                    h.world, h.weights ? " (the gathered shards differ from the checkpoint's bytes)" : "");
   } else if (h.expect_busbw && avg < 0.9 * *h.expect_busbw) {
     // nccl-tests fails when NCCL_TESTS_MIN_BW is set and the average busbw is below 0.9 x that.
     v.exit_code = 26;
-    v.summary = fmt::format("FAILED: average bus bandwidth {:.3f} GB/s is below 0.9 x the expected {:.3f} GB/s",
-                            avg, *h.expect_busbw);
+    v.summary = fmt::format("FAILED: average bus bandwidth {:.3f} GB/s is below 0.9 x the expected {:.3f} GB/s", avg,
+                            *h.expect_busbw);
   } else {
     const std::string bits = h.weights ? ", equal to the checkpoint's bytes bit for bit" : "";
     if (h.shard_size == 1 && h.world > 1)  // NO_SHARD
       v.summary = fmt::format("OK: {} units whole on every rank{}, gradients all-reduced exactly across {} ranks",
                               r.units.size(), bits, h.world);
     else if (h.replicas > 1)
-      v.summary = fmt::format("OK: {} units all-gathered and reduce-scattered in {}-rank shard groups and all-reduced "
-                              "across {} replicas exactly on {} ranks{}",
-                              r.units.size(), h.shard_size, h.replicas, h.world, bits);
+      v.summary = fmt::format(
+          "OK: {} units all-gathered and reduce-scattered in {}-rank shard groups and all-reduced "
+          "across {} replicas exactly on {} ranks{}",
+          r.units.size(), h.shard_size, h.replicas, h.world, bits);
     else
       v.summary = fmt::format("OK: {} units all-gathered and reduce-scattered exactly on {} ranks{}", r.units.size(),
                               h.world, bits);
@@ -53,13 +54,14 @@ Verdict judge(const RunHeader& h, const RunResult& r) {
 
 std::string render_smoke_text(const RunHeader& h, const RunResult& r, const Verdict& v) {
   std::string out;
-  out += fmt::format("shardcheck smoke: {} rank{}, {} on {} (LibTorch {}), FSDP{} {} plan of {}\n", h.world,
-                     h.world == 1 ? "" : "s", h.backend, h.device, h.torch_version, h.fsdp_version, h.strategy,
-                     h.model);
+  out +=
+      fmt::format("shardcheck smoke: {} rank{}, {} on {} (LibTorch {}), FSDP{} {} plan of {}\n", h.world,
+                  h.world == 1 ? "" : "s", h.backend, h.device, h.torch_version, h.fsdp_version, h.strategy, h.model);
   if (h.replicas > 1)
-    out += fmt::format("  {} replicas x {}-rank shard groups: shards gathered and gradients reduce-scattered within "
-                       "a group, each slice all-reduced across the replicas\n",
-                       h.replicas, h.shard_size);
+    out += fmt::format(
+        "  {} replicas x {}-rank shard groups: shards gathered and gradients reduce-scattered within "
+        "a group, each slice all-reduced across the replicas\n",
+        h.replicas, h.shard_size);
   std::set<std::string> paths;
   for (const auto& u : r.units) {
     paths.insert(fmt::format("all_gather ({}): {}", dtype_name(u.dtype), u.ag_path));
@@ -77,8 +79,7 @@ std::string render_smoke_text(const RunHeader& h, const RunResult& r, const Verd
                      "shard", "pad", "all_gather #wrong", "red_scat #wrong");
   for (const auto& u : r.units) {
     out += fmt::format("{:<{}}  {:>5}  {:>10}  {:>10}  {:>6}  {:>17}  {:>16}\n", unit_name(u.path), name_w,
-                       dtype_name(u.dtype), u.numel, u.shard_numel, u.pad,
-                       wrong_cell(u.ag_wrong_real, u.ag_wrong_pad),
+                       dtype_name(u.dtype), u.numel, u.shard_numel, u.pad, wrong_cell(u.ag_wrong_real, u.ag_wrong_pad),
                        u.rs_ran ? wrong_cell(u.rs_wrong_real, u.rs_wrong_pad) : "skipped");
   }
   for (const auto& u : r.units)
@@ -94,12 +95,12 @@ std::string render_smoke_text(const RunHeader& h, const RunResult& r, const Verd
     out += "\n#\n";
     out += fmt::format("# {:>14} {:>12} {:>12} {:>6} {:>10} {:>8} {:>8} {:>6}  {}\n", "collective", "size", "count",
                        "type", "time", "algbw", "busbw", "#wrong", "source");
-    out += fmt::format("# {:>14} {:>12} {:>12} {:>6} {:>10} {:>8} {:>8} {:>6}\n", "", "(B)", "(elements)", "",
-                       "(us)", "(GB/s)", "(GB/s)", "");
+    out += fmt::format("# {:>14} {:>12} {:>12} {:>6} {:>10} {:>8} {:>8} {:>6}\n", "", "(B)", "(elements)", "", "(us)",
+                       "(GB/s)", "(GB/s)", "");
     for (const auto& b : r.bandwidth)
       out += fmt::format("  {:>14} {:>12} {:>12} {:>6} {:>10.1f} {:>8.3f} {:>8.3f} {:>6}  {}\n",
-                         collective_name(b.collective), b.size, b.count, dtype_name(b.type), b.seconds * 1e6,
-                         b.algbw, b.busbw, b.wrong, b.source);
+                         collective_name(b.collective), b.size, b.count, dtype_name(b.type), b.seconds * 1e6, b.algbw,
+                         b.busbw, b.wrong, b.source);
     std::int64_t oob = 0;
     for (const auto& b : r.bandwidth) oob += b.wrong;
     out += fmt::format("# Out of bounds values : {} {}\n", oob, oob == 0 ? "OK" : "FAILED");

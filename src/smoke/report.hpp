@@ -12,20 +12,20 @@ namespace shardcheck::smoke {
 
 struct RunHeader {
   int world = 1;
-  int shard_size = 1;             // S: ranks a unit is sharded over
-  int replicas = 1;               // R = world / S: shard groups whose gradients are all-reduced
+  int shard_size = 1;  // S: ranks a unit is sharded over
+  int replicas = 1;    // R = world / S: shard groups whose gradients are all-reduced
   std::string backend, device, torch_version;
-  std::string model;              // model directory or plan file
+  std::string model;  // model directory or plan file
   int fsdp_version = 1;
   std::string strategy;
-  int plan_units = 0;             // units in the plan (the run may cover fewer: --units)
+  int plan_units = 0;  // units in the plan (the run may cover fewer: --units)
   bool weights = false;
-  bool shifted = false;           // the test-only shift was on
+  bool shifted = false;                // the test-only shift was on
   std::optional<double> expect_busbw;  // GB/s
 };
 
 struct Verdict {
-  int exit_code = 0;              // 0, 20 (wrong elements) or 26 (bandwidth)
+  int exit_code = 0;  // 0, 20 (wrong elements) or 26 (bandwidth)
   std::string summary;
 };
 

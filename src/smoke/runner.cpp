@@ -117,9 +117,9 @@ RunResult run_rank(Comm& comm, const RunOptions& opt) {
       ur.rs_skipped = !u.requires_grad ? "frozen: FSDP reduces no gradient"
                                        : fmt::format("{} cannot be summed exactly on {}", dtype_name(u.reduce_dtype),
                                                      comm.backend());
-    sums.insert(sums.end(), {static_cast<double>(c.ag.real), static_cast<double>(c.ag.pad),
-                             static_cast<double>(c.rs.real), static_cast<double>(c.rs.pad),
-                             static_cast<double>(shard_bytes)});
+    sums.insert(sums.end(),
+                {static_cast<double>(c.ag.real), static_cast<double>(c.ag.pad), static_cast<double>(c.rs.real),
+                 static_cast<double>(c.rs.pad), static_cast<double>(shard_bytes)});
     res.units.push_back(std::move(ur));
   }
   comm.set_phase("count");
@@ -147,7 +147,8 @@ RunResult run_rank(Comm& comm, const RunOptions& opt) {
   for (std::int64_t bytes : opt.sweep) {
     if (gathers)
       if (const std::int64_t n = count_per_rank(bytes, S, 4); n > 0)
-        for (Collective c : {Collective::all_gather, Collective::reduce_scatter}) timed.push_back({c, n, DType::F32, "sweep"});
+        for (Collective c : {Collective::all_gather, Collective::reduce_scatter})
+          timed.push_back({c, n, DType::F32, "sweep"});
     if (R > 1)
       if (const std::int64_t n = bytes / 4; n > 0) timed.push_back({Collective::all_reduce, n, DType::F32, "sweep"});
   }
@@ -156,12 +157,15 @@ RunResult run_rank(Comm& comm, const RunOptions& opt) {
     auto add = [&](Collective c, const UnitLayout& u, DType type) {
       const std::string name = u.path.empty() ? "(root)" : u.path;
       auto [it, fresh] = seen.try_emplace({c, u.shard_numel, type}, timed.size());
-      if (fresh) timed.push_back({c, u.shard_numel, type, name});
-      else timed[it->second].source += fmt::format(", {}", name);
+      if (fresh)
+        timed.push_back({c, u.shard_numel, type, name});
+      else
+        timed[it->second].source += fmt::format(", {}", name);
     };
     for (const auto& u : opt.units) {
       if (gathers) add(Collective::all_gather, u, u.dtype);
-      if (gathers && u.requires_grad && comm.can_sum(u.reduce_dtype)) add(Collective::reduce_scatter, u, u.reduce_dtype);
+      if (gathers && u.requires_grad && comm.can_sum(u.reduce_dtype))
+        add(Collective::reduce_scatter, u, u.reduce_dtype);
       if (R > 1 && u.requires_grad && comm.can_sum(u.reduce_dtype)) add(Collective::all_reduce, u, u.reduce_dtype);
     }
   }

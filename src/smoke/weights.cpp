@@ -137,8 +137,8 @@ bool WeightReader::bind_fused(const UnitLayout& u, std::size_t i, const std::vec
     out.push_back(piece_of(meta_, *s.tensor));
   }
   if (sources.empty() || numel != u.param_numels[i]) {
-    error = fmt::format("unit '{}': '{}' fuses {} checkpoint tensors ({}) with {} elements, the plan expects {}", u.path,
-                        param, sources.size(), fmt::join(globs, ", "), numel, u.param_numels[i]);
+    error = fmt::format("unit '{}': '{}' fuses {} checkpoint tensors ({}) with {} elements, the plan expects {}",
+                        u.path, param, sources.size(), fmt::join(globs, ", "), numel, u.param_numels[i]);
     return false;
   }
   return true;
@@ -151,9 +151,9 @@ bool WeightReader::bind(const UnitLayout& u, std::string& error) {
     Bound b;
     if (const auto [meta, found] = find_stored(u.params[i]); found) {
       if (found->dtype != u.dtype || found->numel() != u.param_numels[i]) {
-        error = fmt::format("unit '{}': parameter '{}' is {} x {} in {}, the plan expects {} x {}", u.path,
-                            u.params[i], found->numel(), dtype_name(found->dtype), meta->files[found->file].path,
-                            u.param_numels[i], dtype_name(u.dtype));
+        error = fmt::format("unit '{}': parameter '{}' is {} x {} in {}, the plan expects {} x {}", u.path, u.params[i],
+                            found->numel(), dtype_name(found->dtype), meta->files[found->file].path, u.param_numels[i],
+                            dtype_name(u.dtype));
         return false;
       }
       b.push_back(piece_of(*meta, *found));

@@ -7,9 +7,12 @@ namespace shardcheck {
 
 const char* severity_name(Severity s) {
   switch (s) {
-    case Severity::note: return "note";
-    case Severity::warning: return "warning";
-    case Severity::error: return "error";
+    case Severity::note:
+      return "note";
+    case Severity::warning:
+      return "warning";
+    case Severity::error:
+      return "error";
   }
   return "error";
 }
@@ -21,8 +24,10 @@ Diagnostic setting_finding(std::string code, Severity severity, const std::strin
   d.severity = severity;
   const bool flag = source.starts_with("--");
   std::string from;
-  if (flag) d.location.file = source;
-  else d.location = setting_location(source, fallback_file, &from);
+  if (flag)
+    d.location.file = source;
+  else
+    d.location = setting_location(source, fallback_file, &from);
   d.message = std::move(message) + from;
   d.help = std::move(help);
   d.exit_code = severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;

@@ -4,16 +4,18 @@
 
 namespace shardcheck {
 namespace {
-struct Info { std::string_view name; int bits; bool floating; };
+struct Info {
+  std::string_view name;
+  int bits;
+  bool floating;
+};
 constexpr std::array<Info, kNumDTypes> kInfo{{
-    {"BOOL", 8, false},       {"F4", 4, true},          {"F6_E2M3", 6, true},
-    {"F6_E3M2", 6, true},     {"U8", 8, false},         {"I8", 8, false},
-    {"F8_E5M2", 8, true},     {"F8_E4M3", 8, true},     {"F8_E8M0", 8, true},
-    {"F8_E4M3FNUZ", 8, true}, {"F8_E5M2FNUZ", 8, true}, {"I16", 16, false},
-    {"U16", 16, false},       {"F16", 16, true},        {"BF16", 16, true},
-    {"I32", 32, false},       {"U32", 32, false},       {"F32", 32, true},
-    {"C64", 64, true},        {"F64", 64, true},        {"I64", 64, false},
-    {"U64", 64, false},
+    {"BOOL", 8, false},   {"F4", 4, true},          {"F6_E2M3", 6, true},     {"F6_E3M2", 6, true},
+    {"U8", 8, false},     {"I8", 8, false},         {"F8_E5M2", 8, true},     {"F8_E4M3", 8, true},
+    {"F8_E8M0", 8, true}, {"F8_E4M3FNUZ", 8, true}, {"F8_E5M2FNUZ", 8, true}, {"I16", 16, false},
+    {"U16", 16, false},   {"F16", 16, true},        {"BF16", 16, true},       {"I32", 32, false},
+    {"U32", 32, false},   {"F32", 32, true},        {"C64", 64, true},        {"F64", 64, true},
+    {"I64", 64, false},   {"U64", 64, false},
 }};
 }  // namespace
 

@@ -44,9 +44,9 @@ void use_huge_page_heap() {
   static bool done = false;
   if (done) return;
   done = true;
-  mallopt(M_TOP_PAD, static_cast<int>(kStep));            // grow the heap 32 MiB at a time,
-  mallopt(M_TRIM_THRESHOLD, static_cast<int>(4 * kStep)); // keep it when blocks are freed,
-  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kStep / 2)); // and serve big blocks from it too;
+  mallopt(M_TOP_PAD, static_cast<int>(kStep));             // grow the heap 32 MiB at a time,
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(4 * kStep));  // keep it when blocks are freed,
+  mallopt(M_MMAP_THRESHOLD, static_cast<int>(kStep / 2));  // and serve big blocks from it too;
   mallopt(M_ARENA_MAX, 1);  // threads too (their own arenas would take small pages); the readers
                             // allocate little per file, so they rarely meet on its lock
   // Grow the heap now, then advise the new part; only pages touched later are ever backed. A 2 MiB
@@ -59,8 +59,7 @@ void use_huge_page_heap() {
   void* volatile block = std::malloc(mallinfo2().keepcost + kNudge);  // volatile: keep free(malloc(n))
   std::free(block);
   const auto new_break = reinterpret_cast<std::uintptr_t>(sbrk(0));
-  const std::uintptr_t start =
-      (old_break + 2 * kNudge + kHugePageBytes - 1) & ~(std::uintptr_t{kHugePageBytes} - 1);
+  const std::uintptr_t start = (old_break + 2 * kNudge + kHugePageBytes - 1) & ~(std::uintptr_t{kHugePageBytes} - 1);
   if (new_break <= start) return;
   ::madvise(reinterpret_cast<void*>(start), new_break - start, MADV_HUGEPAGE);
   // malloc carves new blocks from the bottom of the free top (keepcost bytes below the break): the
@@ -77,7 +76,7 @@ void use_huge_page_heap() {
 }
 
 void* HugePageResource::do_allocate(std::size_t bytes, std::size_t alignment) {
-  if (bytes < kHugePageBytes) return ::operator new(bytes, std::align_val_t{alignment});
+  if (bytes < kHugePageBytes) return ::operator new (bytes, std::align_val_t{alignment});
   if (alignment > kHugePageBytes) throw std::bad_alloc();
   void* p = map_huge(bytes);
   if (!p) throw std::bad_alloc();
@@ -86,7 +85,7 @@ void* HugePageResource::do_allocate(std::size_t bytes, std::size_t alignment) {
 
 void HugePageResource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
   if (bytes < kHugePageBytes)
-    ::operator delete(p, std::align_val_t{alignment});  // unsized: clang leaves sized delete off
+    ::operator delete (p, std::align_val_t{alignment});  // unsized: clang leaves sized delete off
   else
     unmap_huge(p, bytes);
 }

@@ -71,8 +71,7 @@ class NameTable {
   // Stores `value` under `name` unless the name is present. Returns the value stored under the
   // name and whether this call inserted it.
   template <class NameOf>
-  std::pair<std::uint32_t, bool> try_emplace(std::string_view name, std::uint32_t value,
-                                             const NameOf& name_of) {
+  std::pair<std::uint32_t, bool> try_emplace(std::string_view name, std::uint32_t value, const NameOf& name_of) {
     return try_emplace_hashed(name, hash(name), value, name_of);
   }
 
@@ -93,8 +92,7 @@ class NameTable {
         ++size_;
         return {value, true};
       }
-      if (s.hash == h && same_text(name_of(s.value_plus_one - 1), name))
-        return {s.value_plus_one - 1, false};
+      if (s.hash == h && same_text(name_of(s.value_plus_one - 1), name)) return {s.value_plus_one - 1, false};
     }
   }
 

@@ -16,8 +16,10 @@ std::optional<Version> Version::parse(std::string_view s) {
     auto [p, ec] = std::from_chars(s.data() + pos, s.data() + s.size(), *parts[i]);
     if (ec != std::errc()) return std::nullopt;
     pos = static_cast<std::size_t>(p - s.data());
-    if (pos < s.size() && s[pos] == '.') ++pos;
-    else break;
+    if (pos < s.size() && s[pos] == '.')
+      ++pos;
+    else
+      break;
   }
   // Anything after the numbers ("dev0", "rc1") is ignored: 5.16.0.dev0 behaves as 5.16.0.
   return v;

@@ -50,9 +50,12 @@ inline FsdpSettings settings_for(const json& c) {
   // (trainer: transformers' Trainer, accelerate: a plain accelerate loop).
   if (c.contains("caller")) {
     const std::string caller = c.at("caller").get<std::string>();
-    if (caller == "trainer") s.trainer = {true, "oracle"};
-    else if (c.contains("adapter")) s.trainer = {false, "oracle"};
-    else s.fsdp2_caller.value = parse_caller(caller).value();
+    if (caller == "trainer")
+      s.trainer = {true, "oracle"};
+    else if (c.contains("adapter"))
+      s.trainer = {false, "oracle"};
+    else
+      s.fsdp2_caller.value = parse_caller(caller).value();
   }
   return s;
 }
@@ -69,14 +72,17 @@ inline std::string errors_of(const DiagnosticSink& sink) {
 inline std::string message_key(const std::string& torch_message) {
   std::string key = torch_message.substr(0, torch_message.find('\n'));
   if (const auto paren = key.find(": ModuleList("); paren != std::string::npos) key = key.substr(0, paren);
-  if (const auto meshes = key.find("overlapping meshes: "); meshes != std::string::npos) key = key.substr(0, meshes + 18);
+  if (const auto meshes = key.find("overlapping meshes: "); meshes != std::string::npos)
+    key = key.substr(0, meshes + 18);
   // Which missing class accelerate names depends on set order; the class is checked separately.
-  if (key.starts_with("Could not find the transformer layer class ")) key = "Could not find the transformer layer class ";
+  if (key.starts_with("Could not find the transformer layer class "))
+    key = "Could not find the transformer layer class ";
   // A Python set's order follows the hashes of torch.dtype objects, not anything in the job.
   if (const auto set = key.find(" but got {"); set != std::string::npos) key = key.substr(0, set + 9);
   // A runtime shape error names the shapes of this input: the words before the numbers must match.
   if (key.starts_with("size mismatch, got input")) key = "size mismatch, got input";
-  if (key.starts_with("inconsistent tensor size, expected tensor [")) key = "inconsistent tensor size, expected tensor [";
+  if (key.starts_with("inconsistent tensor size, expected tensor ["))
+    key = "inconsistent tensor size, expected tensor [";
   return key.substr(0, 120);
 }
 
@@ -139,8 +145,8 @@ inline void check_fsdp2_groups(const json& c, const ShardPlan& plan) {
       for (std::size_t r = 0; r < rank_shapes.size(); ++r) {
         const auto want = rank_shapes[r][i].get<std::vector<std::int64_t>>();
         const int sr = static_cast<int>(r) % shard_world;  // mesh (replicate, shard): rank = rep * S + shard
-        const std::int64_t rows =
-            std::clamp<std::int64_t>(ps.shape.front() - static_cast<std::int64_t>(sr) * ps.rows_per_rank, 0, ps.rows_per_rank);
+        const std::int64_t rows = std::clamp<std::int64_t>(
+            ps.shape.front() - static_cast<std::int64_t>(sr) * ps.rows_per_rank, 0, ps.rows_per_rank);
         CHECK(want.front() == rows);
       }
     }
@@ -192,8 +198,10 @@ inline void compare_case(const json& c, const PreflightResult& r, int& errors, i
   }
   CHECK_MESSAGE(!r.sink.has_errors(), "torch ran this case; our errors:\n" << errors_of(r.sink));
   REQUIRE(r.plan.has_value());
-  if (c.at("fsdp_version").get<int>() == 1) check_fsdp1_units(c, *r.plan);
-  else check_fsdp2_groups(c, *r.plan);
+  if (c.at("fsdp_version").get<int>() == 1)
+    check_fsdp1_units(c, *r.plan);
+  else
+    check_fsdp2_groups(c, *r.plan);
   if (c.contains("memory")) {
     ++with_memory;
     check_memory(c, r);

@@ -38,15 +38,15 @@ class Chooser {
 struct Draw {
   PreflightRequest req;
   std::string description;  // for failure messages
-  bool peft = false;         // a LoRA / QLoRA run
+  bool peft = false;        // a LoRA / QLoRA run
 };
 
 inline Setting<Version> flag_version(int a, int b, int c, const char* flag) { return {Version{a, b, c}, flag}; }
 
 // One request over the bundled fixtures. `source_dir`: the repository.
 inline Draw draw(Chooser& ch, const std::string& source_dir) {
-  static const std::vector<std::string> models = {"llama", "gpt2", "mixtral", "qwen3_moe", "gemma", "qwen2",
-                                                  "deepseek_v3"};
+  static const std::vector<std::string> models = {"llama", "gpt2",  "mixtral",    "qwen3_moe",
+                                                  "gemma", "qwen2", "deepseek_v3"};
   // Valid values outnumber invalid ones, so that most draws reach the simulator.
   static const std::vector<int> worlds = {-3, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 64, 2, 4, 8, 6, 1 << 21};
   static const std::vector<int> machines = {0, 1, 1, 1, 1, 2, 2, 3};
@@ -59,11 +59,14 @@ inline Draw draw(Chooser& ch, const std::string& source_dir) {
   static const std::vector<std::int64_t> min_params = {-1, 0, 1, 100, 1000, 5000, 100'000'000};
   static const std::vector<std::string> precisions = {"no", "bf16", "fp16"};
   static const std::vector<int> replicas = {0, 1, 1, 1, 1, 2, 3};
-  static const std::vector<std::string> ignored = {"", "", "", "", R"(model\.layers\.1)", "lm_head", "(", R"(model\.embed_tokens)"};
+  static const std::vector<std::string> ignored = {
+      "", "", "", "", R"(model\.layers\.1)", "lm_head", "(", R"(model\.embed_tokens)"};
   static const std::vector<std::vector<std::string>> classes = {
       {}, {}, {"NoSuchLayer"}, {"L", "l", "a"}, {"LlamaDecoderLayer"}, {"LlamaDecoderLayer", "LlamaAttention"}};
-  static const std::vector<Version> torches = {{1, 13, 1}, {2, 0, 0}, {2, 4, 0}, {2, 7, 0}, {2, 9, 0}, {2, 14, 1}, {3, 0, 0}};
-  static const std::vector<Version> transformers = {{4, 3, 0}, {4, 46, 0}, {4, 57, 6}, {5, 12, 1}, {5, 16, 0}, {9, 0, 0}};
+  static const std::vector<Version> torches = {{1, 13, 1}, {2, 0, 0},  {2, 4, 0}, {2, 7, 0},
+                                               {2, 9, 0},  {2, 14, 1}, {3, 0, 0}};
+  static const std::vector<Version> transformers = {{4, 3, 0},  {4, 46, 0}, {4, 57, 6},
+                                                    {5, 12, 1}, {5, 16, 0}, {9, 0, 0}};
   static const std::vector<Fsdp2Caller> callers = {Fsdp2Caller::accelerate, Fsdp2Caller::accelerate,
                                                    Fsdp2Caller::torchtitan, Fsdp2Caller::transformers};
   Draw d;
@@ -88,7 +91,8 @@ inline Draw draw(Chooser& ch, const std::string& source_dir) {
   s.activation_checkpointing.value = ch.coin();
   s.fsdp2_caller.value = ch.pick(callers);
   if (ch.coin()) s.reshard_after_forward.value = ch.coin();
-  if (ch.pick(std::vector<int>{0, 0, 0, 1}) == 1) r.versions.torch = Setting<Version>{ch.pick(torches), "--torch-version"};
+  if (ch.pick(std::vector<int>{0, 0, 0, 1}) == 1)
+    r.versions.torch = Setting<Version>{ch.pick(torches), "--torch-version"};
   if (ch.pick(std::vector<int>{0, 0, 0, 1}) == 1)
     r.versions.transformers = Setting<Version>{ch.pick(transformers), "--transformers-version"};
   if (ch.coin()) {
@@ -104,9 +108,14 @@ inline Draw draw(Chooser& ch, const std::string& source_dir) {
   // every bias mode, DoRA, a saved head, 4-bit loading in each storage dtype, either caller.
   std::string peft = "none";
   if (ch.pick(std::vector<int>{0, 0, 0, 1}) == 1) {
-    static const std::vector<std::vector<std::string>> targets = {
-        {"q_proj", "v_proj"}, {"q_proj", "v_proj", "c_attn"}, {"q_proj", "v_proj"}, {"c_attn"}, {"query"},
-        {"self_attn"}, {"o_proj", "down_proj", "c_fc"}, {}};
+    static const std::vector<std::vector<std::string>> targets = {{"q_proj", "v_proj"},
+                                                                  {"q_proj", "v_proj", "c_attn"},
+                                                                  {"q_proj", "v_proj"},
+                                                                  {"c_attn"},
+                                                                  {"query"},
+                                                                  {"self_attn"},
+                                                                  {"o_proj", "down_proj", "c_fc"},
+                                                                  {}};
     LoraAdapter a;
     a.source = "command line";
     a.task_type = "CAUSAL_LM";
@@ -138,13 +147,14 @@ inline Draw draw(Chooser& ch, const std::string& source_dir) {
            (r.resolve.bnb_4bit ? " 4bit" : "") + (s.trainer.value ? " trainer" : " accelerate");
   }
   d.description = model + " ws=" + std::to_string(s.world_size.value) + " nm=" + std::to_string(s.num_machines.value) +
-                  " fsdp=" + std::to_string(s.fsdp_version.value) + " strat=" + strategy_name(s.sharding_strategy.value) +
-                  " policy=" + policy_name(s.policy.value) + " min=" + std::to_string(s.min_num_params.value) +
+                  " fsdp=" + std::to_string(s.fsdp_version.value) +
+                  " strat=" + strategy_name(s.sharding_strategy.value) + " policy=" + policy_name(s.policy.value) +
+                  " min=" + std::to_string(s.min_num_params.value) +
                   " orig=" + std::to_string(s.use_orig_params.value) + " mp=" + s.mixed_precision.value +
                   " rep=" + std::to_string(s.dp_replicate.value) + " tp=" + std::to_string(s.tp_size.value) +
                   " cp=" + std::to_string(s.cp_size.value) + " ign='" + s.ignored_modules.value + "'" +
-                  " cls=" + std::to_string(s.wrap_classes.value.size()) + " caller=" + caller_name(s.fsdp2_caller.value) +
-                  " peft=" + peft;
+                  " cls=" + std::to_string(s.wrap_classes.value.size()) +
+                  " caller=" + caller_name(s.fsdp2_caller.value) + " peft=" + peft;
   return d;
 }
 
@@ -188,7 +198,8 @@ inline std::string plan_invariants(const PreflightResult& r) {
       for (const auto& ps : u.shards) {
         shard += ps.rows_per_rank * ps.row_numel;
         for (int rk = 0; rk < p.shard_group; ++rk) {
-          const std::int64_t rows = std::clamp<std::int64_t>(ps.shape.front() - rk * ps.rows_per_rank, 0, ps.rows_per_rank);
+          const std::int64_t rows =
+              std::clamp<std::int64_t>(ps.shape.front() - rk * ps.rows_per_rank, 0, ps.rows_per_rank);
           expect_pad += (ps.rows_per_rank - rows) * ps.row_numel;
         }
       }
@@ -210,7 +221,8 @@ inline std::string plan_invariants(const PreflightResult& r) {
           bool alias_held = false;
           for (const auto& m2 : r.tree->modules)
             for (const auto& q : m2.params)
-              if (q.tied_to == fqn && in_units.count(m2.path.empty() ? q.name : m2.path + "." + q.name)) alias_held = true;
+              if (q.tied_to == fqn && in_units.count(m2.path.empty() ? q.name : m2.path + "." + q.name))
+                alias_held = true;
           if (!alias_held) return "parameter in no unit: " + fqn;
         }
         if (n > 1 && !duplicated.count(fqn)) return "parameter in two units, not reported: " + fqn;
@@ -221,7 +233,8 @@ inline std::string plan_invariants(const PreflightResult& r) {
   std::uint64_t peak = 0;
   for (const auto& rk : m.ranks) peak = std::max(peak, rk.total());
   if (!m.ranks.empty() && peak != m.peak) return "peak is not the largest rank's total";
-  if (job_fails != (m.verdict == FitVerdict::withheld)) return "a verdict for a failing job, or none for a runnable one";
+  if (job_fails != (m.verdict == FitVerdict::withheld))
+    return "a verdict for a failing job, or none for a runnable one";
   if (!job_fails && (m.verdict == FitVerdict::does_not_fit) != (m.peak > m.gpu_memory)) return "fit verdict vs peak";
   return "";
 }

@@ -10,8 +10,8 @@
 namespace shardcheck::test {
 
 inline std::size_t count_code(const DiagnosticSink& sink, std::string_view code) {
-  return static_cast<std::size_t>(std::count_if(sink.items().begin(), sink.items().end(),
-                                                [&](const Diagnostic& d) { return d.code == code; }));
+  return static_cast<std::size_t>(
+      std::count_if(sink.items().begin(), sink.items().end(), [&](const Diagnostic& d) { return d.code == code; }));
 }
 
 inline const Diagnostic* first_code(const DiagnosticSink& sink, std::string_view code) {

@@ -40,11 +40,9 @@ std::string shard_bytes(const std::vector<Tensor>& tensors) {
   std::uint64_t offset = 0;
   for (const Tensor& t : tensors) {
     std::string shape;
-    for (std::size_t i = 0; i < t.shape.size(); ++i)
-      shape += (i ? "," : "") + std::to_string(t.shape[i]);
-    header += ",\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[" + shape +
-              "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + t.bytes()) + "]}";
+    for (std::size_t i = 0; i < t.shape.size(); ++i) shape += (i ? "," : "") + std::to_string(t.shape[i]);
+    header += ",\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[" + shape + "],\"data_offsets\":[" +
+              std::to_string(offset) + "," + std::to_string(offset + t.bytes()) + "]}";
     offset += t.bytes();
   }
   header += "}";
@@ -59,8 +57,8 @@ struct ModelDir {
   ModelDir() {
     static int counter = 0;
     path = fs::temp_directory_path() /
-           ("shardcheck-ix-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)) /
-           "snapshots" / "model";  // two levels deep, so "../../x" stays inside the scratch dir
+           ("shardcheck-ix-" + std::to_string(::getpid()) + "-" + std::to_string(counter++)) / "snapshots" /
+           "model";  // two levels deep, so "../../x" stays inside the scratch dir
     fs::remove_all(root());
     fs::create_directories(path);
   }
@@ -73,9 +71,7 @@ struct ModelDir {
     fs::create_directories((path / name).parent_path());
     std::ofstream(path / name, std::ios::binary) << bytes;
   }
-  void shard(const std::string& name, const std::vector<Tensor>& tensors) const {
-    write(name, shard_bytes(tensors));
-  }
+  void shard(const std::string& name, const std::vector<Tensor>& tensors) const { write(name, shard_bytes(tensors)); }
 };
 
 const Tensor A{"a.weight", "F32", {2, 2}};  // 16 bytes
@@ -119,8 +115,7 @@ Loaded load(const fs::path& dir) {
 TEST_CASE("checkpoint index: a sharded checkpoint loads every shard, in name order") {
   ModelDir m;
   write_two_shards(m);
-  m.write("model.safetensors.index.json",
-          index_json({{"c.weight", S2}, {"a.weight", S1}, {"b.weight", S1}}));
+  m.write("model.safetensors.index.json", index_json({{"c.weight", S2}, {"a.weight", S1}, {"b.weight", S1}}));
   auto l = load(m.path);
   REQUIRE(l.meta);
   CHECK_MESSAGE(l.sink.items().empty(), l.all());
@@ -199,11 +194,10 @@ TEST_CASE("checkpoint index: IX002 unreadable index is an io error; shards are s
   CHECK(l.meta->files.size() == 2);
 }
 
-TEST_CASE(
-    "checkpoint index: IX003/IX004/IX005 unusable index falls back to the directory's shards") {
-  for (auto [text, code] : {std::pair{"{\"weight_map\": ", "IX003"}, std::pair{"\xff{}", "IX003"},
-                            std::pair{"[1]", "IX004"}, std::pair{"{}", "IX005"},
-                            std::pair{"{\"weight_map\": []}", "IX005"}}) {
+TEST_CASE("checkpoint index: IX003/IX004/IX005 unusable index falls back to the directory's shards") {
+  for (auto [text, code] :
+       {std::pair{"{\"weight_map\": ", "IX003"}, std::pair{"\xff{}", "IX003"}, std::pair{"[1]", "IX004"},
+        std::pair{"{}", "IX005"}, std::pair{"{\"weight_map\": []}", "IX005"}}) {
     ModelDir m;
     write_two_shards(m);
     m.write("model.safetensors.index.json", text);
@@ -220,9 +214,8 @@ TEST_CASE(
 TEST_CASE("checkpoint index: IX006 weight_map values must be shard names") {
   ModelDir m;
   write_two_shards(m);
-  m.write("model.safetensors.index.json", "{\"weight_map\": {\"a.weight\": \"" + S1 +
-                                              "\", \"b.weight\": \"" + S1 + "\", \"c.weight\": \"" +
-                                              S2 + "\", \"x\": null, \"y\": \"\"}}");
+  m.write("model.safetensors.index.json", "{\"weight_map\": {\"a.weight\": \"" + S1 + "\", \"b.weight\": \"" + S1 +
+                                              "\", \"c.weight\": \"" + S2 + "\", \"x\": null, \"y\": \"\"}}");
   auto l = load(m.path);
   CHECK_MESSAGE(l.count("IX006") == 2, l.all());
   CHECK(l.sink.items().size() == 2);
@@ -246,10 +239,8 @@ TEST_CASE("checkpoint index: IX008 shard paths may not leave the model directory
   ModelDir m;
   write_two_shards(m);
   m.shard("../outside.safetensors", {C});
-  for (std::string shard :
-       {"../outside.safetensors", "/etc/passwd", "sub/../../outside.safetensors"}) {
-    m.write("model.safetensors.index.json",
-            index_json({{"a.weight", S1}, {"b.weight", S1}, {"c.weight", shard}}));
+  for (std::string shard : {"../outside.safetensors", "/etc/passwd", "sub/../../outside.safetensors"}) {
+    m.write("model.safetensors.index.json", index_json({{"a.weight", S1}, {"b.weight", S1}, {"c.weight", shard}}));
     auto l = load(m.path);
     INFO(shard);
     REQUIRE(l.meta);
@@ -266,8 +257,7 @@ TEST_CASE("checkpoint index: IX008 shard paths may not leave the model directory
   CHECK(ok.count("IX015") == 1);
 }
 
-TEST_CASE(
-    "checkpoint index: symlinks are followed wherever they lead (Hugging Face cache layout)") {
+TEST_CASE("checkpoint index: symlinks are followed wherever they lead (Hugging Face cache layout)") {
   // snapshots/<rev>/<shard> -> ../../blobs/<sha256>: every shard lives outside the directory.
   ModelDir m;
   m.write("../../blobs/aaa", shard_bytes({A, B}));
@@ -296,8 +286,7 @@ TEST_CASE("checkpoint index: IX010/IX011/IX012 tensors against the shards") {
   SUBCASE("listed in the wrong shard") {
     ModelDir m;
     write_two_shards(m);
-    m.write("model.safetensors.index.json",
-            index_json({{"a.weight", S1}, {"b.weight", S2}, {"c.weight", S2}}));
+    m.write("model.safetensors.index.json", index_json({{"a.weight", S1}, {"b.weight", S2}, {"c.weight", S2}}));
     auto l = load(m.path);
     REQUIRE_MESSAGE(l.count("IX010") == 1, l.all());
     const Diagnostic& d = *l.first("IX010");
@@ -351,8 +340,7 @@ TEST_CASE("checkpoint index: IX013/IX014 metadata.total_size") {
   CHECK(run("[40]").count("IX013") == 1);
   auto l = run("{\"total_size\": 48}");
   REQUIRE(l.count("IX014") == 1);
-  CHECK(l.first("IX014")->message.find("total_size is 48 but the shards' headers describe 40") !=
-        std::string::npos);
+  CHECK(l.first("IX014")->message.find("total_size is 48 but the shards' headers describe 40") != std::string::npos);
   CHECK(l.first("IX014")->location.line == 2);
   CHECK(l.meta->index_total_size == 48u);
 }

@@ -58,8 +58,8 @@ Outcome observed(const fs::path& dir, Seen seen) {
 std::vector<fs::path> checkpoint_fixtures() {
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(models_dir()))
-    if (e.is_directory() && (fs::exists(e.path() / "model.safetensors") ||
-                             fs::exists(e.path() / "model.safetensors.index.json")))
+    if (e.is_directory() &&
+        (fs::exists(e.path() / "model.safetensors") || fs::exists(e.path() / "model.safetensors.index.json")))
       dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
   return dirs;

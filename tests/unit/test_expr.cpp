@@ -26,7 +26,7 @@ TEST_CASE("expr: integer arithmetic follows Python") {
   CHECK(integer("-7 % 2") == 1);
   CHECK(integer("2 ** 10") == 1024);
   CHECK(integer("3 ** 5") == 243);
-  CHECK(integer("1 ** 285311670611") == 1);      // O(log n): this hung the fuzzer as a linear loop
+  CHECK(integer("1 ** 285311670611") == 1);  // O(log n): this hung the fuzzer as a linear loop
   CHECK(integer("(0 - 1) ** 285311670611") == -1);
   CHECK(integer("0 ** 99999999999") == 0);
   CHECK_THROWS_AS(run("3 ** 99999999999"), ExprError);
@@ -50,11 +50,13 @@ TEST_CASE("expr: overflow and division by zero are errors, not wrong numbers") {
 }
 
 TEST_CASE("expr: names, null coalescing and conditionals") {
-  std::map<std::string, Value> cfg{{"hidden_size", Value(4096)}, {"num_attention_heads", Value(32)},
-                                   {"head_dim", Value()}, {"mlp_only_layers", Value(ValueList{Value(1), Value(3)})}};
+  std::map<std::string, Value> cfg{{"hidden_size", Value(4096)},
+                                   {"num_attention_heads", Value(32)},
+                                   {"head_dim", Value()},
+                                   {"mlp_only_layers", Value(ValueList{Value(1), Value(3)})}};
   CHECK(integer("head_dim ?? hidden_size // num_attention_heads", cfg) == 128);
-  CHECK(integer("absent_field ?? 7", cfg) == 7);          // unknown name on the left of ??
-  CHECK(integer("absent ?? also_absent ?? 9", cfg) == 9);   // and along a chain
+  CHECK(integer("absent_field ?? 7", cfg) == 7);           // unknown name on the left of ??
+  CHECK(integer("absent ?? also_absent ?? 9", cfg) == 9);  // and along a chain
   CHECK(integer("absent ?? hidden_size ?? 9", cfg) == 4096);
   CHECK_THROWS_AS(run("absent_field + 1", cfg), ExprError);  // but not elsewhere
   CHECK(integer("1 if hidden_size > 100 else 2", cfg) == 1);

@@ -41,7 +41,8 @@ TEST_CASE("finding codes: every code in the sources is catalogued, and every cat
   std::set<std::string> catalogued;
   for (const FindingCode& c : finding_codes()) catalogued.insert(c.id);
   for (const std::string& code : used) CHECK_MESSAGE(catalogued.count(code) == 1, code << " is not in src/codes/");
-  for (const std::string& code : catalogued) CHECK_MESSAGE(used.count(code) == 1, code << " is catalogued but never reported");
+  for (const std::string& code : catalogued)
+    CHECK_MESSAGE(used.count(code) == 1, code << " is catalogued but never reported");
 }
 
 TEST_CASE("finding codes: unique ids, a one-line summary and a real explanation each") {

@@ -127,8 +127,8 @@ TEST_CASE("fsdp1 oracle: every case matches real torch 1.13 FSDP to the element"
       bool found = false;
       for (const auto& d : sink.items())
         found = found || d.message.find(c.at("error").get<std::string>()) != std::string::npos;
-      CHECK_MESSAGE(found, "expected torch's error: " << c.at("error").get<std::string>() << "\nfirst ours: "
-                                                      << sink.items().front().message);
+      CHECK_MESSAGE(found, "expected torch's error: " << c.at("error").get<std::string>()
+                                                      << "\nfirst ours: " << sink.items().front().message);
       continue;
     }
     CHECK_FALSE(sink.has_errors());

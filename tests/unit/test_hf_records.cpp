@@ -60,8 +60,8 @@ TEST_CASE("hf records: config-only trees equal what transformers 5.12.1 builds")
     const json rec = test::read_json(file);
     const std::string name = rec.at("name").get<std::string>();
     CAPTURE(name);
-    const RecordTree b = build_config_only(rec.at("config"), rec.at("versions").at("transformers").get<std::string>(),
-                                      work / name);
+    const RecordTree b =
+        build_config_only(rec.at("config"), rec.at("versions").at("transformers").get<std::string>(), work / name);
     REQUIRE_MESSAGE(b.tree.has_value(), "no tree:\n" << b.errors);
     const ModuleTree& t = *b.tree;
     ++compared;

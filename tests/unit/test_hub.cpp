@@ -61,10 +61,31 @@ TEST_CASE("hub: model ids as huggingface_hub validates them") {
   CHECK(parse_model_ref("a_b/c.d-e"));
   CHECK(parse_model_ref("org/" + std::string(96, 'x')));
 
-  for (const char* bad : {"", "/", "org/", "/name", "a/b/c", "org--x/name", "org/na..me", "-org/name", "org/name-",
-                          ".org/name", "org/name.git", "org/na me", "org/naé", "org/name@", "org/name@a b",
-                          "org/name@../x", "org/name@a//b", "org/name@/a", "org/name@a\\b", "org/name@.hidden",
-                          "org/name@a..b", "org/name@x.lock", "org/name@a@{1}", "org/name@a:b", "org/name@a/"})
+  for (const char* bad : {"",
+                          "/",
+                          "org/",
+                          "/name",
+                          "a/b/c",
+                          "org--x/name",
+                          "org/na..me",
+                          "-org/name",
+                          "org/name-",
+                          ".org/name",
+                          "org/name.git",
+                          "org/na me",
+                          "org/naé",
+                          "org/name@",
+                          "org/name@a b",
+                          "org/name@../x",
+                          "org/name@a//b",
+                          "org/name@/a",
+                          "org/name@a\\b",
+                          "org/name@.hidden",
+                          "org/name@a..b",
+                          "org/name@x.lock",
+                          "org/name@a@{1}",
+                          "org/name@a:b",
+                          "org/name@a/"})
     CHECK_MESSAGE(!parse_model_ref(bad), bad);
   CHECK_FALSE(parse_model_ref("org/" + std::string(97, 'x')));
 }
@@ -79,7 +100,8 @@ TEST_CASE("hub: environment defaults and overrides follow huggingface_hub consta
   CHECK(d.timeout_seconds == 10);
   CHECK(d.max_connections == 8);
 
-  const HubEnvironment x = env_of({{"HOME", "/h"}, {"XDG_CACHE_HOME", "/xdg"}, {"HF_ENDPOINT", "http://mirror:8080//"}});
+  const HubEnvironment x =
+      env_of({{"HOME", "/h"}, {"XDG_CACHE_HOME", "/xdg"}, {"HF_ENDPOINT", "http://mirror:8080//"}});
   CHECK(x.endpoint == "http://mirror:8080");
   CHECK(x.hf_cache == fs::path("/xdg/huggingface/hub"));
   CHECK(x.header_cache == fs::path("/xdg/shardcheck"));
@@ -110,8 +132,7 @@ TEST_CASE("hub: token from HF_TOKEN, else the token file, stripped; never from a
   CHECK(e.token == "hf_fromfile");
   CHECK(e.token_source == (dir / "hf" / "token").string());
   CHECK(env_of({{"HF_HOME", (dir / "hf").string()}, {"HF_TOKEN", " hf_env "}}).token == "hf_env");
-  CHECK(env_of({{"HF_HOME", (dir / "hf").string()}, {"HF_TOKEN_PATH", (dir / "other").string()}}).token ==
-        "hf_other");
+  CHECK(env_of({{"HF_HOME", (dir / "hf").string()}, {"HF_TOKEN_PATH", (dir / "other").string()}}).token == "hf_other");
   CHECK(env_of({{"HF_HOME", (dir / "hf").string()}, {"HUGGING_FACE_HUB_TOKEN", "hf_legacy"}}).token == "hf_legacy");
   CHECK_FALSE(env_of({{"HF_HOME", (dir / "hf").string()}, {"HF_TOKEN_PATH", (dir / "blank").string()}}).token);
   CHECK_FALSE(env_of({{"HF_HOME", (dir / "hf").string()}, {"HF_HUB_DISABLE_IMPLICIT_TOKEN", "1"}}).token);

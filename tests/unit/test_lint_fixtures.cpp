@@ -34,8 +34,10 @@ Fixture read_fixture(const fs::path& expect) {
     if (line[0] == '#') {
       const auto colon = line.find(':');
       const std::string key = line.substr(2, colon - 2), value = line.substr(colon + 2);
-      if (key == "accelerate") f.opts.accelerate = *Version::parse(value);
-      else if (key == "torch") f.opts.torch = Version::parse(value);
+      if (key == "accelerate")
+        f.opts.accelerate = *Version::parse(value);
+      else if (key == "torch")
+        f.opts.torch = Version::parse(value);
       else if (key == "env") {
         const auto eq = value.find('=');
         f.opts.env.push_back({value.substr(0, eq), value.substr(eq + 1), ++env_line});

@@ -13,7 +13,9 @@
 using namespace shardcheck;
 
 namespace {
-const std::string kText = "distributed_type: FSDP\nnum_processes: 8\nfsdp_config:\n  fsdp_sharding_stratgy: FULL_SHARD\nmixed_precision: no\n";
+const std::string kText =
+    "distributed_type: FSDP\nnum_processes: 8\nfsdp_config:\n  fsdp_sharding_stratgy: FULL_SHARD\nmixed_precision: "
+    "no\n";
 
 std::vector<Diagnostic> diagnostics() { return lint_test::lint_text(kText, lint_test::options(), "configs/a.yaml"); }
 }  // namespace
@@ -25,7 +27,8 @@ TEST_CASE("lint output: text has file:line:col, severity, [rule], a snippet with
   CHECK(out.find("configs/a.yaml:4:3: warning: unknown key `fsdp_sharding_stratgy`") != std::string::npos);
   CHECK(out.find("(did you mean `fsdp_sharding_strategy`?)") != std::string::npos);
   CHECK(out.find("[unknown-nested-key]") != std::string::npos);
-  CHECK(out.find("    4 |   fsdp_sharding_stratgy: FULL_SHARD\n      |   ^~~~~~~~~~~~~~~~~~~~~\n") != std::string::npos);
+  CHECK(out.find("    4 |   fsdp_sharding_stratgy: FULL_SHARD\n      |   ^~~~~~~~~~~~~~~~~~~~~\n") !=
+        std::string::npos);
   CHECK(out.find("configs/a.yaml:5:18: error:") != std::string::npos);
   CHECK(out.find("  help: quote it: `mixed_precision: 'no'`") != std::string::npos);
   CHECK(out.find("\x1b[") == std::string::npos);  // no colour unless asked
@@ -84,7 +87,8 @@ TEST_CASE("lint output: SARIF 2.1.0 has what GitHub code scanning requires") {
 TEST_CASE("lint output: GitHub annotations") {
   const std::string out = render_diagnostics_github(diagnostics());
   CHECK(out.find("::warning file=configs/a.yaml,line=4,col=3,endColumn=24,title=unknown-nested-key::") == 0);
-  CHECK(out.find("::error file=configs/a.yaml,line=5,col=18,endColumn=20,title=yaml11-implicit-type::") != std::string::npos);
+  CHECK(out.find("::error file=configs/a.yaml,line=5,col=18,endColumn=20,title=yaml11-implicit-type::") !=
+        std::string::npos);
   CHECK(std::count(out.begin(), out.end(), '\n') == 2);  // one line each: newlines are escaped
 }
 
@@ -116,10 +120,10 @@ TEST_CASE("env file: NAME=value lines as a shell would assign them, with their l
       "  export\tACCELERATE_USE_FSDP='true'\r\n"
       "FSDP_OFFLOAD_PARAMS=\"false\"\n"
       "\n"
-      "FSDP VERSION=2\n"        // not an identifier: a shell would not assign it
-      "1FSDP=x\n"               // nor this
+      "FSDP VERSION=2\n"  // not an identifier: a shell would not assign it
+      "1FSDP=x\n"         // nor this
       "=no-name\n"
-      "exported_FOO=1\n"        // `export` only as a word of its own
+      "exported_FOO=1\n"  // `export` only as a word of its own
       "no equals sign\n"
       "FSDP_EMPTY=";
   const std::vector<EnvVar> vars = parse_env_file(text);
@@ -140,7 +144,8 @@ TEST_CASE("setting_location: a setting's source as the place a finding points at
   l = setting_location("cfg.yaml (fixed):3", "model/config.json", &note);
   CHECK((l.file == "cfg.yaml" && l.line == 0 && note == " (from cfg.yaml (fixed):3)"));
   // Not a place in a file: the fallback, and the message says where the value came from.
-  for (const std::string source : {"--frozen", "env FSDP_IGNORED_MODULES", "default", "cfg.yaml:", "cfg.yaml:1234567890"}) {
+  for (const std::string source :
+       {"--frozen", "env FSDP_IGNORED_MODULES", "default", "cfg.yaml:", "cfg.yaml:1234567890"}) {
     note.clear();
     l = setting_location(source, "model/config.json", &note);
     CHECK_MESSAGE((l.file == "model/config.json" && l.line == 0 && note == " (from " + source + ")"), source);

@@ -11,8 +11,10 @@
 using namespace shardcheck;
 
 namespace {
-std::optional<ConfigDoc> parse(const std::string& text, DiagnosticSink& sink) { return parse_config_doc(text, "t.yaml", sink); }
+std::optional<ConfigDoc> parse(const std::string& text, DiagnosticSink& sink) {
+  return parse_config_doc(text, "t.yaml", sink);
 }
+}  // namespace
 
 TEST_CASE("lint yaml: keys and values keep line and column") {
   DiagnosticSink sink;

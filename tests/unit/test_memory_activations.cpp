@@ -39,7 +39,7 @@ TEST_CASE("activations: tiny llama fixture, with and without checkpointing") {
   REQUIRE(a.available);
   CHECK(a.tokens == 16);
   CHECK(a.dtype == DType::BF16);
-  CHECK(a.blocks == 3u * 348 * 16 * 2);       // 33,408
+  CHECK(a.blocks == 3u * 348 * 16 * 2);  // 33,408
   CHECK(a.recompute == 0u);
   CHECK(a.logits == 37u * 16 * (2 + 4 + 4));  // 5,920: bf16 logits, fp32 copy, fp32 log-softmax
   const MemoryEstimate m = estimate_memory(plan, tree, s, opts);
@@ -47,8 +47,8 @@ TEST_CASE("activations: tiny llama fixture, with and without checkpointing") {
 
   s.activation_checkpointing.value = true;
   a = estimate_activations(plan, tree, s, opts);
-  CHECK(a.blocks == 3u * 20 * 16 * 2);   // each block keeps its 20-wide input: 1,920
-  CHECK(a.recompute == 348u * 16 * 2);   // one block recomputed in backward: 11,136
+  CHECK(a.blocks == 3u * 20 * 16 * 2);  // each block keeps its 20-wide input: 1,920
+  CHECK(a.recompute == 348u * 16 * 2);  // one block recomputed in backward: 11,136
   CHECK(a.logits == 5'920u);
 }
 
@@ -65,8 +65,8 @@ TEST_CASE("activations: Meta-Llama-3-8B config, seq 4096, micro-batch 1, bf16 mi
   opts.micro_batch = 1;
   const ActivationEstimate a = estimate_activations(plan, tree, s, opts);
   REQUIRE(a.available);
-  CHECK(a.blocks == 22'011'707'392ull);   // 83968 * 32 * 4096 * 2
-  CHECK(a.logits == 5'253'365'760ull);    // 128256 * 4096 * 10
+  CHECK(a.blocks == 22'011'707'392ull);  // 83968 * 32 * 4096 * 2
+  CHECK(a.logits == 5'253'365'760ull);   // 128256 * 4096 * 10
 }
 
 TEST_CASE("communication time at a bus bandwidth: FSDP1 FULL_SHARD, llama fixture, W=3") {
@@ -95,7 +95,7 @@ TEST_CASE("transient peak by backward prefetch: FSDP1 FULL_SHARD, llama fixture,
   DiagnosticSink sink;
   const ShardPlan plan = plan_fsdp1(tree, s, sink);
   const MemoryOptions opts;
-  s.backward_prefetch.value = BackwardPrefetch::pre;   // G_i + G_{i-1} + temps = 37,800
+  s.backward_prefetch.value = BackwardPrefetch::pre;  // G_i + G_{i-1} + temps = 37,800
   CHECK(estimate_memory(plan, tree, s, opts).ranks[0].transient == 3000u + 37'800u);
   s.backward_prefetch.value = BackwardPrefetch::post;  // max(G_i + 8720, temps + G_{i-1}) = 29,076
   CHECK(estimate_memory(plan, tree, s, opts).ranks[0].transient == 3000u + 29'076u);

@@ -129,11 +129,11 @@ TEST_CASE("padded file: a large file is mapped once the program allows it, where
     std::size_t size;
     bool mapped;
   };
-  for (const Case c : {Case{base + 100, true},                   // room for 64 bytes of padding after the tail
-                       Case{base + page - 64, true},             // exactly enough
-                       Case{base + page - 63, false},            // one byte short: copied
-                       Case{base + page, false},                 // ends on a page boundary: copied
-                       Case{base - 100, false}}) {               // small: always copied
+  for (const Case c : {Case{base + 100, true},         // room for 64 bytes of padding after the tail
+                       Case{base + page - 64, true},   // exactly enough
+                       Case{base + page - 63, false},  // one byte short: copied
+                       Case{base + page, false},       // ends on a page boundary: copied
+                       Case{base - 100, false}}) {     // small: always copied
     CAPTURE(c.size);
     const std::string bytes = bytes_of_size(c.size);
     const fs::path path = write_file(dir / ("f" + std::to_string(c.size)), bytes);
@@ -169,7 +169,7 @@ TEST_CASE("padded file: a mapped file truncated while it is read ends the proces
     shardcheck::util::allow_mapped_reads();
     auto f = PaddedFile::read(path);
     if (!f) ::_exit(100);
-    fs::resize_file(path, 0);  // another process truncates the file
+    fs::resize_file(path, 0);                           // another process truncates the file
     volatile char c = f->data()[std::size_t{1} << 20];  // SIGBUS: the page is gone
     (void)c;
     ::_exit(101);  // not reached

@@ -74,7 +74,8 @@ TEST_CASE("peft oracle: the PeftModel tree of every recorded adapter") {
       std::vector<std::pair<std::string, std::string>> modules;
       for (const auto& m : t.modules) modules.emplace_back(m.path, peft_class(m.cls));
       std::vector<std::pair<std::string, std::string>> want_modules;
-      for (const auto& m : rec.at("modules")) want_modules.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
+      for (const auto& m : rec.at("modules"))
+        want_modules.emplace_back(m[0].get<std::string>(), m[1].get<std::string>());
       REQUIRE(modules.size() == want_modules.size());
       for (std::size_t i = 0; i < modules.size(); ++i)
         CHECK(modules[i].first + " " + modules[i].second == want_modules[i].first + " " + want_modules[i].second);
@@ -82,8 +83,8 @@ TEST_CASE("peft oracle: the PeftModel tree of every recorded adapter") {
       for (const auto& m : t.modules)
         for (const auto& p : m.params)
           if (!p.buffer)
-            params.push_back(json::array({m.path.empty() ? p.name : m.path + "." + p.name, p.shape,
-                                          dtype_label(p.dtype), p.requires_grad}));
+            params.push_back(json::array(
+                {m.path.empty() ? p.name : m.path + "." + p.name, p.shape, dtype_label(p.dtype), p.requires_grad}));
       const auto& want = rec.at("params");
       REQUIRE(params.size() == want.size());
       for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i].dump() == want[i].dump());
@@ -106,7 +107,8 @@ TEST_CASE("peft oracle: every case matches real FSDP1/FSDP2 on the PeftModel") {
     PreflightRequest req;
     req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
     req.model = (kModels / c.at("model").get<std::string>()).string();
-    req.adapter_path = (kPeft / "adapters" / (c.at("model").get<std::string>() + "-" + c.at("adapter").get<std::string>())).string();
+    req.adapter_path =
+        (kPeft / "adapters" / (c.at("model").get<std::string>() + "-" + c.at("adapter").get<std::string>())).string();
     req.defaults = settings_for(c);
     req.resolve.load_dtype = c.value("load_dtype", "float32");
     req.resolve.bnb_4bit = bnb_of(c.value("quant_config", json()));

@@ -105,8 +105,9 @@ TEST_CASE("plain header: entries, dims and metadata; the rest goes to the full p
 
   // The byte-exact form the crate writes is read without key lookups; a near miss is read by the
   // general path from where the entry began, with nothing of the failed attempt left behind.
-  REQUIRE(scan(R"({"a":{"dtype":"BF16","shape":[3,5],"data_offsets":[0,30] },)"
-               R"("b":{"dtype":"F32","shape":[ 2 ,1],"data_offsets":[30,38]},"c":{"dtype":"I8","shape":[],"data_offsets":[38,39]}})"));
+  REQUIRE(scan(
+      R"({"a":{"dtype":"BF16","shape":[3,5],"data_offsets":[0,30] },)"
+      R"("b":{"dtype":"F32","shape":[ 2 ,1],"data_offsets":[30,38]},"c":{"dtype":"I8","shape":[],"data_offsets":[38,39]}})"));
   REQUIRE(entries.size() == 3);
   CHECK(dims == std::vector<std::uint64_t>{3, 5, 2, 1});
   CHECK(entries[1].dims_begin == 2);
@@ -114,12 +115,12 @@ TEST_CASE("plain header: entries, dims and metadata; the rest goes to the full p
   CHECK(entries[2].dims_count == 0);
   CHECK(entries[2].range->end == 39);
 
-  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2],"extra":1}})"));    // unknown key
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2],"extra":1}})"));       // unknown key
   CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"dtype":"BF16","data_offsets":[0,2]}})"));  // repeated key
-  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1]}})"));                                  // missing key
-  CHECK_FALSE(scan(R"({"a":{"dtype":"bf16","shape":[1],"data_offsets":[0,2]}})"));             // unknown dtype
-  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[-1],"data_offsets":[0,2]}})"));            // negative dim
-  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[2,0]}})"));             // reversed
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1]}})"));                                      // missing key
+  CHECK_FALSE(scan(R"({"a":{"dtype":"bf16","shape":[1],"data_offsets":[0,2]}})"));                 // unknown dtype
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[-1],"data_offsets":[0,2]}})"));                // negative dim
+  CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[2,0]}})"));                 // reversed
   CHECK_FALSE(scan(R"({"a":{"dtype":"BF16","shape":[1],"data_offsets":[0,2]},"__metadata__":null})"));
   CHECK_FALSE(scan("{\"a\tb\":{\"dtype\":\"BF16\",\"shape\":[1],\"data_offsets\":[0,2]}}"));  // raw control byte
 }
@@ -158,13 +159,13 @@ TEST_CASE("plain json: integers up to 2^64 - 1, and nothing the full parser read
   };
   CHECK(read("0") == 0u);
   CHECK(read("7") == 7u);
-  CHECK(read("1234567890123456789") == 1234567890123456789u);     // 19 digits
-  CHECK(read("9999999999999999999") == 9999999999999999999u);     // the largest 19 digits
-  CHECK(read("10000000000000000000") == 10000000000000000000u);   // 20 digits
-  CHECK(read("18446744073709551615") == 18446744073709551615u);   // 2^64 - 1
-  CHECK_FALSE(read("18446744073709551616"));                       // 2^64
+  CHECK(read("1234567890123456789") == 1234567890123456789u);    // 19 digits
+  CHECK(read("9999999999999999999") == 9999999999999999999u);    // the largest 19 digits
+  CHECK(read("10000000000000000000") == 10000000000000000000u);  // 20 digits
+  CHECK(read("18446744073709551615") == 18446744073709551615u);  // 2^64 - 1
+  CHECK_FALSE(read("18446744073709551616"));                     // 2^64
   CHECK_FALSE(read("99999999999999999999"));
-  CHECK_FALSE(read("184467440737095516150"));                      // 21 digits
+  CHECK_FALSE(read("184467440737095516150"));  // 21 digits
   CHECK_FALSE(read("00"));
   CHECK_FALSE(read("01"));
   CHECK_FALSE(read("-1"));

@@ -20,8 +20,8 @@
 
 namespace fs = std::filesystem;
 using shardcheck::detail::plain_yaml_events;
-using shardcheck::test::YamlEventLog;
 using shardcheck::test::yaml_cpp_events;
+using shardcheck::test::YamlEventLog;
 
 namespace {
 
@@ -44,26 +44,80 @@ void check_same_as_yaml_cpp(const std::string& text) {
 }  // namespace
 
 TEST_CASE("plain yaml: the events and marks of yaml-cpp for the subset") {
-  for (const char* text : {
-           "a: 1\nb:\n  c: x # c\n  d:\nseq:\n  - p\n  -  q\n  - k: v\n    k2: v2\nf: [a, \"b\", {x: 1}]\ne:\nz: ~\n",
-           "a:", "a:\n", "a:\n# c\n", "b: 1\na:", "b: 1\na:   ", "b: 1\na: # c", "b:\n  c:\n",
-           "s:\n  - a\n  -\n", "a:\n  - \n  -\nb: 1", "a:   v w   # c\nb: \"q\"  # x\n", "\"k\": v\n'k2': w",
-           "", "# only\n", "\n\n  \n", "x: [ ]\ny: {}\n", "k: [a, [b, c], {d: e, f: [g]}]\n", "- a\n- - b\n  - c\n",
-           "a:\n    b: 1\n    c: 2\nd: 3", "k: x\n\n\n", "k: a#b\n", "k:  \"a#b\" \n", "- k: v\n  j:\n- z\n",
-           "a: -1\nb: -x\nd: x:y\ne: a,b]\n", "# §§ non-ASCII in a comment\na: 1  # ü\n", "~: null\nNULL: Null\n",
-           "key   : v\n", "k: [~, null, 'null']\n", "top:\n  mid:\n    - {value: X, since: 1.5.0}\n    - Y\n  end: 3\n",
-           "distributed_type: 'NO'\nmixed_precision: no\nfsdp_config:\n  fsdp_min_num_params: 1e8\n",
-           "a: [1,\n 2]\n", "a: N?x\n", " -\n ", "a:\n  b:\n ", "- \n  # c", "a:\n  - x\n  -\n  ", "a:\n  - x\n  -\n   ", "k:\n  v: [a, # c\n     b,\n\n     {c: d,\n      e: f}]\n  w: 'x\\y'\n"}) {
+  for (const char* text :
+       {"a: 1\nb:\n  c: x # c\n  d:\nseq:\n  - p\n  -  q\n  - k: v\n    k2: v2\nf: [a, \"b\", {x: 1}]\ne:\nz: ~\n",
+        "a:",
+        "a:\n",
+        "a:\n# c\n",
+        "b: 1\na:",
+        "b: 1\na:   ",
+        "b: 1\na: # c",
+        "b:\n  c:\n",
+        "s:\n  - a\n  -\n",
+        "a:\n  - \n  -\nb: 1",
+        "a:   v w   # c\nb: \"q\"  # x\n",
+        "\"k\": v\n'k2': w",
+        "",
+        "# only\n",
+        "\n\n  \n",
+        "x: [ ]\ny: {}\n",
+        "k: [a, [b, c], {d: e, f: [g]}]\n",
+        "- a\n- - b\n  - c\n",
+        "a:\n    b: 1\n    c: 2\nd: 3",
+        "k: x\n\n\n",
+        "k: a#b\n",
+        "k:  \"a#b\" \n",
+        "- k: v\n  j:\n- z\n",
+        "a: -1\nb: -x\nd: x:y\ne: a,b]\n",
+        "# §§ non-ASCII in a comment\na: 1  # ü\n",
+        "~: null\nNULL: Null\n",
+        "key   : v\n",
+        "k: [~, null, 'null']\n",
+        "top:\n  mid:\n    - {value: X, since: 1.5.0}\n    - Y\n  end: 3\n",
+        "distributed_type: 'NO'\nmixed_precision: no\nfsdp_config:\n  fsdp_min_num_params: 1e8\n",
+        "a: [1,\n 2]\n",
+        "a: N?x\n",
+        " -\n ",
+        "a:\n  b:\n ",
+        "- \n  # c",
+        "a:\n  - x\n  -\n  ",
+        "a:\n  - x\n  -\n   ",
+        "k:\n  v: [a, # c\n     b,\n\n     {c: d,\n      e: f}]\n  w: 'x\\y'\n"}) {
     check_same_as_yaml_cpp(text);
   }
 }
 
 TEST_CASE("plain yaml: refuses what it does not read exactly") {
-  for (const char* text : {
-           "a: &x 1\nb: *x\n", "a: !!str 1\n", "a: |\n  text\n", "a: >-\n  text\n", "k: v\n  more\n",
-           "q: 'it''s'\n", "q: \"a\\nb\"\n", "a:\n- x\n", "---\na: 1\n", "a: 1\n...\n", "%YAML 1.2\n---\na: 1\n",
-           "a:\tb\n", "a: 1\r\nb: 2\r\n", "a: ü\n", "? a\n: b\n", "a: [1,\n2]\n", "a: [1, ]\n", "a\n", "[a, b]\n",
-           "k: \"x\": y\n", "a: b: c\n", "a:\n  b\n", "a: {b}\n", "a: [b: c]\n", "a: @x\n", "a: `x`\n", "a: x\x04y\n", "a: x\x7fy\n", "- [N?]   ", "a: 1\n b: 2\n"}) {
+  for (const char* text : {"a: &x 1\nb: *x\n",
+                           "a: !!str 1\n",
+                           "a: |\n  text\n",
+                           "a: >-\n  text\n",
+                           "k: v\n  more\n",
+                           "q: 'it''s'\n",
+                           "q: \"a\\nb\"\n",
+                           "a:\n- x\n",
+                           "---\na: 1\n",
+                           "a: 1\n...\n",
+                           "%YAML 1.2\n---\na: 1\n",
+                           "a:\tb\n",
+                           "a: 1\r\nb: 2\r\n",
+                           "a: ü\n",
+                           "? a\n: b\n",
+                           "a: [1,\n2]\n",
+                           "a: [1, ]\n",
+                           "a\n",
+                           "[a, b]\n",
+                           "k: \"x\": y\n",
+                           "a: b: c\n",
+                           "a:\n  b\n",
+                           "a: {b}\n",
+                           "a: [b: c]\n",
+                           "a: @x\n",
+                           "a: `x`\n",
+                           "a: x\x04y\n",
+                           "a: x\x7fy\n",
+                           "- [N?]   ",
+                           "a: 1\n b: 2\n"}) {
     INFO("text:\n" << std::string(text));
     CHECK_FALSE(plain_events(text));
   }
@@ -88,7 +142,8 @@ TEST_CASE("plain yaml: reads the rules files and the fixtures' configs as yaml-c
   // The schema, which every lint reads, must take the fast path; so must every registry file, one of
   // which every inspect and plan reads (yaml-cpp took ~1 ms of DeepSeek-V3's load for its anchors
   // and a folded scalar): write the plain form there.
-  CHECK(plain_events(shardcheck::test::read_file(std::string(SHARDCHECK_SOURCE_DIR) + "/rules/accelerate/schema.yaml")));
+  CHECK(
+      plain_events(shardcheck::test::read_file(std::string(SHARDCHECK_SOURCE_DIR) + "/rules/accelerate/schema.yaml")));
   for (const auto& e : fs::directory_iterator(std::string(SHARDCHECK_SOURCE_DIR) + "/rules/models"))
     if (e.path().extension() == ".yaml") {
       INFO(e.path().string());

@@ -88,8 +88,9 @@ TEST_CASE("plan dtypes: FP8 kept quantised fails in every layer, reported once")
     CHECK(d.location.file == tree.config_path);  // a real file for SARIF and annotations
     CHECK(tree.config_path.ends_with("deepseek_v3/config.json"));
     // The layer's norms are bf16, its projections F8 with F32 scales (Python prints a set; sorted here).
-    CHECK(d.message.starts_with("AssertionError: FSDP expects uniform original parameter dtype but got "
-                                "{torch.bfloat16, torch.float32, torch.float8_e4m3fn}"));
+    CHECK(
+        d.message.starts_with("AssertionError: FSDP expects uniform original parameter dtype but got "
+                              "{torch.bfloat16, torch.float32, torch.float8_e4m3fn}"));
     CHECK(d.message.ends_with("(the same in 2 more units: model.layers.1, model.layers.2)"));
   }
 }
@@ -106,9 +107,10 @@ TEST_CASE("plan dtypes: FSDP2 with frozen bf16 beside upcast trainable parameter
   (void)plan_fsdp2(tree, s, before);
   REQUIRE(test::count_code(before, "PLAN006") == 1);
   const Diagnostic& d = *test::first_code(before, "PLAN006");
-  CHECK(d.message == "AssertionError: FSDP expects uniform original parameter dtype but got {torch.bfloat16, "
-                     "torch.float32} (raised at the first forward by this fully_shard group) (the same in 2 more "
-                     "units: model.layers.1, model.layers.2)");
+  CHECK(d.message ==
+        "AssertionError: FSDP expects uniform original parameter dtype but got {torch.bfloat16, "
+        "torch.float32} (raised at the first forward by this fully_shard group) (the same in 2 more "
+        "units: model.layers.1, model.layers.2)");
   CHECK(d.help.find("one dtype") != std::string::npos);
 
   s.torch_version.value = Version{2, 8, 0};  // only parameters that require grad count: all fp32

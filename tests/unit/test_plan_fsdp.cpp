@@ -85,7 +85,7 @@ TEST_CASE("fsdp1 plan: use_orig_params alignment and world-size padding (torch 2
   CHECK(l0.shard_numel == 1455);
   CHECK(l0.padded_numel == 4365);
   CHECK(l0.rank_pad == std::vector<std::int64_t>{0, 0, 0});
-  CHECK(l0.dtype == DType::F32);  // accelerate upcasts trainable bf16 params under mixed precision
+  CHECK(l0.dtype == DType::F32);    // accelerate upcasts trainable bf16 params under mixed precision
   REQUIRE(l0.layout.size() == 11);  // 9 params + alignment pad + world pad
   CHECK(l0.layout[8].padding);
   CHECK(l0.layout[8].numel == 4);
@@ -194,6 +194,6 @@ TEST_CASE("fsdp2 plan: accelerate before 1.14 leaves embed, norm and head to the
   CHECK(root.numel == 1500);
   // Post-order: embed_tokens, (layers done), norm, then lm_head.
   CHECK(root.params == std::vector<std::string>{"model.embed_tokens.weight", "model.norm.weight", "lm_head.weight"});
-  CHECK(root.shard_numel == 10 * 20 + 5 + 10 * 20);  // ceil(37/4)=10 rows, ceil(20/4)=5
+  CHECK(root.shard_numel == 10 * 20 + 5 + 10 * 20);                // ceil(37/4)=10 rows, ceil(20/4)=5
   CHECK(root.reshard_after_forward == std::optional<bool>(true));  // torch 2.9 respects the explicit True
 }

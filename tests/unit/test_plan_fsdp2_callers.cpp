@@ -76,12 +76,14 @@ TEST_CASE("transformers native plan: gpt2 declares no _fsdp_plan, so only the ro
 
 TEST_CASE("torchtitan: embed alone, blocks, [norm, output] kept; tied embedding joins the tail") {
   DiagnosticSink sink;
-  const ShardPlan untied = plan_fsdp2(fixture_tree("llama"), fsdp2(3, Fsdp2Caller::torchtitan, "LlamaDecoderLayer"), sink);
-  CHECK(group_paths(untied) == std::vector<std::string>{"<root>", "model.embed_tokens", "model.layers.0", "model.layers.1",
-                                                        "model.layers.2", "model.norm+lm_head"});
-  const ShardPlan tied = plan_fsdp2(fixture_tree("gemma"), fsdp2(3, Fsdp2Caller::torchtitan, "GemmaDecoderLayer"), sink);
-  CHECK(group_paths(tied) == std::vector<std::string>{"<root>", "model.embed_tokens+model.norm+lm_head", "model.layers.0",
-                                                      "model.layers.1"});
+  const ShardPlan untied =
+      plan_fsdp2(fixture_tree("llama"), fsdp2(3, Fsdp2Caller::torchtitan, "LlamaDecoderLayer"), sink);
+  CHECK(group_paths(untied) == std::vector<std::string>{"<root>", "model.embed_tokens", "model.layers.0",
+                                                        "model.layers.1", "model.layers.2", "model.norm+lm_head"});
+  const ShardPlan tied =
+      plan_fsdp2(fixture_tree("gemma"), fsdp2(3, Fsdp2Caller::torchtitan, "GemmaDecoderLayer"), sink);
+  CHECK(group_paths(tied) == std::vector<std::string>{"<root>", "model.embed_tokens+model.norm+lm_head",
+                                                      "model.layers.0", "model.layers.1"});
   CHECK(tied.units[1].numel == 760);  // the tied lm_head.weight is the embedding's storage, counted once
   CHECK(tied.units[0].numel == 0);    // nothing left to the root
 }

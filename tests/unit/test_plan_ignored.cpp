@@ -66,7 +66,7 @@ TEST_CASE("ignored modules are matched whole (re.fullmatch), not by prefix") {
   const ModuleTree tree = llama();
   DiagnosticSink sink;
   const ShardPlan p = plan_fsdp1(tree, ignored_settings(1, "model\\.layers\\.1"), sink);
-  CHECK(p.units.size() == 3);                             // layers 0 and 2 still units, not "model.layers.1*"
+  CHECK(p.units.size() == 3);  // layers 0 and 2 still units, not "model.layers.1*"
   CHECK(holds(p, "model.layers.0.mlp.up_proj.weight"));
 }
 

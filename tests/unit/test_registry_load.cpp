@@ -13,12 +13,12 @@ TEST_CASE("registry load: only the wanted model types and their extends chain ar
   auto part = Registry::load(SHARDCHECK_SOURCE_DIR "/rules", sink, {"gemma3_text"});
   REQUIRE(part);
   CHECK(part->find("gemma3_text"));
-  CHECK(part->find("gemma2"));   // parent via extends
-  CHECK(part->find("llama"));    // root of the chain
+  CHECK(part->find("gemma2"));  // parent via extends
+  CHECK(part->find("llama"));   // root of the chain
   CHECK_FALSE(part->find("gpt2"));
   auto all = Registry::load(SHARDCHECK_SOURCE_DIR "/rules", sink, {"no_such_type"});
   REQUIRE(all);
-  CHECK(all->find("gpt2"));      // an unknown type loads everything (to list what is known)
+  CHECK(all->find("gpt2"));  // an unknown type loads everything (to list what is known)
   CHECK_FALSE(sink.has_errors());
 }
 

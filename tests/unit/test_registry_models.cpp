@@ -23,8 +23,8 @@ std::string fixture_version(const std::string& name) {
 
 // Models that existed in 4.44.2, so their fixtures must also load cleanly in that layout.
 bool in_4_44(const std::string& name) {
-  static const Strings old = {"falcon", "gemma", "gemma2", "gpt2", "gpt_neox", "llama", "mistral", "mixtral",
-                              "phi3", "qwen2", "qwen2_moe"};
+  static const Strings old = {"falcon",  "gemma",   "gemma2", "gpt2",  "gpt_neox", "llama",
+                              "mistral", "mixtral", "phi3",   "qwen2", "qwen2_moe"};
   return std::find(old.begin(), old.end(), name) != old.end();
 }
 
@@ -187,7 +187,8 @@ TEST_CASE("registry models: _no_split_modules and tied weights (hf-architectures
       {"gemma2", "Gemma2DecoderLayer", "lm_head.weight->model.embed_tokens.weight"},
       // Gemma3PreTrainedModel._no_split_modules also names the SigLIP vision classes, read in
       // transformers 5.12.1 itself (fixtures/oracle2/models/models.json records the class's value).
-      {"gemma3_text", "Gemma3DecoderLayer,SiglipVisionEmbeddings,SiglipEncoderLayer,SiglipMultiheadAttentionPoolingHead",
+      {"gemma3_text",
+       "Gemma3DecoderLayer,SiglipVisionEmbeddings,SiglipEncoderLayer,SiglipMultiheadAttentionPoolingHead",
        "lm_head.weight->model.embed_tokens.weight"},
       {"phi3", "Phi3DecoderLayer", ""},
       {"gpt2", "GPT2Block", "lm_head.weight->transformer.wte.weight"},
@@ -216,8 +217,8 @@ TEST_CASE("registry models: _no_split_modules and tied weights (hf-architectures
       int layers = 0;
       const std::string layer_class = std::string(r.no_split).substr(0, std::string(r.no_split).find(','));
       for (const auto& m : t.modules) layers += t.is_instance(m, layer_class);
-      CHECK(layers == b.inputs->config.effective().value(
-                          std::string(r.fixture) == "gpt2" ? "n_layer" : "num_hidden_layers", -1));
+      CHECK(layers ==
+            b.inputs->config.effective().value(std::string(r.fixture) == "gpt2" ? "n_layer" : "num_hidden_layers", -1));
     }
   }
 }
@@ -388,8 +389,8 @@ TEST_CASE("registry models: transformers version and attention variants") {
     CHECK(join(children(*sdpa.tree, "model.layers.0.self_attn")) == "q_proj,k_proj,v_proj,o_proj,rotary_emb");
     CHECK(cls(*build_fixture("llama", true, options("4.44.2", "eager")).tree, "model.layers.0.self_attn") ==
           "LlamaAttention");
-    CHECK(cls(*build_fixture("llama", true, options("4.44.2", "flash_attention_2")).tree,
-              "model.layers.0.self_attn") == "LlamaFlashAttention2");
+    CHECK(cls(*build_fixture("llama", true, options("4.44.2", "flash_attention_2")).tree, "model.layers.0.self_attn") ==
+          "LlamaFlashAttention2");
     const auto v457 = build_fixture("llama", true, options("4.57.6", "sdpa"));
     CHECK(cls(*v457.tree, "model.layers.0.self_attn") == "LlamaAttention");
     CHECK(join(children(*v457.tree, "model.layers.0.self_attn")) == "q_proj,k_proj,v_proj,o_proj");
@@ -397,7 +398,8 @@ TEST_CASE("registry models: transformers version and attention variants") {
   SUBCASE("mixtral: block_sparse_moe with per-expert w1/w2/w3 in 4.57, fused mlp.experts in 5.0") {
     const auto v4 = build_fixture("mixtral", false, options("4.57.6"));
     const auto& t4 = *v4.tree;
-    CHECK(join(children(t4, "model.layers.0")) == "self_attn,block_sparse_moe,input_layernorm,post_attention_layernorm");
+    CHECK(join(children(t4, "model.layers.0")) ==
+          "self_attn,block_sparse_moe,input_layernorm,post_attention_layernorm");
     CHECK(join(children(t4, "model.layers.0.block_sparse_moe")) == "gate,experts");
     CHECK(cls(t4, "model.layers.0.block_sparse_moe.gate") == "Linear");
     CHECK(cls(t4, "model.layers.0.block_sparse_moe.experts.0") == "MixtralBlockSparseTop2MLP");

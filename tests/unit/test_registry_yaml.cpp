@@ -25,20 +25,20 @@ struct RulesDir {
 };
 
 const char* kBase =
-    "model_type: base\n"                                  // 1
-    "abstract: true\n"                                    // 2
-    "vars: {P: Base}\n"                                   // 3
-    "architectures: [\"{P}ForCausalLM\"]\n"               // 4
-    "config:\n"                                           // 5
-    "  defaults: {act: silu, bias: false}\n"              // 6
-    "  derived:\n"                                        // 7
-    "    a: hidden_size\n"                                // 8
-    "    b: a * 2\n"                                      // 9
-    "classes:\n"                                          // 10
-    "  \"{P}ForCausalLM\":\n"                             // 11
-    "    children: {model: \"{P}Model\"}\n"               // 12
-    "  \"{P}Model\":\n"                                   // 13
-    "    params: {weight: [a]}\n";                        // 14
+    "model_type: base\n"                      // 1
+    "abstract: true\n"                        // 2
+    "vars: {P: Base}\n"                       // 3
+    "architectures: [\"{P}ForCausalLM\"]\n"   // 4
+    "config:\n"                               // 5
+    "  defaults: {act: silu, bias: false}\n"  // 6
+    "  derived:\n"                            // 7
+    "    a: hidden_size\n"                    // 8
+    "    b: a * 2\n"                          // 9
+    "classes:\n"                              // 10
+    "  \"{P}ForCausalLM\":\n"                 // 11
+    "    children: {model: \"{P}Model\"}\n"   // 12
+    "  \"{P}Model\":\n"                       // 13
+    "    params: {weight: [a]}\n";            // 14
 
 std::vector<std::string> names(const std::vector<NamedExpr>& v) {
   std::vector<std::string> out;
@@ -58,8 +58,8 @@ TEST_CASE("registry yaml: extends merges config and classes key by key, {P} from
               "config:\n"
               "  defaults: {bias: true}\n"
               "  derived:\n"
-              "    a: hidden_size + 1\n"   // overrides in place: `a` stays before `b`
-              "    c: b\n"                 // new: after `b`
+              "    a: hidden_size + 1\n"  // overrides in place: `a` stays before `b`
+              "    c: b\n"                // new: after `b`
               "classes:\n"
               "  \"{P}Model\":\n"
               "    params: {other: [b]}\n");
@@ -68,7 +68,7 @@ TEST_CASE("registry yaml: extends merges config and classes key by key, {P} from
   REQUIRE(reg);
   CHECK_FALSE(reg->find("base"));  // abstract: a template only
   const ArchSpec* kid = reg->find("kid");
-  REQUIRE(kid);                    // the parent's `abstract` is not inherited
+  REQUIRE(kid);  // the parent's `abstract` is not inherited
   CHECK(kid->architectures == std::vector<std::string>{"KidForCausalLM"});
   CHECK(names(kid->derived) == std::vector<std::string>{"a", "b", "c"});
   CHECK(names(kid->defaults) == std::vector<std::string>{"act", "bias"});

@@ -65,10 +65,9 @@ Parsed parse_image(std::string_view bytes, const std::string& label = "test.safe
   return p;
 }
 
-std::string entry(std::string_view dtype, std::string_view shape, std::uint64_t begin,
-                  std::uint64_t end) {
-  return "{\"dtype\":\""s + std::string(dtype) + "\",\"shape\":" + std::string(shape) +
-         ",\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
+std::string entry(std::string_view dtype, std::string_view shape, std::uint64_t begin, std::uint64_t end) {
+  return "{\"dtype\":\""s + std::string(dtype) + "\",\"shape\":" + std::string(shape) + ",\"data_offsets\":[" +
+         std::to_string(begin) + "," + std::to_string(end) + "]}";
 }
 
 // A scratch directory removed at scope exit.
@@ -76,8 +75,8 @@ struct TempDir {
   fs::path path;
   TempDir() {
     static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("shardcheck-st-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    path =
+        fs::temp_directory_path() / ("shardcheck-st-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -86,8 +85,7 @@ struct TempDir {
     fs::remove_all(path, ec);
   }
   fs::path write(const std::string& name, std::string_view bytes) const {
-    std::ofstream(path / name, std::ios::binary)
-        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(path / name, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return path / name;
   }
 };
@@ -214,8 +212,7 @@ TEST_CASE("safetensors conformance: test_validation_overflow") {
 TEST_CASE("safetensors conformance: test_json_attack (10 tensors all at [0,16])") {
   std::string header = "{";
   for (int i = 0; i < 10; ++i)
-    header +=
-        (i ? ","s : ""s) + "\"weight_" + std::to_string(i) + "\":" + entry("F32", "[2,2]", 0, 16);
+    header += (i ? ","s : ""s) + "\"weight_" + std::to_string(i) + "\":" + entry("F32", "[2,2]", 0, 16);
   header += "}";
   auto p = parse_image(file_with(header, 16));
   CHECK(p.count("ST019") == 9);
@@ -258,8 +255,7 @@ TEST_CASE("safetensors: every dtype of dtype.hpp is accepted with its bit width"
     const auto dt = static_cast<DType>(i);
     const int bits = dtype_bits(dt);
     const std::uint64_t bytes = 8u * static_cast<unsigned>(bits) / 8u;  // shape [8]
-    auto p =
-        parse_image(file_with("{\"t\":" + entry(dtype_name(dt), "[8]", 0, bytes) + "}", bytes));
+    auto p = parse_image(file_with("{\"t\":" + entry(dtype_name(dt), "[8]", 0, bytes) + "}", bytes));
     INFO(dtype_name(dt));
     REQUIRE_MESSAGE(p.clean(), p.codes());
     CHECK(p.file->tensors.at(0).dtype == dt);
@@ -284,8 +280,7 @@ TEST_CASE("safetensors: ST002 header length limit is exactly 100,000,000") {
   CHECK(over.items().at(0).message.find("100000001") != std::string::npos);
 }
 
-TEST_CASE(
-    "safetensors: ST003 header shorter than announced, in the file or in the caller's buffer") {
+TEST_CASE("safetensors: ST003 header shorter than announced, in the file or in the caller's buffer") {
   auto p = parse_image(le64(100) + "{\"a\":");
   REQUIRE(p.has("ST003"));
   CHECK(p.first("ST003")->message.find("missing 95 bytes") != std::string::npos);
@@ -351,12 +346,12 @@ TEST_CASE("safetensors: ST008 entry shape: object, exactly dtype/shape/data_offs
   auto missing = parse_image(file_with("{\"w\":{\"dtype\":\"F32\"}}"));
   REQUIRE(missing.has("ST008"));
   CHECK(missing.first("ST008")->message.find("lacks shape, data_offsets") != std::string::npos);
-  auto extra = parse_image(file_with(
-      "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"offset\":0}}", 4));
+  auto extra =
+      parse_image(file_with("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"offset\":0}}", 4));
   REQUIRE(extra.has("ST008"));
   CHECK(extra.first("ST008")->message.find("unexpected key 'offset'") != std::string::npos);
-  auto repeated = parse_image(file_with(
-      "{\"w\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4));
+  auto repeated =
+      parse_image(file_with("{\"w\":{\"dtype\":\"F32\",\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4));
   REQUIRE(repeated.has("ST008"));
   CHECK(repeated.file->tensors.at(0).dtype == DType::F32);  // the first wins, and is reported
 }
@@ -369,8 +364,7 @@ TEST_CASE("safetensors: ST009 unknown dtype lists the 22 accepted names") {
   for (int i = 0; i < kNumDTypes; ++i)
     CHECK(msg.find(std::string(dtype_name(static_cast<DType>(i)))) != std::string::npos);
   CHECK(p.file->tensors.empty());
-  CHECK(parse_image(file_with("{\"w\":{\"dtype\":32,\"shape\":[1],\"data_offsets\":[0,4]}}", 4))
-            .has("ST009"));
+  CHECK(parse_image(file_with("{\"w\":{\"dtype\":32,\"shape\":[1],\"data_offsets\":[0,4]}}", 4)).has("ST009"));
 }
 
 TEST_CASE("safetensors: ST010 shape entries are non-negative integers") {
@@ -384,15 +378,13 @@ TEST_CASE("safetensors: ST010 shape entries are non-negative integers") {
   // 2^64: serde_json reads it as a float, which a u64 extent refuses (Deserialization).
   auto huge = parse_image(file_with("{\"a\":" + entry("U8", "[18446744073709551616]", 0, 1) + "}"));
   REQUIRE(huge.has("ST010"));
-  CHECK(huge.first("ST010")->message.find("shape[0] is 18446744073709551616; expected a non-negative integer below 2^64") !=
-        std::string::npos);
+  CHECK(huge.first("ST010")->message.find(
+            "shape[0] is 18446744073709551616; expected a non-negative integer below 2^64") != std::string::npos);
 }
 
 TEST_CASE("safetensors: ST011 data_offsets is two non-negative integers") {
-  for (std::string offsets :
-       {"[0]", "[0,4,8]", "[-1,4]", "[0,4.5]", "\"0,4\"", "{}", "[0,\"4\"]"}) {
-    auto p = parse_image(
-        file_with("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":" + offsets + "}}", 4));
+  for (std::string offsets : {"[0]", "[0,4,8]", "[-1,4]", "[0,4.5]", "\"0,4\"", "{}", "[0,\"4\"]"}) {
+    auto p = parse_image(file_with("{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":" + offsets + "}}", 4));
     INFO(offsets);
     CHECK(p.has("ST011"));
     CHECK_FALSE(p.has("ST021"));  // the tensor's extent is unknown: no claim about trailing bytes
@@ -407,14 +399,12 @@ TEST_CASE("safetensors: ST012 data_offsets end before begin") {
 
 TEST_CASE("safetensors: ST013 overflow follows the crate's fold order") {
   // [0, huge, huge] is zero elements: no overflow in the crate, none here.
-  auto zero = parse_image(file_with(
-      "{\"w\":" + entry("U8", "[0,9223372036854775807,9223372036854775807]", 0, 0) + "}"));
+  auto zero =
+      parse_image(file_with("{\"w\":" + entry("U8", "[0,9223372036854775807,9223372036854775807]", 0, 0) + "}"));
   CHECK_MESSAGE(zero.clean(), zero.codes());
-  CHECK(parse_image(file_with("{\"w\":" + entry("U8", "[4294967296,4294967296]", 0, 0) + "}"))
-            .has("ST013"));
+  CHECK(parse_image(file_with("{\"w\":" + entry("U8", "[4294967296,4294967296]", 0, 0) + "}")).has("ST013"));
   // A zero-element shape with a dimension beyond int64 cannot be held in TensorInfo.
-  auto wide =
-      parse_image(file_with("{\"w\":" + entry("U8", "[0,18446744073709551615]", 0, 0) + "}"));
+  auto wide = parse_image(file_with("{\"w\":" + entry("U8", "[0,18446744073709551615]", 0, 0) + "}"));
   CHECK(wide.has("ST013"));
 }
 
@@ -426,8 +416,7 @@ TEST_CASE("safetensors: ST014 sub-byte dtypes must fill whole bytes") {
 }
 
 TEST_CASE("safetensors: ST015 byte length says expected vs found and points at the key") {
-  const std::string header =
-      "{\"a\":" + entry("BF16", "[4]", 0, 8) + ",\"b\":" + entry("BF16", "[4]", 8, 10) + "}";
+  const std::string header = "{\"a\":" + entry("BF16", "[4]", 0, 8) + ",\"b\":" + entry("BF16", "[4]", 8, 10) + "}";
   auto p = parse_image(file_with(header, 10));
   REQUIRE(p.count("ST015") == 1);
   const Diagnostic& d = *p.first("ST015");
@@ -438,8 +427,7 @@ TEST_CASE("safetensors: ST015 byte length says expected vs found and points at t
 }
 
 TEST_CASE("safetensors: ST016 duplicate tensor names") {
-  const std::string header = "{\"w\":" + entry("U8", "[1]", 0, 1) +
-                             ",\"v\":" + entry("U8", "[1]", 1, 2) +
+  const std::string header = "{\"w\":" + entry("U8", "[1]", 0, 1) + ",\"v\":" + entry("U8", "[1]", 1, 2) +
                              ",\"w\":" + entry("U8", "[1]", 2, 3) + "}";
   auto p = parse_image(file_with(header, 3));
   CHECK(p.count("ST016") == 1);
@@ -454,9 +442,8 @@ TEST_CASE("safetensors: ST017/ST018/ST019 layout reports every hole and overlap 
     CHECK(p.first("ST017")->location.byte_offset == 8 + p.file->header_len);
   }
   SUBCASE("holes and overlaps in one header, header order differs from offset order") {
-    const std::string header =
-        "{\"d\":" + entry("U8", "[4]", 20, 24) + ",\"a\":" + entry("U8", "[4]", 0, 4) +
-        ",\"b\":" + entry("U8", "[4]", 8, 12) + ",\"c\":" + entry("U8", "[4]", 10, 14) + "}";
+    const std::string header = "{\"d\":" + entry("U8", "[4]", 20, 24) + ",\"a\":" + entry("U8", "[4]", 0, 4) +
+                               ",\"b\":" + entry("U8", "[4]", 8, 12) + ",\"c\":" + entry("U8", "[4]", 10, 14) + "}";
     auto p = parse_image(file_with(header, 24));
     CHECK(p.count("ST018") == 2);  // [4,8) and [14,20)
     REQUIRE(p.count("ST019") == 1);
@@ -472,11 +459,11 @@ TEST_CASE("safetensors: ST017/ST018/ST019 layout reports every hole and overlap 
     CHECK(p.file->tensors[0].name == "d");  // header order kept
   }
   SUBCASE("zero-size tensors may sit at a boundary but not inside another tensor") {
-    auto ok = parse_image(file_with(
-        "{\"e\":" + entry("F32", "[0]", 4, 4) + ",\"a\":" + entry("F32", "[1]", 0, 4) + "}", 4));
+    auto ok =
+        parse_image(file_with("{\"e\":" + entry("F32", "[0]", 4, 4) + ",\"a\":" + entry("F32", "[1]", 0, 4) + "}", 4));
     CHECK_MESSAGE(ok.clean(), ok.codes());
-    auto inside = parse_image(file_with(
-        "{\"e\":" + entry("U8", "[0]", 2, 2) + ",\"a\":" + entry("U8", "[4]", 0, 4) + "}", 4));
+    auto inside =
+        parse_image(file_with("{\"e\":" + entry("U8", "[0]", 2, 2) + ",\"a\":" + entry("U8", "[4]", 0, 4) + "}", 4));
     CHECK(inside.has("ST019"));
   }
 }
@@ -493,14 +480,13 @@ TEST_CASE("safetensors: ST020/ST021 coverage of the file") {
   CHECK(parse_image(file_with(with_bad, 3)).has("ST020"));
   CHECK_FALSE(parse_image(file_with(with_bad, 20)).has("ST021"));
   // A data end near 2^64 cannot fit any file.
-  auto huge = parse_image(file_with(
-      "{\"w\":" + entry("U8", "[1]", 18446744073709551614u, 18446744073709551615u) + "}"));
+  auto huge =
+      parse_image(file_with("{\"w\":" + entry("U8", "[1]", 18446744073709551614u, 18446744073709551615u) + "}"));
   CHECK(huge.has("ST020"));
 }
 
 TEST_CASE("safetensors: every problem in a header is reported, not just the first") {
-  const std::string header = "{\"a\":" + entry("F99", "[1]", 0, 1) +
-                             ",\"b\":" + entry("U8", "[-1]", 1, 2) +
+  const std::string header = "{\"a\":" + entry("F99", "[1]", 0, 1) + ",\"b\":" + entry("U8", "[-1]", 1, 2) +
                              ",\"c\":" + entry("U8", "[2]", 2, 3) + ",\"__metadata__\":{\"k\":3}}";
   auto p = parse_image(file_with(header, 3), "multi.safetensors");
   CHECK(p.has("ST009"));
@@ -541,8 +527,7 @@ TEST_CASE("safetensors: read_safetensors_file reports every prefix problem the s
   TempDir dir;
   DiagnosticSink sink;
   CHECK_FALSE(read_safetensors_file(dir.write("e.safetensors", ""), "e", sink));
-  CHECK_FALSE(
-      read_safetensors_file(dir.write("big.safetensors", le64(1ull << 40) + "{}"), "big", sink));
+  CHECK_FALSE(read_safetensors_file(dir.write("big.safetensors", le64(1ull << 40) + "{}"), "big", sink));
   CHECK_FALSE(read_safetensors_file(dir.write("t.safetensors", le64(64) + "{}"), "t", sink));
   REQUIRE(sink.items().size() == 3);
   CHECK(sink.items()[0].code == "ST001");
@@ -575,10 +560,9 @@ TEST_CASE("safetensors: ST022 unreadable paths are io errors") {
 // Robustness: mutated headers never crash or read out of bounds (ASan/UBSan builds check this).
 
 TEST_CASE("safetensors: mutated headers are handled without crashing") {
-  const std::string seed =
-      file_with("{\"__metadata__\":{\"format\":\"pt\"},\"a\":" + entry("BF16", "[2,3]", 0, 12) +
-                    ",\"b\":" + entry("F4", "[4]", 12, 14) + "}",
-                14);
+  const std::string seed = file_with("{\"__metadata__\":{\"format\":\"pt\"},\"a\":" + entry("BF16", "[2,3]", 0, 12) +
+                                         ",\"b\":" + entry("F4", "[4]", 12, 14) + "}",
+                                     14);
   std::mt19937 rng(12345);
   const std::string alphabet =
       "{}[]\":,-0123456789.eE \t\x00\xff\x80"
@@ -605,8 +589,7 @@ TEST_CASE("safetensors: mutated headers are handled without crashing") {
       if (bytes.empty()) break;
     }
     if (rng() % 2 && bytes.size() >= 8) {  // keep the prefix consistent half of the time
-      const std::string fixed =
-          le64(bytes.size() - 8 - std::min<std::size_t>(14, bytes.size() - 8));
+      const std::string fixed = le64(bytes.size() - 8 - std::min<std::size_t>(14, bytes.size() - 8));
       bytes.replace(0, 8, fixed);
     }
     auto p = parse_image(bytes);
@@ -666,10 +649,9 @@ TEST_CASE("safetensors: broken catalogue yields the expected code and message fo
     for (const auto& d : sink.items()) all += d.code + " " + d.message + "\n";
     INFO("diagnostics:\n" << all);
     CHECK(to_int(sink.first_error_exit_code()) == want.exit_code);
-    const bool matched =
-        std::any_of(sink.items().begin(), sink.items().end(), [&](const Diagnostic& d) {
-          return d.code == want.code && d.message.find(want.substring) != std::string::npos;
-        });
+    const bool matched = std::any_of(sink.items().begin(), sink.items().end(), [&](const Diagnostic& d) {
+      return d.code == want.code && d.message.find(want.substring) != std::string::npos;
+    });
     CHECK(matched);
     for (const auto& d : sink.items()) {  // one problem per fixture: nothing else is reported
       CHECK(d.code == want.code);
@@ -686,8 +668,6 @@ TEST_CASE("safetensors: broken catalogue yields the expected code and message fo
     std::string digits = std::to_string(i);
     return family + std::string(3 - digits.size(), '0') + digits;
   };
-  for (int i = 1; i <= 21; ++i)
-    CHECK_MESSAGE(codes_covered.count(code("ST", i)) == 1, code("ST", i));
-  for (int i = 3; i <= 16; ++i)
-    CHECK_MESSAGE(codes_covered.count(code("IX", i)) == 1, code("IX", i));
+  for (int i = 1; i <= 21; ++i) CHECK_MESSAGE(codes_covered.count(code("ST", i)) == 1, code("ST", i));
+  for (int i = 3; i <= 16; ++i) CHECK_MESSAGE(codes_covered.count(code("IX", i)) == 1, code("IX", i));
 }

@@ -36,5 +36,5 @@ TEST_CASE("settings properties: any settings give a clear finding or a plan that
   // lacks (1 in 5).
   CHECK(plans > draws / 4);
   CHECK(peft_plans > peft_draws / 8);
-  CHECK(refused > draws / 20); // and holds invalid ones
+  CHECK(refused > draws / 20);  // and holds invalid ones
 }

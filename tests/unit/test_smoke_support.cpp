@@ -103,7 +103,8 @@ TEST_CASE("smoke plan reader: the plan JSON contract, and errors naming the fiel
   CHECK(p->plan.units[0].dtype == DType::BF16);
   CHECK(p->plan.units[0].layout[0].numel == 5);
   CHECK_FALSE(parse_plan_json(R"({"world_size": 2, "fsdp_version": 1, "sharding_strategy": "X",
-      "units": [{"path": "", "numel": "five"}]})", "p.json", error));
+      "units": [{"path": "", "numel": "five"}]})",
+                              "p.json", error));
   CHECK(error == "p.json: $.units[0].numel: expected an integer from 0 to 4398046511104, found \"five\"");
   // Numbers that arithmetic on them could overflow, or that are not whole, are refused by path.
   const auto unit = [](const std::string& numel) {

@@ -147,8 +147,10 @@ TEST_CASE("tensor-parallel oracle: TP-local shapes, FSDP2 shards, memory and fai
       const std::string name = p.at("name").get<std::string>();
       CAPTURE(name);
       REQUIRE(placement.count(name));
-      if (p.at("tp_style").is_null()) CHECK(!placement[name]->dim.has_value());
-      else CHECK(placement[name]->style == p.at("tp_style").get<std::string>());
+      if (p.at("tp_style").is_null())
+        CHECK(!placement[name]->dim.has_value());
+      else
+        CHECK(placement[name]->style == p.at("tp_style").get<std::string>());
       for (int g = 0; g < W; ++g) {
         CAPTURE(g);
         const Coord at = coord(g, D, T);
@@ -195,11 +197,14 @@ TEST_CASE("tensor-parallel oracle: the TP hooks' all-reduces and all-gathers per
     const json c = test::read_json(path);
     CAPTURE(path.filename().string());
     const int T = c.at("tp").get<int>();
-    json flat = {{"model", c.at("model")}, {"world_size", 2 * T}, {"policy", {{"kind", "transformer"}}},
+    json flat = {{"model", c.at("model")},
+                 {"world_size", 2 * T},
+                 {"policy", {{"kind", "transformer"}}},
                  {"mesh", {{"tp", T}, {"dp_replicate", 1}}},
-                 {"versions", {{"torch", c.at("versions").at("torch")},
-                               {"transformers", c.at("versions").at("transformers")},
-                               {"accelerate", "1.14.0"}}}};
+                 {"versions",
+                  {{"torch", c.at("versions").at("torch")},
+                   {"transformers", c.at("versions").at("transformers")},
+                   {"accelerate", "1.14.0"}}}};
     PreflightRequest req;
     req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
     req.model = (kTpOracle.parent_path() / "models" / c.at("model").get<std::string>()).string();

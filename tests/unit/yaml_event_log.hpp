@@ -30,8 +30,7 @@ class YamlEventLog : public YAML::EventHandler {
     add("seq", m, tag + " style " + std::to_string(s), a);
   }
   void OnSequenceEnd() override { lines.push_back("endseq"); }
-  void OnMapStart(const YAML::Mark& m, const std::string& tag, YAML::anchor_t a,
-                  YAML::EmitterStyle::value s) override {
+  void OnMapStart(const YAML::Mark& m, const std::string& tag, YAML::anchor_t a, YAML::EmitterStyle::value s) override {
     add("map", m, tag + " style " + std::to_string(s), a);
   }
   void OnMapEnd() override { lines.push_back("endmap"); }

@@ -44,19 +44,19 @@ Loaded load() {
   }
   CurlApi& a = out.api;
   std::string& e = out.error;
-  out.ok = resolve(lib, "curl_global_init", a.global_init, e) && resolve(lib, "curl_easy_init", a.easy_init, e) &&
-           resolve(lib, "curl_easy_setopt", a.easy_setopt, e) && resolve(lib, "curl_easy_getinfo", a.easy_getinfo, e) &&
-           resolve(lib, "curl_easy_cleanup", a.easy_cleanup, e) &&
-           resolve(lib, "curl_easy_strerror", a.easy_strerror, e) && resolve(lib, "curl_multi_init", a.multi_init, e) &&
-           resolve(lib, "curl_multi_setopt", a.multi_setopt, e) &&
-           resolve(lib, "curl_multi_add_handle", a.multi_add_handle, e) &&
-           resolve(lib, "curl_multi_remove_handle", a.multi_remove_handle, e) &&
-           resolve(lib, "curl_multi_perform", a.multi_perform, e) && resolve(lib, "curl_multi_poll", a.multi_poll, e) &&
-           resolve(lib, "curl_multi_info_read", a.multi_info_read, e) &&
-           resolve(lib, "curl_multi_cleanup", a.multi_cleanup, e) && resolve(lib, "curl_slist_append", a.slist_append, e) &&
-           resolve(lib, "curl_slist_free_all", a.slist_free_all, e) && resolve(lib, "curl_url", a.url, e) &&
-           resolve(lib, "curl_url_set", a.url_set, e) && resolve(lib, "curl_url_get", a.url_get, e) &&
-           resolve(lib, "curl_url_cleanup", a.url_cleanup, e) && resolve(lib, "curl_free", a.free, e);
+  out.ok =
+      resolve(lib, "curl_global_init", a.global_init, e) && resolve(lib, "curl_easy_init", a.easy_init, e) &&
+      resolve(lib, "curl_easy_setopt", a.easy_setopt, e) && resolve(lib, "curl_easy_getinfo", a.easy_getinfo, e) &&
+      resolve(lib, "curl_easy_cleanup", a.easy_cleanup, e) && resolve(lib, "curl_easy_strerror", a.easy_strerror, e) &&
+      resolve(lib, "curl_multi_init", a.multi_init, e) && resolve(lib, "curl_multi_setopt", a.multi_setopt, e) &&
+      resolve(lib, "curl_multi_add_handle", a.multi_add_handle, e) &&
+      resolve(lib, "curl_multi_remove_handle", a.multi_remove_handle, e) &&
+      resolve(lib, "curl_multi_perform", a.multi_perform, e) && resolve(lib, "curl_multi_poll", a.multi_poll, e) &&
+      resolve(lib, "curl_multi_info_read", a.multi_info_read, e) &&
+      resolve(lib, "curl_multi_cleanup", a.multi_cleanup, e) && resolve(lib, "curl_slist_append", a.slist_append, e) &&
+      resolve(lib, "curl_slist_free_all", a.slist_free_all, e) && resolve(lib, "curl_url", a.url, e) &&
+      resolve(lib, "curl_url_set", a.url_set, e) && resolve(lib, "curl_url_get", a.url_get, e) &&
+      resolve(lib, "curl_url_cleanup", a.url_cleanup, e) && resolve(lib, "curl_free", a.free, e);
   if (out.ok && a.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     out.ok = false;
     out.error = fmt::format("{}: curl_global_init failed", kLibcurl);

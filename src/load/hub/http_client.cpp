@@ -71,11 +71,11 @@ struct HttpClient::Transfer {
   std::optional<std::uint64_t> unsatisfied_complete;
   bool body_started = false;
   long status = 0;
-  std::uint64_t delivered = 0;    // body bytes this attempt, kept or not
-  std::uint64_t skip = 0;         // bytes to drop before keeping (range ignored)
-  std::uint64_t keep_limit = 0;   // bytes to keep at most
-  bool stopped = false;           // aborted on purpose: we have what we need
-  std::string abort_reason;       // aborted because the reply is wrong
+  std::uint64_t delivered = 0;   // body bytes this attempt, kept or not
+  std::uint64_t skip = 0;        // bytes to drop before keeping (range ignored)
+  std::uint64_t keep_limit = 0;  // bytes to keep at most
+  bool stopped = false;          // aborted on purpose: we have what we need
+  std::string abort_reason;      // aborted because the reply is wrong
 
   void reset_attempt() {
     if (easy) curl->easy_cleanup(easy);
@@ -122,8 +122,7 @@ struct HttpClient::Transfer {
       t->content_range = parse_content_range(value);
       // "bytes */N" of a 416 reply: the range starts at or past the end of an N-byte file.
       if (value.starts_with("bytes */")) t->unsatisfied_complete = parse_decimal_u64(value.substr(8));
-    }
-    else if (header_name_is(name, "Retry-After"))
+    } else if (header_name_is(name, "Retry-After"))
       t->retry_after = parse_retry_after_seconds(value);
     else if (header_name_is(name, "X-Repo-Commit") && t->result.repo_commit.empty())
       t->result.repo_commit = std::string(value.substr(0, 128));
@@ -161,8 +160,8 @@ struct HttpClient::Transfer {
         keep_limit = req.range->second - req.range->first + 1;
       } else {
         if (content_length && *content_length > req.max_body) {
-          abort_reason = fmt::format("the file is {} bytes; more than the {} bytes allowed for it", *content_length,
-                                     req.max_body);
+          abort_reason =
+              fmt::format("the file is {} bytes; more than the {} bytes allowed for it", *content_length, req.max_body);
           return false;
         }
         keep_limit = req.max_body + 1;  // one more, to notice a body over the cap
@@ -305,7 +304,8 @@ void HttpClient::finish(Transfer* raw, int curl_code) {
   if (is_redirect(status)) {
     char* next = nullptr;
     api_->easy_getinfo(t->easy, CURLINFO_REDIRECT_URL, &next);
-    if (next == nullptr || *next == '\0') return fail(HttpFailure::bad_response, fmt::format("{} without a Location header", status));
+    if (next == nullptr || *next == '\0')
+      return fail(HttpFailure::bad_response, fmt::format("{} without a Location header", status));
     const std::string target = next;
     if (std::find(t->visited.begin(), t->visited.end(), target) != t->visited.end())
       return fail(HttpFailure::redirects, fmt::format("redirect loop: {} leads back to {}", t->current_url, target));
@@ -348,8 +348,8 @@ void HttpClient::finish(Transfer* raw, int curl_code) {
     r.total_size = t->content_length;
     if (!t->body_started) r.total_size = t->content_length.value_or(0);  // an empty body
     if (!t->req.range && t->content_length && *t->content_length != r.body.size())
-      return fail(HttpFailure::bad_response, fmt::format("Content-Length is {} but {} bytes arrived",
-                                                         *t->content_length, r.body.size()));
+      return fail(HttpFailure::bad_response,
+                  fmt::format("Content-Length is {} but {} bytes arrived", *t->content_length, r.body.size()));
   }
   wire_bytes_ += r.wire_body_bytes + r.wire_header_bytes;
   t->done(std::move(r));

@@ -38,18 +38,18 @@ struct HttpRequest {
 
 struct HttpResult {
   HttpFailure failure = HttpFailure::none;
-  std::string detail;                  // what went wrong, for the diagnostic (never the token)
-  long status = 0;                     // of the last reply
-  std::string url;                     // the URL asked for (never carries the token)
-  std::string final_url;               // after redirects
-  std::string body;                    // the bytes of the range asked for (or the whole body)
+  std::string detail;                       // what went wrong, for the diagnostic (never the token)
+  long status = 0;                          // of the last reply
+  std::string url;                          // the URL asked for (never carries the token)
+  std::string final_url;                    // after redirects
+  std::string body;                         // the bytes of the range asked for (or the whole body)
   std::optional<std::uint64_t> total_size;  // the resource's full length (Content-Range or -Length)
-  bool range_ignored = false;          // the server answered a range request with 200
-  std::string repo_commit;             // X-Repo-Commit, from whichever hop sent it
-  std::string error_code;              // X-Error-Code (e.g. GatedRepo, RepoNotFound, EntryNotFound)
-  std::string error_message;           // X-Error-Message
-  std::uint64_t wire_body_bytes = 0;   // body bytes that arrived, over every hop and attempt
-  std::uint64_t wire_header_bytes = 0; // response header bytes, likewise
+  bool range_ignored = false;               // the server answered a range request with 200
+  std::string repo_commit;                  // X-Repo-Commit, from whichever hop sent it
+  std::string error_code;                   // X-Error-Code (e.g. GatedRepo, RepoNotFound, EntryNotFound)
+  std::string error_message;                // X-Error-Message
+  std::uint64_t wire_body_bytes = 0;        // body bytes that arrived, over every hop and attempt
+  std::uint64_t wire_header_bytes = 0;      // response header bytes, likewise
   int attempts = 0;
 };
 

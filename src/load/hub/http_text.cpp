@@ -75,8 +75,8 @@ std::string url_quote(std::string_view s, bool keep_slash) {
   out.reserve(s.size());
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);
-    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                            c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
+    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                            c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
     if (unreserved) {
       out += c;
     } else {

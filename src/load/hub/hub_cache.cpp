@@ -59,8 +59,7 @@ std::optional<Snapshot> find_snapshot(const fs::path& repo_root, const std::stri
     while (!commit.empty() && (commit.back() == '\r' || commit.back() == ' ')) commit.pop_back();
   }
   // A ref file is only trusted to name a snapshot folder, never a path elsewhere.
-  if (!commit.empty() && (commit.find('/') != std::string::npos || commit == "." || commit == ".."))
-    commit.clear();
+  if (!commit.empty() && (commit.find('/') != std::string::npos || commit == "." || commit == "..")) commit.clear();
   if (commit.empty() && is_commit_hash(revision)) commit = revision;
   if (commit.empty()) return std::nullopt;
   const fs::path dir = repo_root / folder / commit;

@@ -64,8 +64,8 @@ Diagnostic hub_diagnostic(std::string code, Severity severity, ExitCode exit_cod
 
 // Fetches config.json (and unless config_only the index and every shard's header) of `ref` from
 // the Hub into shardcheck's header cache. See hub_fetch.cpp.
-std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_only, const HubEnvironment& env, const RepoFiles& files,
-                                            DiagnosticSink& sink);
+std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_only, const HubEnvironment& env,
+                                            const RepoFiles& files, DiagnosticSink& sink);
 
 // Where bytes fetched for `ref` at `commit` came from: endpoint/repo/resolve/commit/.
 std::string resolve_url_prefix(const HubEnvironment& env, const ModelRef& ref, std::string_view revision);

@@ -72,18 +72,20 @@ Diagnostic http_failure(const HttpResult& r, std::string_view file, const ModelR
                             "a proxy or mirror (HF_ENDPOINT) may be mangling replies");
     case HttpFailure::redirects:
       return hub_diagnostic("HUB009", Severity::error, ExitCode::hub_redirects, url,
-                            fmt::format("cannot read {}: {}", file, r.detail), "the server or a proxy is misconfigured");
+                            fmt::format("cannot read {}: {}", file, r.detail),
+                            "the server or a proxy is misconfigured");
     case HttpFailure::none:
     case HttpFailure::status:
       break;
   }
   if (r.status == 401) {
     if (r.error_code == "GatedRepo")
-      return hub_diagnostic("HUB004", Severity::error, ExitCode::hub_unauthorized, url,
-                            fmt::format("{} answered 401: '{}' is a gated repository; expected a token with access, "
-                                        "found {}{}",
-                                        url, ref.repo_id, token_phrase(env), hub_says(r)),
-                            fmt::format("accept the conditions at {} and set HF_TOKEN (or `hf auth login`)", repo_page));
+      return hub_diagnostic(
+          "HUB004", Severity::error, ExitCode::hub_unauthorized, url,
+          fmt::format("{} answered 401: '{}' is a gated repository; expected a token with access, "
+                      "found {}{}",
+                      url, ref.repo_id, token_phrase(env), hub_says(r)),
+          fmt::format("accept the conditions at {} and set HF_TOKEN (or `hf auth login`)", repo_page));
     return hub_diagnostic("HUB004", Severity::error, ExitCode::hub_unauthorized, url,
                           fmt::format("{} answered 401: '{}' is private, gated or does not exist, and {} was {}{}", url,
                                       ref.repo_id, token_phrase(env), env.token ? "refused" : "sent", hub_says(r)),
@@ -91,12 +93,12 @@ Diagnostic http_failure(const HttpResult& r, std::string_view file, const ModelR
                                     : "check the model id; for a private or gated model set HF_TOKEN");
   }
   if (r.status == 403)
-    return hub_diagnostic("HUB005", Severity::error, ExitCode::hub_forbidden, url,
-                          fmt::format("{} answered 403: {} has no access to '{}'{}", url, token_phrase(env),
-                                      ref.repo_id, hub_says(r)),
-                          fmt::format("for a gated model accept its conditions at {}; a fine-grained token needs read "
-                                      "access to this repository",
-                                      repo_page));
+    return hub_diagnostic(
+        "HUB005", Severity::error, ExitCode::hub_forbidden, url,
+        fmt::format("{} answered 403: {} has no access to '{}'{}", url, token_phrase(env), ref.repo_id, hub_says(r)),
+        fmt::format("for a gated model accept its conditions at {}; a fine-grained token needs read "
+                    "access to this repository",
+                    repo_page));
   if (r.status == 404) {
     std::string what;
     if (r.error_code == "EntryNotFound")
@@ -104,17 +106,17 @@ Diagnostic http_failure(const HttpResult& r, std::string_view file, const ModelR
     else if (r.error_code == "RevisionNotFound")
       what = fmt::format("'{}' has no revision '{}'", ref.repo_id, ref.revision);
     else
-      what = fmt::format("expected {} of '{}' at revision '{}', found nothing (no such repository, revision or file; "
-                         "nor a local directory of that name)",
-                         file, ref.repo_id, ref.revision);
+      what = fmt::format(
+          "expected {} of '{}' at revision '{}', found nothing (no such repository, revision or file; "
+          "nor a local directory of that name)",
+          file, ref.repo_id, ref.revision);
     return hub_diagnostic("HUB006", Severity::error, ExitCode::hub_not_found, url,
                           fmt::format("{} answered 404: {}{}", url, what, hub_says(r)),
                           "check the model id and revision (a local directory must exist to be used as one)");
   }
-  return hub_diagnostic("HUB007", Severity::error, ExitCode::hub_server_error, url,
-                        fmt::format("{} answered HTTP {} for {}; expected 200 or 206{}", url, r.status, file,
-                                    hub_says(r)),
-                        "");
+  return hub_diagnostic(
+      "HUB007", Severity::error, ExitCode::hub_server_error, url,
+      fmt::format("{} answered HTTP {} for {}; expected 200 or 206{}", url, r.status, file, hub_says(r)), "");
 }
 
 }  // namespace shardcheck::hub

@@ -38,7 +38,9 @@ bool hf_is_true(const std::optional<std::string>& v) {
 }
 
 std::string strip(std::string s) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  const auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
   while (!s.empty() && is_space(s.back())) s.pop_back();
   std::size_t i = 0;
   while (i < s.size() && is_space(s[i])) ++i;
@@ -110,8 +112,8 @@ HubEnvironment hub_environment(const GetEnv& getenv) {
   env.max_connections = static_cast<unsigned>(parse_positive(nonempty(getenv, "SHARDCHECK_HUB_CONNECTIONS"), 8, 64));
   // A progress line only where someone watches it: stderr is a terminal and this is not CI
   // (GitHub Actions, GitLab and most others set CI), and huggingface_hub's switch is not set.
-  env.progress = isatty(STDERR_FILENO) && !nonempty(getenv, "CI") &&
-                 !hf_is_true(nonempty(getenv, "HF_HUB_DISABLE_PROGRESS_BARS"));
+  env.progress =
+      isatty(STDERR_FILENO) && !nonempty(getenv, "CI") && !hf_is_true(nonempty(getenv, "HF_HUB_DISABLE_PROGRESS_BARS"));
   return env;
 }
 

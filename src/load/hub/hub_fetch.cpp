@@ -42,8 +42,8 @@ namespace {
 constexpr std::uint64_t kSingleFileFirstRange = 100'000;  // hf_api.py parse_safetensors_file_metadata
 constexpr std::uint64_t kConfigCap = 16ull << 20;
 constexpr std::uint64_t kIndexCap = 256ull << 20;
-constexpr std::uint64_t kFixedAllowance = 128;           // 8-byte length, braces, __metadata__
-constexpr std::uint64_t kFirstPerTensorAllowance = 96;   // "":{"dtype":"BF16","shape":[a,b],"data_offsets":[x,y]},
+constexpr std::uint64_t kFixedAllowance = 128;          // 8-byte length, braces, __metadata__
+constexpr std::uint64_t kFirstPerTensorAllowance = 96;  // "":{"dtype":"BF16","shape":[a,b],"data_offsets":[x,y]},
 
 std::uint64_t le64(std::string_view b) {
   std::uint64_t v = 0;
@@ -64,8 +64,10 @@ bool write_sparse(const fs::path& path, std::string_view bytes, std::uint64_t si
   std::size_t done = 0;
   while (ok && done < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n <= 0) ok = false;
-    else done += static_cast<std::size_t>(n);
+    if (n <= 0)
+      ok = false;
+    else
+      done += static_cast<std::size_t>(n);
   }
   if (ok && ::ftruncate(fd, static_cast<off_t>(size)) != 0) ok = false;
   if (!ok) error = std::strerror(errno);
@@ -81,8 +83,8 @@ bool write_whole(const fs::path& path, std::string_view bytes, std::string& erro
 struct ShardFetch {
   std::string name;
   std::uint64_t tensors = 0, name_bytes = 0;
-  std::string bytes;                     // bytes [0, bytes.size()) of the file
-  std::optional<std::uint64_t> total;    // the file's length
+  std::string bytes;                   // bytes [0, bytes.size()) of the file
+  std::optional<std::uint64_t> total;  // the file's length
   bool done = false;
 };
 
@@ -154,7 +156,8 @@ class Fetcher {
     HttpRequest req;
     req.url = url(commit, s.name);
     req.range = std::pair{first, last};
-    http_.add(std::move(req), [this, &commit, &shards, &s](HttpResult&& r) { on_range(commit, shards, s, std::move(r)); });
+    http_.add(std::move(req),
+              [this, &commit, &shards, &s](HttpResult&& r) { on_range(commit, shards, s, std::move(r)); });
   }
 
   void on_range(const std::string& commit, std::vector<ShardFetch>& shards, ShardFetch& s, HttpResult&& r) {
@@ -174,7 +177,8 @@ class Fetcher {
     }
     if (s.total && *s.total != *r.total_size) {
       r.failure = HttpFailure::bad_response;
-      r.detail = fmt::format("the file was {} bytes long in the first reply and {} in the second", *s.total, *r.total_size);
+      r.detail =
+          fmt::format("the file was {} bytes long in the first reply and {} in the second", *s.total, *r.total_size);
       report(r, s.name);
       failed_ = true;
       return;
@@ -326,18 +330,17 @@ std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_onl
     }
     if (!fetch.fetch_headers(commit, shards)) {
       // One 404 for a single model.safetensors after none for the index: no safetensors at all.
-      const bool none_at_all = shards.size() == 1 && shards[0].name == files.single &&
-                               sink.items().back().code == "HUB006";
+      const bool none_at_all =
+          shards.size() == 1 && shards[0].name == files.single && sink.items().back().code == "HUB006";
       if (!none_at_all) return std::nullopt;
       sink.items().pop_back();
-      sink.report(hub_diagnostic(
-          "HUB012", Severity::warning, ExitCode::ok, out.display_prefix,
-          files.index.empty()
-              ? fmt::format("'{}' has no {} at commit {}; shapes come from {} alone", ref.repo_id, files.single,
-                            commit, files.config)
-              : fmt::format("'{}' has neither {} nor {} at commit {}; shapes come from {} alone", ref.repo_id,
-                            files.index, files.single, commit, files.config),
-          "a repository with only *.bin weights is planned from its config file"));
+      sink.report(hub_diagnostic("HUB012", Severity::warning, ExitCode::ok, out.display_prefix,
+                                 files.index.empty()
+                                     ? fmt::format("'{}' has no {} at commit {}; shapes come from {} alone",
+                                                   ref.repo_id, files.single, commit, files.config)
+                                     : fmt::format("'{}' has neither {} nor {} at commit {}; shapes come from {} alone",
+                                                   ref.repo_id, files.index, files.single, commit, files.config),
+                                 "a repository with only *.bin weights is planned from its config file"));
       shards.clear();
     }
     for (const ShardFetch& s : shards)

@@ -13,15 +13,12 @@
 namespace shardcheck {
 namespace {
 
-bool is_word(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
+bool is_word(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
 
 bool valid_part(std::string_view part, std::size_t max_len) {
   if (part.empty() || part.size() > max_len) return false;
   if (!is_word(part.front()) || !is_word(part.back())) return false;
-  return std::all_of(part.begin(), part.end(),
-                     [](char c) { return is_word(c) || c == '-' || c == '.'; });
+  return std::all_of(part.begin(), part.end(), [](char c) { return is_word(c) || c == '-' || c == '.'; });
 }
 
 // Branch and tag names are git ref names (the Hub also serves "refs/pr/N"), so git's
@@ -35,8 +32,8 @@ bool valid_revision(std::string_view rev) {
     if (u <= 0x20 || u == 0x7f) return false;
     if (std::string_view("~^:?*[\\").find(c) != std::string_view::npos) return false;
   }
-  if (rev.find("..") != std::string_view::npos || rev.find("@{") != std::string_view::npos ||
-      rev.ends_with(".lock") || rev.back() == '.')
+  if (rev.find("..") != std::string_view::npos || rev.find("@{") != std::string_view::npos || rev.ends_with(".lock") ||
+      rev.back() == '.')
     return false;
   std::size_t start = 0;
   while (start <= rev.size()) {
@@ -61,8 +58,7 @@ std::optional<ModelRef> parse_model_ref(std::string_view text) {
     text = text.substr(0, at);
   }
   if (std::count(text.begin(), text.end(), '/') > 1) return std::nullopt;
-  if (text.find("--") != std::string_view::npos || text.find("..") != std::string_view::npos ||
-      text.ends_with(".git"))
+  if (text.find("--") != std::string_view::npos || text.find("..") != std::string_view::npos || text.ends_with(".git"))
     return std::nullopt;
   const auto slash = text.find('/');
   if (slash != std::string_view::npos && !valid_part(text.substr(0, slash), 96)) return std::nullopt;

@@ -36,16 +36,26 @@ using clock_type = std::chrono::steady_clock;
 
 std::optional<at::ScalarType> scalar_type(DType d) {
   switch (d) {
-    case DType::F32: return at::kFloat;
-    case DType::F64: return at::kDouble;
-    case DType::F16: return at::kHalf;
-    case DType::BF16: return at::kBFloat16;
-    case DType::I8: return at::kChar;
-    case DType::U8: return at::kByte;
-    case DType::I16: return at::kShort;
-    case DType::I32: return at::kInt;
-    case DType::I64: return at::kLong;
-    default: return std::nullopt;
+    case DType::F32:
+      return at::kFloat;
+    case DType::F64:
+      return at::kDouble;
+    case DType::F16:
+      return at::kHalf;
+    case DType::BF16:
+      return at::kBFloat16;
+    case DType::I8:
+      return at::kChar;
+    case DType::U8:
+      return at::kByte;
+    case DType::I16:
+      return at::kShort;
+    case DType::I32:
+      return at::kInt;
+    case DType::I64:
+      return at::kLong;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -124,8 +134,7 @@ class C10dComm final : public Comm {
 
   void all_reduce_sum(std::vector<double>& values) override {
     if (values.empty()) return;
-    at::Tensor t = at::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, at::kDouble)
-                       .to(device_);
+    at::Tensor t = at::from_blob(values.data(), {static_cast<std::int64_t>(values.size())}, at::kDouble).to(device_);
     guarded("all_reduce of counts", [&] {
       std::vector<at::Tensor> ts{t};
       pg_->allreduce(ts)->wait();
@@ -149,9 +158,12 @@ class C10dComm final : public Comm {
       big = empty(W * count, *scalar_type(d)).zero_();
     }
     auto once = [&] {
-      if (c == Collective::all_reduce) (void)reduce_across(replica_, small);
-      else if (c == Collective::all_gather) gather_into(shard_, big, small);
-      else scatter_into(shard_, small, big);
+      if (c == Collective::all_reduce)
+        (void)reduce_across(replica_, small);
+      else if (c == Collective::all_gather)
+        gather_into(shard_, big, small);
+      else
+        scatter_into(shard_, small, big);
     };
     double seconds = 0;
     guarded(collective_name(c), [&] {
@@ -169,7 +181,8 @@ class C10dComm final : public Comm {
     const auto name = std::string(dtype_name(d));
     if (c == Collective::all_reduce) {
       std::string p = fmt::format("allreduce (sum) across {} replicas", replica_.size);
-      if (sum_as_f32_.count(d) && sum_as_f32_.at(d)) p += fmt::format("; {} summed as F32 ({} cannot sum {})", name, backend_, name);
+      if (sum_as_f32_.count(d) && sum_as_f32_.at(d))
+        p += fmt::format("; {} summed as F32 ({} cannot sum {})", name, backend_, name);
       return p;
     }
     if (!shard_.pg)
@@ -179,15 +192,18 @@ class C10dComm final : public Comm {
       std::string p = ag_base_ == false
                           ? fmt::format("allgather into {} tensors ({} has no _allgather_base)", shard_.size, who())
                           : "_allgather_base into one flat buffer";
-      if (bytes_for_.count(d) && bytes_for_.at(d)) p += fmt::format("; {} carried as bytes ({} has no {})", name, backend_, name);
+      if (bytes_for_.count(d) && bytes_for_.at(d))
+        p += fmt::format("; {} carried as bytes ({} has no {})", name, backend_, name);
       return p;
     }
     std::string p = rs_mode_ == 0   ? "_reduce_scatter_base (sum)"
                     : rs_mode_ == 1 ? "reduce_scatter of a tensor list (sum)"
-                                    : fmt::format("allreduce (sum) then each rank keeps its slice ({} has neither "
-                                                  "_reduce_scatter_base nor reduce_scatter)",
-                                                  who());
-    if (sum_as_f32_.count(d) && sum_as_f32_.at(d)) p += fmt::format("; {} summed as F32 ({} cannot sum {})", name, backend_, name);
+                                    : fmt::format(
+                                          "allreduce (sum) then each rank keeps its slice ({} has neither "
+                                          "_reduce_scatter_base nor reduce_scatter)",
+                                          who());
+    if (sum_as_f32_.count(d) && sum_as_f32_.at(d))
+      p += fmt::format("; {} summed as F32 ({} cannot sum {})", name, backend_, name);
     return p;
   }
 
@@ -296,8 +312,9 @@ class C10dComm final : public Comm {
   at::Tensor as_bytes(const at::Tensor& t) {
     // A contiguous tensor's storage as uint8 (the transport for dtypes the backend lacks).
     at::Tensor c = t.contiguous();
-    return at::from_blob(c.data_ptr(), {c.numel() * static_cast<std::int64_t>(c.element_size())},
-                         [keep = c](void*) {}, at::TensorOptions().dtype(at::kByte).device(c.device()));
+    return at::from_blob(
+        c.data_ptr(), {c.numel() * static_cast<std::int64_t>(c.element_size())}, [keep = c](void*) {},
+        at::TensorOptions().dtype(at::kByte).device(c.device()));
   }
 
   // dst: count elements; src: W*count elements (summed over ranks, dst = this rank's slice).
@@ -351,8 +368,8 @@ class C10dComm final : public Comm {
   }
 
   static DType dtype_of(at::ScalarType st) {
-    for (DType d : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8, DType::I16, DType::I32,
-                    DType::I64})
+    for (DType d :
+         {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I8, DType::U8, DType::I16, DType::I32, DType::I64})
       if (scalar_type(d) == st) return d;
     return DType::U8;
   }
@@ -369,8 +386,8 @@ class C10dComm final : public Comm {
       if (is_refusal(e)) throw;
       const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
       throw SmokeFault(ExitCode::smoke_rank_lost,
-                       fmt::format("{} at step '{}' failed on rank {} after {:.1f} s: {}; {}", what, phase_,
-                                   spec_.rank, s, first_line(e.what()), describe_laggards(phase_)));
+                       fmt::format("{} at step '{}' failed on rank {} after {:.1f} s: {}; {}", what, phase_, spec_.rank,
+                                   s, first_line(e.what()), describe_laggards(phase_)));
     }
   }
 
@@ -382,7 +399,7 @@ class C10dComm final : public Comm {
   at::Device device_;
   std::string phase_ = "start";
   std::optional<bool> ag_base_;
-  int rs_mode_ = -1;                  // -1 untried, 0 _reduce_scatter_base, 1 list, 2 allreduce+slice
+  int rs_mode_ = -1;  // -1 untried, 0 _reduce_scatter_base, 1 list, 2 allreduce+slice
   bool rs_list_refused_ = false;
   std::map<DType, bool> bytes_for_;   // dtype -> all-gathered as bytes
   std::map<DType, bool> sum_as_f32_;  // dtype -> summed in float32
@@ -411,7 +428,8 @@ c10::intrusive_ptr<c10d::TCPStore> open_store(const RendezvousSpec& spec) {
     if (spec.rank == 0 && (why.find("in use") != std::string::npos || why.find("EADDRINUSE") != std::string::npos))
       throw SmokeFault(ExitCode::smoke_port_in_use,
                        fmt::format("rank 0 cannot listen on {}: the port is in use (another job, or a rank of an "
-                                   "earlier run); set MASTER_PORT to a free port: {}", where, why));
+                                   "earlier run); set MASTER_PORT to a free port: {}",
+                                   where, why));
     if (spec.rank == 0)
       throw SmokeFault(ExitCode::smoke_master_unreachable,
                        fmt::format("rank 0 cannot serve the rendezvous on {}: {}", where, why));
@@ -429,7 +447,8 @@ std::string who_joined(const std::string& value);
 void rendezvous(c10d::TCPStore& store, const RendezvousSpec& spec) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  store.set(fmt::format("shardcheck/join/{}", spec.rank), bytes_of(fmt::format("{}|{}|{}", spec.world, host, ::getpid())));
+  store.set(fmt::format("shardcheck/join/{}", spec.rank),
+            bytes_of(fmt::format("{}|{}|{}", spec.world, host, ::getpid())));
   store.add("shardcheck/joined", 1);
   const auto deadline = clock_type::now() + spec.timeout;
   const auto tick = std::chrono::milliseconds(50);
@@ -452,9 +471,8 @@ void rendezvous(c10d::TCPStore& store, const RendezvousSpec& spec) {
                                      spec.rank, spec.master_addr, spec.master_port, first_line(e.what())));
       }
       if (clock_type::now() > late)
-        throw SmokeFault(ExitCode::smoke_join_timeout,
-                         fmt::format("rank {}: rank 0 did not start the run within {} s", spec.rank,
-                                     spec.timeout.count() / 1000.0));
+        throw SmokeFault(ExitCode::smoke_join_timeout, fmt::format("rank {}: rank 0 did not start the run within {} s",
+                                                                   spec.rank, spec.timeout.count() / 1000.0));
       std::this_thread::sleep_for(tick);
     }
   }
@@ -473,8 +491,10 @@ void rendezvous(c10d::TCPStore& store, const RendezvousSpec& spec) {
     for (int r = 0; r < spec.world; ++r) {
       if (!seen[r].empty()) continue;
       const std::string key = fmt::format("shardcheck/join/{}", r);
-      if (store.check({key})) seen[r] = string_of(store.get(key));
-      else missing.push_back(r);
+      if (store.check({key}))
+        seen[r] = string_of(store.get(key));
+      else
+        missing.push_back(r);
     }
     for (int r = 0; r < spec.world; ++r) {
       if (seen[r].empty()) continue;
@@ -482,7 +502,8 @@ void rendezvous(c10d::TCPStore& store, const RendezvousSpec& spec) {
       if (their_world != spec.world)
         abort(ExitCode::smoke_world_mismatch,
               fmt::format("rank {} ({}) was started with WORLD_SIZE={}, rank 0 with WORLD_SIZE={}: every rank "
-                          "must get the same world size", r, who_joined(seen[r]), their_world, spec.world));
+                          "must get the same world size",
+                          r, who_joined(seen[r]), their_world, spec.world));
     }
     const std::int64_t joined = store.add("shardcheck/joined", 0);
     if (joined > spec.world)
@@ -542,15 +563,18 @@ std::unique_ptr<Comm> connect_c10d(const RendezvousSpec& spec) {
   // key prefix, as torch.distributed.new_group does with a PrefixStore per group.
   const int S = spec.shard_size > 0 ? spec.shard_size : spec.world;
   if (spec.world % S != 0)
-    throw SmokeFault(ExitCode::usage, fmt::format("shard groups of {} ranks do not divide WORLD_SIZE={}", S, spec.world));
+    throw SmokeFault(ExitCode::usage,
+                     fmt::format("shard groups of {} ranks do not divide WORLD_SIZE={}", S, spec.world));
   const int shard_index = spec.rank / S, shard_rank = spec.rank % S, R = spec.world / S;
   auto groups = [&](auto make) {
     using G = typename decltype(make(std::string(), 0, 0))::element_type;
     Group<G> world{make("world", spec.rank, spec.world), spec.rank, spec.world};
     Group<G> shard = S == spec.world ? world : Group<G>{{}, 0, 1};
-    if (S > 1 && S < spec.world) shard = Group<G>{make(fmt::format("shard/{}", shard_index), shard_rank, S), shard_rank, S};
+    if (S > 1 && S < spec.world)
+      shard = Group<G>{make(fmt::format("shard/{}", shard_index), shard_rank, S), shard_rank, S};
     Group<G> replica = R == spec.world ? world : Group<G>{{}, 0, 1};
-    if (R > 1 && R < spec.world) replica = Group<G>{make(fmt::format("replica/{}", shard_rank), shard_index, R), shard_index, R};
+    if (R > 1 && R < spec.world)
+      replica = Group<G>{make(fmt::format("replica/{}", shard_rank), shard_index, R), shard_index, R};
     return std::tuple{world, shard, replica};
   };
   try {

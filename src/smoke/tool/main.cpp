@@ -49,11 +49,11 @@ struct SmokeFlags {
 struct Planned {
   ShardPlan plan;
   std::string strategy;
-  std::map<std::string, std::string> aliases;  // tied parameter -> stored tensor
-  std::string base_prefix;                     // the base model's attribute ("model", "transformer")
+  std::map<std::string, std::string> aliases;                // tied parameter -> stored tensor
+  std::string base_prefix;                                   // the base model's attribute ("model", "transformer")
   std::vector<std::pair<std::string, std::string>> renames;  // checkpoint renames in force (disk, model)
   std::map<std::string, std::vector<std::string>> fused;     // fused parameter -> its checkpoint globs
-  std::string checkpoint_dir;                                 // the base model's directory ("" : MODEL)
+  std::string checkpoint_dir;                                // the base model's directory ("" : MODEL)
   // A PeftModel: its adapter_config.json ("" when the LoRA settings came from flags), whether any
   // weight is 4-bit, and the ModulesToSaveWrapper paths (where saved keys of modules_to_save go).
   bool peft = false, quantized = false;
@@ -110,7 +110,8 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
   const ExitCode code = r.sink.first_error_exit_code();
   if (!r.plan || code != ExitCode::ok) {
     std::fputs(render_diagnostics_text(r.sink.items()).c_str(), stderr);
-    throw SmokeFault(code == ExitCode::ok ? ExitCode::findings : code, "the plan has errors (above): nothing to verify");
+    throw SmokeFault(code == ExitCode::ok ? ExitCode::findings : code,
+                     "the plan has errors (above): nothing to verify");
   }
   out.plan = std::move(*r.plan);
   out.strategy = strategy_name(out.plan.strategy);
@@ -191,8 +192,9 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
   if (!f.no_sweep) {
     auto lo = parse_nccl_size(f.min_bytes), hi = parse_nccl_size(f.max_bytes);
     if (!lo || !hi)
-      throw SmokeFault(ExitCode::usage, fmt::format("expected sizes like 1K, 32M or 4096 for -b/-e, found '{}' and '{}'",
-                                                    f.min_bytes, f.max_bytes));
+      throw SmokeFault(
+          ExitCode::usage,
+          fmt::format("expected sizes like 1K, 32M or 4096 for -b/-e, found '{}' and '{}'", f.min_bytes, f.max_bytes));
     std::string error;
     opt.sweep = sweep_sizes(*lo, *hi, f.factor, error);
     if (!error.empty()) throw SmokeFault(ExitCode::usage, error);
@@ -232,8 +234,8 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
       std::fputs(render_diagnostics_text(sink.items()).c_str(), stderr);
       throw SmokeFault(sink.first_error_exit_code(), "--weights: the checkpoint is broken (above)");
     }
-    reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases, planned.base_prefix,
-                                            planned.renames, planned.fused);
+    reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases, planned.base_prefix, planned.renames,
+                                            planned.fused);
     if (adapter) reader->add_adapter(std::move(*adapter), std::move(adapter_keys));
     opt.weights = reader.get();
   }
@@ -268,7 +270,8 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
   h.expect_busbw = f.expect_busbw;
   const Verdict v = judge(h, result);
   if (env.rank == 0) {
-    const std::string text = f.plan.format == "json" ? render_smoke_json(h, result, v) : render_smoke_text(h, result, v);
+    const std::string text =
+        f.plan.format == "json" ? render_smoke_json(h, result, v) : render_smoke_text(h, result, v);
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
   }
@@ -310,7 +313,8 @@ int main(int argc, char** argv) {
   app.name("shardcheck smoke");
   cli::CliContext ctx;
   ctx.rules_dir = default_rules_dir();
-  app.add_option("--rules", ctx.rules_dir, "Directory of rule data (models/, accelerate/)")->check(CLI::ExistingDirectory);
+  app.add_option("--rules", ctx.rules_dir, "Directory of rule data (models/, accelerate/)")
+      ->check(CLI::ExistingDirectory);
   SmokeFlags f;
   app.add_option("model", f.plan.model, "Model directory or its config.json");
   app.add_option("--format", f.plan.format, "Output format")->check(CLI::IsMember({"text", "json"}));
@@ -318,7 +322,8 @@ int main(int argc, char** argv) {
   app.add_option("--plan", f.plan_file, "Verify this plan (shardcheck plan --format json) instead of planning");
   app.add_option("--nproc", f.nproc, "Start N local ranks (otherwise RANK/WORLD_SIZE/MASTER_* from the launcher)")
       ->check(CLI::Range(1, 1024));
-  app.add_option("--units", f.units, "Only the K largest units plus a --sample of the others")->check(CLI::Range(0, 1 << 20));
+  app.add_option("--units", f.units, "Only the K largest units plus a --sample of the others")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--sample", f.sample, "With --units: this many other units, evenly spread (default 2)")
       ->check(CLI::Range(0, 1 << 20));
   app.add_flag("--weights", f.weights, "Shards hold the checkpoint's real bytes; the gather must equal the files");
@@ -326,7 +331,8 @@ int main(int argc, char** argv) {
   app.add_option("-e,--maxbytes", f.max_bytes, "Sweep end size (nccl-tests -e), default 32M");
   app.add_option("-f,--stepfactor", f.factor, "Sweep multiplication factor (nccl-tests -f), default 2")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("-n,--iters", f.iters, "Timed iterations per size (nccl-tests -n), default 20")->check(CLI::Range(1, 1 << 20));
+  app.add_option("-n,--iters", f.iters, "Timed iterations per size (nccl-tests -n), default 20")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("-w,--warmup-iters", f.warmup, "Untimed iterations first (nccl-tests -w), default 5")
       ->check(CLI::Range(0, 1 << 20));
   app.add_flag("--no-sweep", f.no_sweep, "Skip the message-size sweep");
