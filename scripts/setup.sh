@@ -10,13 +10,14 @@ need=(cmake g++ ninja-build ccache libyaml-cpp-dev nlohmann-json3-dev libfmt-dev
 if ((cli_only)); then
   SHARDCHECK_WITH_TORCH=0 SHARDCHECK_WITH_BROWSER=0
 else
-  need+=(python3 clang clang-format doctest-dev nginx-light python3-jsonschema python3-yaml pre-commit dpkg-dev file python3-venv)
+  need+=(python3 clang clang-format clang-tidy doctest-dev nginx-light python3-jsonschema python3-yaml pre-commit dpkg-dev file python3-venv)
 fi
 # libcurl: Hub model ids; nginx: loopback Hub in tests; jsonschema: SARIF output checked against SARIF 2.1.0;
 # pre-commit: the hooks of .pre-commit-hooks.yaml tested for real (tests/precommit); dpkg-dev and
 # file: CPack's Debian package computes its Depends with dpkg-shlibdeps (tests/package); python3-venv:
 # the wheel installed into a fresh virtualenv (tests/package); python3-yaml: action.yml read by its test;
-# clang-format: the sources checked against .clang-format (ctest `format`, scripts/format.sh)
+# clang-format, clang-tidy: the sources checked against .clang-format and .clang-tidy (ctest `format`
+# and `tidy`, scripts/format.sh and scripts/tidy.sh)
 # The smoke runner (shardcheck-smoke): LibTorch's c10d with gloo on CPU. libtorch-dev
 # lacks a dependency on libgloo-dev although ProcessGroupGloo.hpp includes <gloo/...>.
 # SHARDCHECK_WITH_TORCH=0 skips them (CMake then builds everything but shardcheck-smoke).

@@ -70,7 +70,7 @@ struct YamlLimits {
   std::size_t max_bytes = 1 << 20;  // 1 MiB
   int max_depth = 64;
   std::size_t max_nodes = 100000;  // counting every node an alias expands to
-  std::size_t max_scalar_bytes = 64 * 1024;
+  std::size_t max_scalar_bytes = std::size_t{64} * 1024;
 };
 
 struct ConfigDoc {

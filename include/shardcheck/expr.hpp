@@ -54,8 +54,8 @@ struct Value {
 // Thrown by parse (with the column) and by evaluate (with the offending name or operation).
 class ExprError : public std::runtime_error {
  public:
-  ExprError(std::string msg, int column = 0, std::string missing_name = {})
-      : std::runtime_error(std::move(msg)), column(column), missing_name(std::move(missing_name)) {}
+  ExprError(const std::string& msg, int column = 0, std::string missing_name = {})
+      : std::runtime_error(msg), column(column), missing_name(std::move(missing_name)) {}
   int column;
   std::string missing_name;  // evaluation: the name no scope defines ("" for other errors)
 };

@@ -28,7 +28,7 @@ std::uint64_t bnb_4bit_state_bytes(std::int64_t n, bool double_quant) {
 
 std::int64_t bnb_4bit_rows(std::int64_t n, DType storage) {
   // bitsandbytes/_ops.py quantize_4bit fake: ((n + 1) // (quant_storage.itemsize * 2), 1).
-  const std::int64_t per_row = std::max(1, dtype_bits(storage) / 8) * 2;
+  const std::int64_t per_row = std::int64_t{std::max(1, dtype_bits(storage) / 8)} * 2;
   return (n + 1) / per_row;
 }
 
@@ -94,7 +94,7 @@ void quantize_bnb_4bit(ModuleTree& tree, const Bnb4bitConfig& config) {
   // get_keys_to_not_convert: tied parameters (both ends), the module of the last parameter, and the
   // output embeddings; every name without ".weight".
   std::vector<std::string> keep = config.skip_modules;
-  auto strip = [](std::string k) { return k.ends_with(".weight") ? k.substr(0, k.size() - 7) : k; };
+  auto strip = [](const std::string& k) { return k.ends_with(".weight") ? k.substr(0, k.size() - 7) : k; };
   for (const auto& t : tree.tied) {
     keep.push_back(strip(t.alias));
     keep.push_back(strip(t.target));

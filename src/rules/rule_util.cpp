@@ -81,7 +81,7 @@ SourceLocation env_location(const LintContext& ctx, const EnvVar& var, const Yam
   return ctx.file_location();
 }
 
-bool env_truthy(std::string value) { return accelerate_str_to_bool(value).value_or(false); }
+bool env_truthy(const std::string& value) { return accelerate_str_to_bool(value).value_or(false); }
 
 std::optional<ParallelismSizes> parallelism_sizes(const LintContext& ctx) {
   const YamlNode* m = ctx.section_map("parallelism_config");

@@ -48,5 +48,5 @@ std::optional<ParallelismSizes> parallelism_sizes(const LintContext& ctx);
 namespace shardcheck::rules {
 // Where an environment finding goes: the --env-file line, else the related key, else distributed_type.
 SourceLocation env_location(const LintContext& ctx, const EnvVar& var, const YamlEntry* related);
-bool env_truthy(std::string value);
+bool env_truthy(const std::string& value);
 }  // namespace shardcheck::rules

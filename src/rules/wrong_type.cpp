@@ -54,7 +54,7 @@ const char* kind_name(const YamlNode& n) {
   return "a string";
 }
 
-bool is_truth_string(std::string s) { return accelerate_str_to_bool(s).has_value(); }
+bool is_truth_string(const std::string& s) { return accelerate_str_to_bool(s).has_value(); }
 
 void check(LintContext& ctx) {
   for (const KeyUse& use : ctx.known_keys()) {

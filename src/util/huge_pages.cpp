@@ -28,8 +28,9 @@ void* map_huge(std::size_t bytes) {
   const std::uintptr_t aligned = (start + kHugePageBytes - 1) & ~(std::uintptr_t{kHugePageBytes} - 1);
   if (aligned > start) ::munmap(raw, aligned - start);
   const std::uintptr_t tail = start + size + kHugePageBytes - (aligned + size);
-  if (tail > 0) ::munmap(reinterpret_cast<void*>(aligned + size), tail);
-  void* p = reinterpret_cast<void*>(aligned);
+  if (tail > 0)
+    ::munmap(reinterpret_cast<void*>(aligned + size), tail);  // NOLINT(performance-no-int-to-ptr): page arithmetic
+  void* p = reinterpret_cast<void*>(aligned);                 // NOLINT(performance-no-int-to-ptr): page arithmetic
   ::madvise(p, size, MADV_HUGEPAGE);  // advice only: without it the memory works with small pages
   return p;
 }
@@ -61,7 +62,7 @@ void use_huge_page_heap() {
   const auto new_break = reinterpret_cast<std::uintptr_t>(sbrk(0));
   const std::uintptr_t start = (old_break + 2 * kNudge + kHugePageBytes - 1) & ~(std::uintptr_t{kHugePageBytes} - 1);
   if (new_break <= start) return;
-  ::madvise(reinterpret_cast<void*>(start), new_break - start, MADV_HUGEPAGE);
+  ::madvise(reinterpret_cast<void*>(start), new_break - start, MADV_HUGEPAGE);  // NOLINT(performance-no-int-to-ptr)
   // malloc carves new blocks from the bottom of the free top (keepcost bytes below the break): the
   // next allocations, up to 2 MiB of them, would land below `start` in small pages, one 4 KiB
   // fault each. One block that is never touched nor freed fills that span, so new blocks begin in

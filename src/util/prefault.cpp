@@ -29,7 +29,9 @@ void prefault_heap(std::size_t bytes) {
   std::free(block);
   const auto new_break = reinterpret_cast<std::uintptr_t>(sbrk(0));
   const std::uintptr_t start = (old_break + page - 1) & ~(page - 1);
-  if (new_break > start) ::madvise(reinterpret_cast<void*>(start), new_break - start, MADV_POPULATE_WRITE);
+  if (new_break > start)
+    // NOLINTNEXTLINE(performance-no-int-to-ptr): page arithmetic on the heap's break
+    ::madvise(reinterpret_cast<void*>(start), new_break - start, MADV_POPULATE_WRITE);
 #else
   (void)bytes;
 #endif
