@@ -22,7 +22,7 @@
 #include "shardcheck/module_tree.hpp"
 #include "shardcheck/registry.hpp"
 #include "shardcheck/report.hpp"
-#include "util/huge_pages.hpp"
+#include "platform/huge_pages.hpp"
 
 using namespace shardcheck;
 namespace fs = std::filesystem;
@@ -123,7 +123,7 @@ int phases_main(const std::string& dir, const std::string& rules, int n) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  util::use_huge_page_heap();  // as the CLI's inspect/plan/check do
+  platform::use_huge_page_heap();  // as the CLI's inspect/plan/check do
   if (argc > 2 && std::string(argv[1]) == "--phases")
     return phases_main(argv[2], argc > 3 ? argv[3] : SHARDCHECK_DEFAULT_RULES_DIR, argc > 4 ? std::atoi(argv[4]) : 15);
   if (argc < 2) {

@@ -12,8 +12,8 @@
 #include "cli/plan_flags.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
-#include "util/huge_pages.hpp"
-#include "util/mapped_reads.hpp"
+#include "platform/huge_pages.hpp"
+#include "platform/mapped_reads.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -67,8 +67,8 @@ int run_check(CheckFlags f, const CliContext& ctx) {
                  "`check MODEL` or `check --model MODEL`\n");
     return to_int(ExitCode::usage);
   }
-  util::use_huge_page_heap();  // a short-lived process about to build large tables
-  util::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
+  platform::use_huge_page_heap();  // a short-lived process about to build large tables
+  platform::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
   std::string error;
   auto req = make_request(f, ctx, error);
   if (!req) {

@@ -12,8 +12,8 @@
 #include "shardcheck/report.hpp"
 #include "shardcheck/stack_versions.hpp"
 #include "util/stage_timer.hpp"
-#include "util/huge_pages.hpp"
-#include "util/mapped_reads.hpp"
+#include "platform/huge_pages.hpp"
+#include "platform/mapped_reads.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -30,8 +30,8 @@ struct InspectArgs {
 };
 
 int run_inspect(const InspectArgs& a, const CliContext& ctx) {
-  util::use_huge_page_heap();  // a short-lived process about to build large tables
-  util::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
+  platform::use_huge_page_heap();  // a short-lived process about to build large tables
+  platform::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
   DiagnosticSink sink;
   ResolveOptions opts;
   // The same default release as plan and check (rules/versions.yaml), so both show one layout.

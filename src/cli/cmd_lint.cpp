@@ -19,7 +19,7 @@
 #include "shardcheck/config_doc.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
-#include "util/prefault.hpp"
+#include "platform/prefault.hpp"
 #include "util/stage_timer.hpp"
 
 namespace shardcheck::cli {
@@ -60,7 +60,7 @@ std::vector<SarifRule> sarif_rules() {
 
 int run_lint(LintArgs a, const CliContext& ctx) {
   if (a.fix && a.diff) return usage_error("--fix and --diff are exclusive: --diff shows what --fix would write");
-  util::prefault_heap(std::size_t{256} << 10);  // a short run: ~250 KB of heap for one file
+  platform::prefault_heap(std::size_t{256} << 10);  // a short run: ~250 KB of heap for one file
   util::StageTimer timer("lint: load schema");
   DiagnosticSink schema_sink;
   auto schema = AccelerateSchema::load(ctx.rules_dir, schema_sink);

@@ -7,16 +7,16 @@
 
 #include "cli/plan_flags.hpp"
 #include "shardcheck/report.hpp"
-#include "util/huge_pages.hpp"
-#include "util/mapped_reads.hpp"
+#include "platform/huge_pages.hpp"
+#include "platform/mapped_reads.hpp"
 #include "util/stage_timer.hpp"
 
 namespace shardcheck::cli {
 namespace {
 
 int run_plan(const PlanFlags& f, const CliContext& ctx) {
-  util::use_huge_page_heap();  // a short-lived process about to build large tables
-  util::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
+  platform::use_huge_page_heap();  // a short-lived process about to build large tables
+  platform::allow_mapped_reads();  // and to read large files, which it may map (SIGBUS handled)
   std::string error;
   auto req = make_request(f, ctx, error);
   if (!req) {

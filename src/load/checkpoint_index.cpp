@@ -59,7 +59,7 @@
 #include "load/json_tree.hpp"
 #include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
-#include "util/huge_pages.hpp"
+#include "platform/huge_pages.hpp"
 #include "util/stage_timer.hpp"
 #include "util/utf8.hpp"
 
@@ -729,7 +729,7 @@ std::vector<ShardJob*> place_shards(const fs::path& dir, const IndexContents& in
 // What load_indexed reads the index into, released when its caller says (detail::load_checkpoint).
 // Members are destroyed bottom up: the tables' users before the arena they live in.
 struct IndexScratch {
-  util::HugePageArena tables;  // the index's tables, for this load only
+  platform::HugePageArena tables;  // the index's tables, for this load only
   std::optional<detail::PaddedFile> text;
   std::optional<PlainIndex> plain;
   std::optional<JsonValue> tree;

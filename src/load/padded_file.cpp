@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <utility>
 
-#include "util/huge_pages.hpp"
-#include "util/mapped_reads.hpp"
+#include "platform/huge_pages.hpp"
+#include "platform/mapped_reads.hpp"
 
 namespace shardcheck::detail {
 namespace {
@@ -22,7 +22,7 @@ struct Fd {
   }
 };
 
-// From this size on the buffer takes huge pages (util/huge_pages.hpp): DeepSeek-V3's 8.9 MB index
+// From this size on the buffer takes huge pages (platform/huge_pages.hpp): DeepSeek-V3's 8.9 MB index
 // then costs 5 faults instead of 2,200. Below it, the first touch of a huge page (zeroing 2 MiB)
 // would cost more than the small pages it saves.
 constexpr std::size_t kHugeFrom = std::size_t{1} << 20;
@@ -48,14 +48,14 @@ std::optional<PaddedFile> PaddedFile::read(const std::filesystem::path& path) {
   struct stat st {};
   if (::fstat(file.fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   const auto size = static_cast<std::size_t>(st.st_size);
-  if (size >= kHugeFrom && util::mapped_reads_allowed())
+  if (size >= kHugeFrom && platform::mapped_reads_allowed())
     if (auto out = map(file.fd, size)) return out;
   const std::size_t mapped = size + kJsonPadding;
   // Anonymous pages start zeroed, which is the padding the scan wants after the text.
   void* memory = nullptr;
   const Memory kind = mapped >= kHugeFrom ? Memory::huge_copy : Memory::small_copy;
   if (kind == Memory::huge_copy) {
-    memory = util::map_huge(mapped);
+    memory = platform::map_huge(mapped);
   } else {
     memory = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
     if (memory == MAP_FAILED) memory = nullptr;
@@ -93,7 +93,7 @@ PaddedFile::~PaddedFile() { release(); }
 void PaddedFile::release() {
   if (!data_) return;
   if (memory_ == Memory::huge_copy)
-    util::unmap_huge(data_, mapped_);
+    platform::unmap_huge(data_, mapped_);
   else
     ::munmap(data_, mapped_);
   data_ = nullptr;

@@ -4,10 +4,10 @@
 //
 // Why not a std::string or vector: its buffer comes from new[] and is faulted in one page at a
 // time while read() fills it. Here a small buffer is mapped with MAP_POPULATE, every page in one
-// system call, and a large one in huge pages (util/huge_pages.hpp). On the CI machine, a VM where
+// system call, and a large one in huge pages (platform/huge_pages.hpp). On the CI machine, a VM where
 // each page fault costs ~10 us, reading DeepSeek-V3's 8.9 MB index took 28 ms the first way and
 // 8 ms this way (medians of 5, warm page cache). When the program allows it
-// (util/mapped_reads.hpp), a large file is mapped instead, its page-cache pages shared rather than
+// (platform/mapped_reads.hpp), a large file is mapped instead, its page-cache pages shared rather than
 // copied into fresh memory: ~1 ms.
 
 #include <cstddef>

@@ -56,7 +56,7 @@
 #include "load/json_tree.hpp"
 #include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
-#include "util/huge_pages.hpp"
+#include "platform/huge_pages.hpp"
 #include "util/utf8.hpp"
 
 namespace shardcheck {
@@ -642,7 +642,7 @@ struct HeaderReader::Scratch {
   std::vector<const Entry*> placed;
   NameTable names;
   // Where this reader's results live: shared by every file it reads, kept alive by them.
-  std::shared_ptr<util::HugePageArena> storage = std::make_shared<util::HugePageArena>();
+  std::shared_ptr<platform::HugePageArena> storage = std::make_shared<platform::HugePageArena>();
   bool plain_scan = true;
   std::pmr::vector<std::uint64_t> name_hashes{storage.get()};  // of the last file's tensors
 

@@ -52,7 +52,7 @@ inline bool same_text(std::string_view a, std::string_view b) {
 class NameTable {
  public:
   // `memory`: where the slots live (a big table belongs in a huge-page arena, see
-  // util/huge_pages.hpp); the heap by default.
+  // platform/huge_pages.hpp); the heap by default.
   explicit NameTable(std::size_t expected_names = 0,
                      std::pmr::memory_resource* memory = std::pmr::get_default_resource())
       : slots_(memory) {

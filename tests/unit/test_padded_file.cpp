@@ -17,7 +17,7 @@
 
 #include "load/padded_file.hpp"
 #include "load/plain_json.hpp"
-#include "util/mapped_reads.hpp"
+#include "platform/mapped_reads.hpp"
 
 using shardcheck::detail::PaddedFile;
 namespace fs = std::filesystem;
@@ -96,7 +96,7 @@ TEST_CASE("padded file: missing files and directories are not read") {
   fs::remove_all(dir);
 }
 
-// --- Mapped reads (util/mapped_reads.hpp) -------------------------------------------------------
+// --- Mapped reads (platform/mapped_reads.hpp) -------------------------------------------------------
 
 namespace {
 
@@ -123,8 +123,8 @@ TEST_CASE("padded file: a large file is mapped once the program allows it, where
   const fs::path dir = scratch_dir();
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t base = std::size_t{1} << 20;  // PaddedFile maps from 1 MiB on
-  REQUIRE(shardcheck::util::allow_mapped_reads());
-  REQUIRE(shardcheck::util::mapped_reads_allowed());
+  REQUIRE(shardcheck::platform::allow_mapped_reads());
+  REQUIRE(shardcheck::platform::mapped_reads_allowed());
   struct Case {
     std::size_t size;
     bool mapped;
@@ -166,7 +166,7 @@ TEST_CASE("padded file: a mapped file truncated while it is read ends the proces
   REQUIRE(child >= 0);
   if (child == 0) {
     ::dup2(err[1], STDERR_FILENO);
-    shardcheck::util::allow_mapped_reads();
+    shardcheck::platform::allow_mapped_reads();
     auto f = PaddedFile::read(path);
     if (!f) ::_exit(100);
     fs::resize_file(path, 0);                           // another process truncates the file

@@ -5,13 +5,13 @@
 
 #include <cstddef>
 
-namespace shardcheck::util {
+namespace shardcheck::platform {
 
 // Grows the heap by about `bytes` now and backs those pages in one system call, so the run's first
 // allocations do not fault one page at a time; the heap keeps them when blocks are freed. For a
 // process that will allocate at least that much (a lint of one file uses ~250 KB). Advice only:
 // where the kernel lacks MADV_POPULATE_WRITE (before Linux 5.14) pages fault as usual. Not for
-// processes that call use_huge_page_heap (util/huge_pages.hpp).
+// processes that call use_huge_page_heap (platform/huge_pages.hpp).
 void prefault_heap(std::size_t bytes);
 
-}  // namespace shardcheck::util
+}  // namespace shardcheck::platform

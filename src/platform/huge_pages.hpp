@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <memory_resource>
 
-namespace shardcheck::util {
+namespace shardcheck::platform {
 
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
 
@@ -61,4 +61,4 @@ class HugePageArena final : public std::pmr::memory_resource {
   std::pmr::monotonic_buffer_resource bump_;
 };
 
-}  // namespace shardcheck::util
+}  // namespace shardcheck::platform

@@ -1,4 +1,6 @@
-#include "util/prefault.hpp"
+#include "platform/prefault.hpp"
+
+#include "platform/tuning.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -14,10 +16,11 @@
 #define MADV_POPULATE_WRITE 23  // Linux 5.14 (uapi/asm-generic/mman-common.h)
 #endif
 
-namespace shardcheck::util {
+namespace shardcheck::platform {
 
 void prefault_heap(std::size_t bytes) {
 #if defined(__GLIBC__)
+  if (!tuning_enabled()) return;
   static bool done = false;
   if (done) return;
   done = true;
@@ -37,4 +40,4 @@ void prefault_heap(std::size_t bytes) {
 #endif
 }
 
-}  // namespace shardcheck::util
+}  // namespace shardcheck::platform

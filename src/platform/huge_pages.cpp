@@ -1,4 +1,6 @@
-#include "util/huge_pages.hpp"
+#include "platform/huge_pages.hpp"
+
+#include "platform/tuning.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,7 +13,7 @@
 #include <cstdlib>
 #include <new>
 
-namespace shardcheck::util {
+namespace shardcheck::platform {
 namespace {
 
 std::size_t round_up(std::size_t bytes) { return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes; }
@@ -20,6 +22,10 @@ std::size_t round_up(std::size_t bytes) { return (bytes + kHugePageBytes - 1) / 
 
 void* map_huge(std::size_t bytes) {
   const std::size_t size = round_up(bytes == 0 ? 1 : bytes);
+  if (!tuning_enabled()) {  // plain small pages, same size (unmap_huge rounds alike)
+    void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
   // Over-map by one huge page and trim both ends, so the region starts on a 2 MiB boundary: the
   // kernel only backs aligned 2 MiB spans with huge pages.
   void* raw = ::mmap(nullptr, size + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -41,6 +47,7 @@ void unmap_huge(void* p, std::size_t bytes) {
 
 void use_huge_page_heap() {
 #if defined(__GLIBC__)
+  if (!tuning_enabled()) return;
   constexpr std::size_t kStep = std::size_t{32} << 20;
   static bool done = false;
   if (done) return;
@@ -76,8 +83,10 @@ void use_huge_page_heap() {
 #endif
 }
 
+// With tuning off every block comes from operator new (tuning_enabled() is fixed for the process, so
+// deallocation takes the same path).
 void* HugePageResource::do_allocate(std::size_t bytes, std::size_t alignment) {
-  if (bytes < kHugePageBytes) return ::operator new (bytes, std::align_val_t{alignment});
+  if (bytes < kHugePageBytes || !tuning_enabled()) return ::operator new (bytes, std::align_val_t{alignment});
   if (alignment > kHugePageBytes) throw std::bad_alloc();
   void* p = map_huge(bytes);
   if (!p) throw std::bad_alloc();
@@ -85,10 +94,10 @@ void* HugePageResource::do_allocate(std::size_t bytes, std::size_t alignment) {
 }
 
 void HugePageResource::do_deallocate(void* p, std::size_t bytes, std::size_t alignment) {
-  if (bytes < kHugePageBytes)
+  if (bytes < kHugePageBytes || !tuning_enabled())
     ::operator delete (p, std::align_val_t{alignment});  // unsized: clang leaves sized delete off
   else
     unmap_huge(p, bytes);
 }
 
-}  // namespace shardcheck::util
+}  // namespace shardcheck::platform

@@ -1,4 +1,6 @@
-#include "util/mapped_reads.hpp"
+#include "platform/mapped_reads.hpp"
+
+#include "platform/tuning.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -7,7 +9,7 @@
 
 #include "shardcheck/exit_codes.hpp"
 
-namespace shardcheck::util {
+namespace shardcheck::platform {
 namespace {
 
 std::atomic<bool> allowed{false};
@@ -25,6 +27,7 @@ extern "C" void on_sigbus(int) {
 }  // namespace
 
 bool allow_mapped_reads() {
+  if (!tuning_enabled()) return false;  // files are copied
   static const bool installed = [] {
     struct sigaction action {};
     action.sa_handler = on_sigbus;
@@ -37,4 +40,4 @@ bool allow_mapped_reads() {
 
 bool mapped_reads_allowed() { return allowed.load(std::memory_order_relaxed); }
 
-}  // namespace shardcheck::util
+}  // namespace shardcheck::platform

@@ -10,7 +10,7 @@
 // allow_mapped_reads(), which installs a SIGBUS handler that ends the process with a clear message
 // and exit code 3 (I/O error) instead of a crash. The shardcheck CLI opts in; embedders get copies.
 
-namespace shardcheck::util {
+namespace shardcheck::platform {
 
 // Installs the SIGBUS handler (once) and lets PaddedFile map large files from then on. Call it
 // from a program's main thread before loading anything; false when the handler cannot be set
@@ -19,4 +19,4 @@ bool allow_mapped_reads();
 
 bool mapped_reads_allowed();
 
-}  // namespace shardcheck::util
+}  // namespace shardcheck::platform
