@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardcheck/dtype.hpp"
@@ -48,6 +49,14 @@ struct MeshDim {
   int size;
 };
 
+// accelerate's mixed_precision as FSDP uses it (utils/dataclasses.py set_mixed_precision): the dtype
+// parameters are all-gathered and computed in. `fp32` is set only internally: transformers' Trainer
+// gives a QLoRA model with float32 bnb_4bit_quant_storage MixedPrecision(param_dtype=float32)
+// (integrations/fsdp.py update_fsdp_plugin_peft).
+enum class MixedPrecision { no, bf16, fp16, fp32 };
+const char* mixed_precision_name(MixedPrecision m);                       // "no", "bf16", "fp16", "fp32"
+std::optional<MixedPrecision> parse_mixed_precision(std::string_view s);  // exactly those names
+
 template <class T>
 struct Setting {
   T value{};
@@ -63,7 +72,7 @@ struct FsdpSettings {
   Setting<std::vector<std::string>> wrap_classes;  // empty: the model's _no_split_modules
   Setting<std::int64_t> min_num_params{100'000'000};
   Setting<bool> use_orig_params{false};
-  Setting<std::string> mixed_precision{"no"};  // "no", "bf16", "fp16"
+  Setting<MixedPrecision> mixed_precision{MixedPrecision::no};
   Setting<bool> offload_params{false};
   Setting<std::optional<bool>> reshard_after_forward;  // FSDP2; nullopt = torch's default
   Setting<bool> activation_checkpointing{false};
@@ -73,15 +82,18 @@ struct FsdpSettings {
   // The job runs under transformers' Trainer (TRL's trainers subclass it) rather than a plain
   // accelerate loop: with a PEFT model under FSDP1 the Trainer replaces the wrap policy (`peft`).
   Setting<bool> trainer{false};
-  // accelerate's ParallelismConfig (v1.10+, FSDP2 only): HSDP replicas and tensor parallelism.
+  // accelerate's ParallelismConfig (v1.10+, FSDP2 only): HSDP replicas, tensor, context and sequence
+  // parallelism; dp_shard is what is left of world_size (dp_shard()).
   Setting<int> dp_replicate{1};
   Setting<int> tp_size{1};
   Setting<int> cp_size{1};  // context parallelism: FSDP2 shards over dp_shard x cp (dp_shard_cp)
   Setting<int> sp_size{1};  // sequence parallelism: its own mesh dim, outside FSDP's
+  // plan --frozen: a regex searched in parameter FQNs; the parameters it finds are frozen
+  // (requires_grad=False).
   Setting<std::string> frozen;
   // accelerate's fsdp_ignored_modules (v1.10+): a regex fullmatched against module names; the
   // matched subtrees' parameters stay whole on every rank, outside every unit.
-  Setting<std::string> ignored_modules;  // regex over parameter FQNs (requires_grad=False)
+  Setting<std::string> ignored_modules;
   // The release set (library defaults; the pipeline resolves them from flags, the job's Python
   // environment or rules/versions.yaml, shardcheck/stack_versions.hpp).
   Setting<Version> torch_version{Version{2, 9, 0}};

@@ -15,11 +15,11 @@ namespace shardcheck {
 
 struct TrainingArgs {
   std::string path;
-  std::optional<Setting<std::int64_t>> micro_batch;     // per_device_train_batch_size
-  std::optional<Setting<std::int64_t>> seq_len;         // max_length, else max_seq_length (older TRL SFT)
-  std::optional<Setting<bool>> gradient_checkpointing;  // TrainingArguments.gradient_checkpointing
-  std::optional<Setting<std::string>> mixed_precision;  // "bf16" / "fp16" from bf16: true / fp16: true
-  std::optional<Setting<std::string>> load_dtype;       // torch_dtype / dtype (TRL ModelConfig)
+  std::optional<Setting<std::int64_t>> micro_batch;        // per_device_train_batch_size
+  std::optional<Setting<std::int64_t>> seq_len;            // max_length, else max_seq_length (older TRL SFT)
+  std::optional<Setting<bool>> gradient_checkpointing;     // TrainingArguments.gradient_checkpointing
+  std::optional<Setting<MixedPrecision>> mixed_precision;  // bf16 / fp16 from bf16: true / fp16: true
+  std::optional<Setting<std::string>> load_dtype;          // torch_dtype / dtype (TRL ModelConfig)
 
   // TRL's ModelConfig (trl/trainer/model_config.py), which `trl sft --config FILE` reads from the same
   // file: the LoRA and 4-bit settings TRL turns into peft's LoraConfig and transformers'

@@ -299,7 +299,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     if (!f.wrap_cls.empty()) s.wrap_classes = {python_split(f.wrap_cls, ','), "--wrap-cls"};  // as accelerate splits it
     if (!f.frozen.empty()) s.frozen = {f.frozen, "--frozen"};
     if (!f.ignored_modules.empty()) s.ignored_modules = {f.ignored_modules, "--ignored-modules"};
-    if (!f.mixed_precision.empty()) s.mixed_precision = {f.mixed_precision, "--mixed-precision"};
+    if (const auto mp = parse_mixed_precision(f.mixed_precision)) s.mixed_precision = {*mp, "--mixed-precision"};
   };
   return req;
 }

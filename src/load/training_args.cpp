@@ -155,8 +155,8 @@ std::variant<TrainingArgs, std::string> parse_training_args(const std::string& t
           "{}: bf16 and fp16 are both true; TrainingArguments refuses that (\"At most one of fp16 and "
           "bf16 can be True\")",
           where(path, fp16));
-    if (b) t.mixed_precision = Setting<std::string>{"bf16", where(path, bf16)};
-    if (f) t.mixed_precision = Setting<std::string>{"fp16", where(path, fp16)};
+    if (b) t.mixed_precision = Setting<MixedPrecision>{MixedPrecision::bf16, where(path, bf16)};
+    if (f) t.mixed_precision = Setting<MixedPrecision>{MixedPrecision::fp16, where(path, fp16)};
     for (const char* key : {"dtype", "torch_dtype"})
       if (const auto n = root[key]; n && !n.IsNull() && !t.load_dtype) {
         const std::string v = n.IsScalar() ? n.Scalar() : "";

@@ -157,9 +157,9 @@ void apply_peft_caller(FsdpSettings& s, const std::optional<Bnb4bitConfig>& bnb)
   s.policy = {WrapPolicyKind::peft, "transformers Trainer with a PEFT model (update_fsdp_plugin_peft)"};
   if (bnb && dtype_is_floating(bnb->quant_storage)) {
     const DType q = bnb->quant_storage;
-    s.mixed_precision = {q == DType::BF16  ? "bf16"
-                         : q == DType::F16 ? "fp16"
-                                           : "fp32",
+    s.mixed_precision = {q == DType::BF16  ? MixedPrecision::bf16
+                         : q == DType::F16 ? MixedPrecision::fp16
+                                           : MixedPrecision::fp32,
                          "transformers Trainer: bnb_4bit_quant_storage (update_fsdp_plugin_peft)"};
   }
 }

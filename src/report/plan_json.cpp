@@ -28,7 +28,7 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
   setting(w, "transformer_layer_cls_to_wrap", s.wrap_classes, [&](const std::vector<std::string>& v) { w.array(v); });
   setting(w, "min_num_params", s.min_num_params, integer);
   setting(w, "use_orig_params", s.use_orig_params, boolean);
-  setting(w, "mixed_precision", s.mixed_precision, text);
+  setting(w, "mixed_precision", s.mixed_precision, [&](MixedPrecision v) { w.value(mixed_precision_name(v)); });
   setting(w, "offload_params", s.offload_params, boolean);
   setting(w, "reshard_after_forward", s.reshard_after_forward, [&](const std::optional<bool>& v) {
     if (v)

@@ -46,9 +46,9 @@ void apply_accelerate_config(const ConfigDoc& doc, const AccelerateSchema& schem
     s.num_machines = {static_cast<int>(*ctx.top_int("num_machines")), where(doc, e)};
   if (const YamlEntry* e = ctx.top("mixed_precision"); e && e->value && e->value->is_scalar()) {
     // accelerate's FSDP mixed precision: fp8 computes in bf16 (set_mixed_precision).
-    std::string mp = python_str(*e->value);
-    if (mp == "fp8") mp = "bf16";
-    if (mp == "bf16" || mp == "fp16" || mp == "no") s.mixed_precision = {mp, where(doc, e)};
+    const std::string mp = python_str(*e->value);
+    const auto parsed = mp == "fp8" ? std::optional(MixedPrecision::bf16) : parse_mixed_precision(mp);
+    if (parsed && *parsed != MixedPrecision::fp32) s.mixed_precision = {*parsed, where(doc, e)};
   }
 
   if (const YamlEntry* e = ctx.fsdp("fsdp_version")) s.fsdp_version = {ctx.fsdp_version(), where(doc, e)};

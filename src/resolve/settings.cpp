@@ -117,12 +117,37 @@ std::optional<DType> FsdpSettings::reduce_dtype() const {
   return p;
 }
 
+const char* mixed_precision_name(MixedPrecision m) {
+  switch (m) {
+    case MixedPrecision::no:
+      return "no";
+    case MixedPrecision::bf16:
+      return "bf16";
+    case MixedPrecision::fp16:
+      return "fp16";
+    case MixedPrecision::fp32:
+      return "fp32";
+  }
+  return "no";
+}
+
+std::optional<MixedPrecision> parse_mixed_precision(std::string_view s) {
+  for (const MixedPrecision m : {MixedPrecision::no, MixedPrecision::bf16, MixedPrecision::fp16, MixedPrecision::fp32})
+    if (s == mixed_precision_name(m)) return m;
+  return std::nullopt;
+}
+
 std::optional<DType> FsdpSettings::param_dtype() const {
-  if (mixed_precision.value == "bf16") return DType::BF16;
-  if (mixed_precision.value == "fp16") return DType::F16;
-  // Only set internally: transformers' Trainer gives a QLoRA model with float32 bnb_4bit_quant_storage
-  // MixedPrecision(param_dtype=float32) (integrations/fsdp.py update_fsdp_plugin_peft).
-  if (mixed_precision.value == "fp32") return DType::F32;
+  switch (mixed_precision.value) {
+    case MixedPrecision::bf16:
+      return DType::BF16;
+    case MixedPrecision::fp16:
+      return DType::F16;
+    case MixedPrecision::fp32:
+      return DType::F32;
+    case MixedPrecision::no:
+      break;
+  }
   return std::nullopt;
 }
 

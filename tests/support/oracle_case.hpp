@@ -41,7 +41,7 @@ inline FsdpSettings settings_for(const json& c) {
   if (pol.contains("min_num_params")) s.min_num_params.value = pol.at("min_num_params").get<std::int64_t>();
   s.sharding_strategy.value = parse_strategy(c.value("sharding_strategy", "FULL_SHARD")).value();
   s.use_orig_params.value = c.value("use_orig_params", false);
-  s.mixed_precision.value = c.value("mixed_precision", "no");
+  s.mixed_precision.value = parse_mixed_precision(c.value("mixed_precision", "no")).value();
   s.ignored_modules.value = c.value("ignored_modules", "");
   if (c.contains("reshard_after_forward")) s.reshard_after_forward.value = c.at("reshard_after_forward").get<bool>();
   s.dp_replicate.value = c.value("dp_replicate", 1);

@@ -57,7 +57,8 @@ inline Draw draw(Chooser& ch, const std::string& source_dir) {
   static const std::vector<WrapPolicyKind> policies = {WrapPolicyKind::transformer, WrapPolicyKind::size,
                                                        WrapPolicyKind::none};
   static const std::vector<std::int64_t> min_params = {-1, 0, 1, 100, 1000, 5000, 100'000'000};
-  static const std::vector<std::string> precisions = {"no", "bf16", "fp16"};
+  static const std::vector<MixedPrecision> precisions = {MixedPrecision::no, MixedPrecision::bf16,
+                                                         MixedPrecision::fp16};
   static const std::vector<int> replicas = {0, 1, 1, 1, 1, 2, 3};
   static const std::vector<std::string> ignored = {
       "", "", "", "", R"(model\.layers\.1)", "lm_head", "(", R"(model\.embed_tokens)"};
@@ -146,15 +147,15 @@ inline Draw draw(Chooser& ch, const std::string& source_dir) {
     peft = "lora r=" + std::to_string(a.r) + " bias=" + a.bias + (a.use_dora ? " dora" : "") +
            (r.resolve.bnb_4bit ? " 4bit" : "") + (s.trainer.value ? " trainer" : " accelerate");
   }
-  d.description = model + " ws=" + std::to_string(s.world_size.value) + " nm=" + std::to_string(s.num_machines.value) +
-                  " fsdp=" + std::to_string(s.fsdp_version.value) +
-                  " strat=" + strategy_name(s.sharding_strategy.value) + " policy=" + policy_name(s.policy.value) +
-                  " min=" + std::to_string(s.min_num_params.value) +
-                  " orig=" + std::to_string(s.use_orig_params.value) + " mp=" + s.mixed_precision.value +
-                  " rep=" + std::to_string(s.dp_replicate.value) + " tp=" + std::to_string(s.tp_size.value) +
-                  " cp=" + std::to_string(s.cp_size.value) + " ign='" + s.ignored_modules.value + "'" +
-                  " cls=" + std::to_string(s.wrap_classes.value.size()) +
-                  " caller=" + caller_name(s.fsdp2_caller.value) + " peft=" + peft;
+  d.description =
+      model + " ws=" + std::to_string(s.world_size.value) + " nm=" + std::to_string(s.num_machines.value) +
+      " fsdp=" + std::to_string(s.fsdp_version.value) + " strat=" + strategy_name(s.sharding_strategy.value) +
+      " policy=" + policy_name(s.policy.value) + " min=" + std::to_string(s.min_num_params.value) +
+      " orig=" + std::to_string(s.use_orig_params.value) + " mp=" + mixed_precision_name(s.mixed_precision.value) +
+      " rep=" + std::to_string(s.dp_replicate.value) + " tp=" + std::to_string(s.tp_size.value) +
+      " cp=" + std::to_string(s.cp_size.value) + " ign='" + s.ignored_modules.value + "'" +
+      " cls=" + std::to_string(s.wrap_classes.value.size()) + " caller=" + caller_name(s.fsdp2_caller.value) +
+      " peft=" + peft;
   return d;
 }
 

@@ -81,7 +81,7 @@ FsdpSettings fsdp1_settings_for(const json& c) {
                                          : WrapPolicyKind::none;
   s.wrap_classes.value = pol.at("classes").get<std::vector<std::string>>();
   if (!pol.at("min_num_params").is_null()) s.min_num_params.value = pol.at("min_num_params").get<std::int64_t>();
-  if (!c.at("mixed_precision").is_null()) s.mixed_precision.value = "bf16";
+  if (!c.at("mixed_precision").is_null()) s.mixed_precision.value = MixedPrecision::bf16;
   if (c.contains("ignored_modules")) s.ignored_modules.value = c.at("ignored_modules").get<std::string>();
   return s;
 }

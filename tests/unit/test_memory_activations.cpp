@@ -57,7 +57,7 @@ TEST_CASE("activations: Meta-Llama-3-8B config, seq 4096, micro-batch 1, bf16 mi
   // layer = 16384 + 8192 + 2048 + 57344 = 83,968 elements per token.
   const ModuleTree tree = clean_tree(model_fixtures::corpus_dir() / "meta-llama__Meta-Llama-3-8B.json", true);
   FsdpSettings s = llama_settings(8);
-  s.mixed_precision.value = "bf16";
+  s.mixed_precision.value = MixedPrecision::bf16;
   DiagnosticSink sink;
   const ShardPlan plan = plan_fsdp1(tree, s, sink);
   MemoryOptions opts;

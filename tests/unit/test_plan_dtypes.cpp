@@ -100,7 +100,7 @@ TEST_CASE("plan dtypes: FSDP2 with frozen bf16 beside upcast trainable parameter
   // (the llama fixture is bf16). A layer with a frozen MLP then holds fp32 and bf16 parameters.
   const ModuleTree tree = fixture_tree("llama");
   FsdpSettings s = dtype_settings(2, 2, "LlamaDecoderLayer");
-  s.mixed_precision.value = "bf16";
+  s.mixed_precision.value = MixedPrecision::bf16;
   s.frozen.value = R"(\.mlp\.)";
   s.torch_version.value = Version{2, 7, 1};
   DiagnosticSink before;

@@ -75,7 +75,7 @@ TEST_CASE("fsdp1 plan: use_orig_params alignment and world-size padding (torch 2
   const ModuleTree tree = llama_tree();
   FsdpSettings s = settings(3);
   s.use_orig_params.value = true;
-  s.mixed_precision.value = "bf16";
+  s.mixed_precision.value = MixedPrecision::bf16;
   s.torch_version.value = Version{2, 4, 0};
   DiagnosticSink sink;
   const ShardPlan plan = plan_fsdp1(tree, s, sink);
@@ -98,7 +98,7 @@ TEST_CASE("fsdp1 plan: torch 2.0 has alignment padding but no world-size padding
   const ModuleTree tree = llama_tree();
   FsdpSettings s = settings(3);
   s.use_orig_params.value = true;
-  s.mixed_precision.value = "bf16";
+  s.mixed_precision.value = MixedPrecision::bf16;
   s.torch_version.value = Version{2, 0, 1};
   DiagnosticSink sink;
   const ShardPlan plan = plan_fsdp1(tree, s, sink);

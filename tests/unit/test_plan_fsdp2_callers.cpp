@@ -96,7 +96,7 @@ TEST_CASE("torchtitan reduces in fp32 under bf16 mixed precision; accelerate in 
   const std::uint64_t padded = 780 + 3 * 4614 + 801;  // 15,423
   for (auto [caller, bytes] : {std::pair{Fsdp2Caller::torchtitan, 4u}, std::pair{Fsdp2Caller::accelerate, 2u}}) {
     FsdpSettings s = fsdp2(3, caller, "LlamaDecoderLayer");
-    s.mixed_precision.value = "bf16";
+    s.mixed_precision.value = MixedPrecision::bf16;
     const ShardPlan p = plan_fsdp2(tree, s, sink);
     CHECK(communication(p).total.reduce_scatter == padded * bytes);
   }
