@@ -79,13 +79,19 @@ class DiagnosticSink {
 // the model in one unit): at the setting's source when that is a line of the accelerate config,
 // else at the model's config.json (`model_config`) with " (from SOURCE)" appended; an error exits
 // with `findings` whatever the source, as the model, not the command line, is what does not fit.
-Diagnostic model_setting_finding(std::string code, Severity severity, const std::string& source,
-                                 const std::string& model_config, std::string message, std::string help);
+// Its severity is the catalogue's (finding_codes.hpp), not repeated here.
+Diagnostic model_setting_finding(std::string code, const std::string& source, const std::string& model_config,
+                                 std::string message, std::string help);
 
 // A finding about a setting's value. A command-line flag ("--world-size") is a usage error shown under
 // the flag's name (exit 2); a value from the config file or the environment points at its source
 // (setting_location, " (from SOURCE)" appended when that has no line) and exits with `findings`.
 // Notes and warnings exit 0 either way.
+// Its severity is the catalogue's (finding_codes.hpp).
+Diagnostic setting_finding(std::string code, const std::string& source, const std::string& fallback_file,
+                           std::string message, std::string help);
+// The same for a code whose stage picks the severity case by case (the catalogue lists the harshest:
+// SET005 is an error below a release's floor and a warning above the newest one checked).
 Diagnostic setting_finding(std::string code, Severity severity, const std::string& source,
                            const std::string& fallback_file, std::string message, std::string help);
 

@@ -26,5 +26,8 @@ struct FindingCode {
 std::span<const FindingCode> finding_codes();
 // nullptr when `id` is not a finding code.
 const FindingCode* find_finding_code(std::string_view id);
+// The catalogue's severity of a code; call sites report by code and do not repeat it. An unknown code
+// is an error (the unit tests require every reported code to be catalogued).
+Severity catalogued_severity(std::string_view id);
 
 }  // namespace shardcheck

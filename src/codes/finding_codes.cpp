@@ -10,4 +10,9 @@ const FindingCode* find_finding_code(std::string_view id) {
   return it == codes.end() ? nullptr : &*it;
 }
 
+Severity catalogued_severity(std::string_view id) {
+  const FindingCode* c = find_finding_code(id);
+  return c ? c->severity : Severity::error;
+}
+
 }  // namespace shardcheck

@@ -54,7 +54,7 @@ void check_tp_heads(const ModelConfig& config, const ModuleTree& tree, const Fsd
   for (auto [what, n] : {std::pair{"num_attention_heads", *heads}, std::pair{"num_key_value_heads", kv}}) {
     if (n % tp == 0) continue;
     sink.report(setting_finding(
-        "PLAN021", Severity::error, s.tp_size.source, tree.config_path,
+        "PLAN021", s.tp_size.source, tree.config_path,
         fmt::format("RuntimeError: shape '[batch, seq, -1, head_dim]' is invalid for input of size N at the first "
                     "forward: {} {} is not divisible by tp_size {}, so a rank's share of the projection rows is not a "
                     "whole number of heads",
@@ -90,7 +90,7 @@ void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
   const int tp = layout.tp_size;
   if (std::none_of(layout.params.begin(), layout.params.end(), [](const TpPlacement& p) { return p.dim.has_value(); }))
     r.sink.report(model_setting_finding(
-        "PLAN024", Severity::warning, r.settings.tp_size.source, r.tree->config_path,
+        "PLAN024", r.settings.tp_size.source, r.tree->config_path,
         fmt::format("tensor parallelism (tp_size {}) splits no parameter of {}: transformers has no tensor-parallel "
                     "plan for it, so every TP rank holds and computes the whole model",
                     tp, r.tree->architecture),
@@ -235,7 +235,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     try {
       std::regex check(rx->value);
     } catch (const std::regex_error& e) {
-      r.sink.report(setting_finding("PLAN016", Severity::error, rx->source, req.accelerate_config.value_or(req.model),
+      r.sink.report(setting_finding("PLAN016", rx->source, req.accelerate_config.value_or(req.model),
                                     fmt::format("expected a regular expression, found '{}' ({})", rx->value, e.what()),
                                     ""));
       return r;

@@ -22,6 +22,8 @@
 //     or float64 over a float64 base; wrapper copies keep the module's dtype.
 #include "shardcheck/peft_model.hpp"
 
+#include "shardcheck/finding_codes.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -66,15 +68,17 @@ std::string selector_text(const ModuleSelector& sel) {
   return "";
 }
 
-Diagnostic finding(const std::string& code, Severity sev, const LoraAdapter& a, const std::string& field,
-                   std::string message, std::string help, ExitCode exit) {
+// At the adapter field's source; severity and exit code are the catalogue's (finding_codes.hpp).
+Diagnostic finding(const std::string& code, const LoraAdapter& a, const std::string& field, std::string message,
+                   std::string help) {
+  const FindingCode* c = find_finding_code(code);
   Diagnostic d;
   d.code = code;
-  d.severity = sev;
+  d.severity = c ? c->severity : Severity::error;
   d.location = setting_location(a.source_of(field), a.source, nullptr);
   d.message = std::move(message);
   d.help = std::move(help);
-  d.exit_code = exit;
+  d.exit_code = c ? c->exit_code : ExitCode::findings;
   return d;
 }
 
@@ -493,7 +497,7 @@ void check_qlora_versions(const StackVersions& v, const PeftRules& rules, const 
     const auto& [op, min] = req->second;
     const bool ok = op == ">=" ? !(version->value < min) : min < version->value;
     if (ok) continue;
-    sink.report(setting_finding("PEFT011", Severity::warning, version->source, fallback_file,
+    sink.report(setting_finding("PEFT011", version->source, fallback_file,
                                 fmt::format("{} {} is below what peft's FSDP+QLoRA guide requires ({} {}{})", package,
                                             version->value.str(), package, op, min.str()),
                                 "upgrade it; the guide's releases are the first with FSDP support for 4-bit weights"));
@@ -514,10 +518,10 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // probability above 1 (torch/nn/modules/dropout.py); 0 or less is an Identity.
   if (given.lora_dropout > 1) {
     sink.report(
-        finding("PEFT002", Severity::error, given, "lora_dropout",
+        finding("PEFT002", given, "lora_dropout",
                 fmt::format("ValueError: dropout probability has to be between 0 and 1, but got {} (lora_dropout)",
                             given.lora_dropout),
-                "lora_dropout is a probability, e.g. 0.05", ExitCode::bad_adapter));
+                "lora_dropout is a probability, e.g. 0.05"));
     return false;
   }
   if (given.prepare_kbit) {
@@ -536,19 +540,18 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       try {
         moe = convert_moe_targets(base, a, it->second);
       } catch (const std::regex_error& e) {
-        sink.report(finding("PEFT002", Severity::error, a, "target_modules",
+        sink.report(finding("PEFT002", a, "target_modules",
                             fmt::format("a module pattern of the adapter is not a regular expression shardcheck can "
                                         "read ({})",
                                         e.what()),
-                            "", ExitCode::bad_adapter));
+                            ""));
         return false;
       }
       if (moe && !moe->error.empty()) {
-        sink.report(finding("PEFT012", Severity::error, a, "target_modules", "ValueError: " + moe->error,
+        sink.report(finding("PEFT012", a, "target_modules", "ValueError: " + moe->error,
                             fmt::format("transformers 5 fuses them into one parameter of every expert; target all "
                                         "of them (or none) in this {} model",
-                                        tree.model_type),
-                            ExitCode::findings));
+                                        tree.model_type)));
         return false;
       }
     }
@@ -562,11 +565,11 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     if (it != rules.default_targets.end()) {
       targets = it->second;
     } else if (a.target_parameters.empty()) {
-      sink.report(finding("PEFT004", Severity::error, a, "target_modules",
+      sink.report(finding("PEFT004", a, "target_modules",
                           fmt::format("ValueError: Please specify `target_modules` or `target_parameters`in "
                                       "`peft_config` (peft has no default LoRA targets for model_type {})",
                                       tree.model_type),
-                          "set target_modules (--lora-target-modules), e.g. all-linear", ExitCode::findings));
+                          "set target_modules (--lora-target-modules), e.g. all-linear"));
       return false;
     }
   }
@@ -590,13 +593,11 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     if (refused) {
       const std::string field = a.lora_dropout != 0 ? "lora_dropout" : a.use_dora ? "use_dora" : "target_parameters";
       sink.report(finding(
-          "PEFT013", Severity::error, a, field,
-          fmt::format("ValueError: lora.ParamWrapper does not work with {}.", refused),
+          "PEFT013", a, field, fmt::format("ValueError: lora.ParamWrapper does not work with {}.", refused),
           fmt::format("{}peft wraps the targeted parameters ({}) in ParamWrapper layers, which need lora_dropout 0, "
                       "no lora_bias and no DoRA",
                       moe ? "this transformers 5 MoE model's experts are 3-D parameters, so " : "",
-                      python_list(a.target_parameters)),
-          ExitCode::findings));
+                      python_list(a.target_parameters))));
       return false;
     }
   }
@@ -616,9 +617,9 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     }
   } catch (const std::regex_error& e) {
     sink.report(finding(
-        "PEFT002", Severity::error, a, "target_modules",
+        "PEFT002", a, "target_modules",
         fmt::format("a module pattern of the adapter is not a regular expression shardcheck can read ({})", e.what()),
-        "", ExitCode::bad_adapter));
+        ""));
     return false;
   }
   for (std::size_t i = 1; i < base.modules.size(); ++i) {
@@ -629,7 +630,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     if (!linear && !embedding) {
       const bool known_to_peft = base.is_instance(m, "Conv1d") || base.is_instance(m, "MultiheadAttention");
       sink.report(finding(
-          known_to_peft ? "PEFT006" : "PEFT005", Severity::error, a, "target_modules",
+          known_to_peft ? "PEFT006" : "PEFT005", a, "target_modules",
           known_to_peft
               ? fmt::format("LoRA on '{}' ({}) is not laid out by shardcheck yet", m.path, m.cls)
               : fmt::format("ValueError: Target module {} is not supported. Currently, only the following modules are "
@@ -637,20 +638,17 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
                             "`torch.nn.Conv3d`, `transformers.pytorch_utils.Conv1D`, `torch.nn.MultiheadAttention.`. "
                             "('{}' matched target_modules {})",
                             m.cls, m.path, selector_text(targets)),
-          known_to_peft ? "" : "name the layers inside it (e.g. its q_proj, v_proj) instead of the container",
-          known_to_peft ? ExitCode::unknown_model : ExitCode::findings));
+          known_to_peft ? "" : "name the layers inside it (e.g. its q_proj, v_proj) instead of the container"));
       return false;
     }
     if (embedding && a.use_dora) {
-      sink.report(finding("PEFT006", Severity::error, a, "use_dora",
-                          fmt::format("DoRA on the embedding '{}' is not laid out by shardcheck yet", m.path), "",
-                          ExitCode::unknown_model));
+      sink.report(finding("PEFT006", a, "use_dora",
+                          fmt::format("DoRA on the embedding '{}' is not laid out by shardcheck yet", m.path), ""));
       return false;
     }
     if (!weight_of(m)) {
-      sink.report(finding("PEFT006", Severity::error, a, "target_modules",
-                          fmt::format("'{}' ({}) has no weight shardcheck knows", m.path, m.cls), "",
-                          ExitCode::unknown_model));
+      sink.report(finding("PEFT006", a, "target_modules",
+                          fmt::format("'{}' ({}) has no weight shardcheck knows", m.path, m.cls), ""));
       return false;
     }
     summary.targeted.push_back(m.path);
@@ -680,18 +678,17 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
               "valid target. Make sure that this layer is not also targeted with `target_modules`.",
               m.path, m.cls);
         if (!refused.empty()) {
-          sink.report(finding("PEFT013", Severity::error, a, "target_parameters", std::move(refused),
-                              "target either the layer (target_modules) or its parameter (target_parameters)",
-                              ExitCode::findings));
+          sink.report(finding("PEFT013", a, "target_parameters", std::move(refused),
+                              "target either the layer (target_modules) or its parameter (target_parameters)"));
           return false;
         }
         if (p.shape.size() != 2 && p.shape.size() != 3) {
           sink.report(
-              finding("PEFT013", Severity::error, a, "target_parameters",
+              finding("PEFT013", a, "target_parameters",
                       fmt::format("ValueError: lora.ParamWrapper was initialized with {} dimensional Parameter, "
                                   "but only 2d and 3d are supported ({})",
                                   p.shape.size(), key),
-                      "", ExitCode::findings));
+                      ""));
           return false;
         }
         wrapped[i].push_back(&p);
@@ -733,9 +730,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
           seen.insert(m.name).second)
         leaves.push_back(m.name);
     sink.report(
-        finding("PEFT004", Severity::error, a, "target_modules", "NoMatchingPeftModuleError: " + message,
-                fmt::format("this {} model's Linear layers are named {}", base.architecture, python_list(leaves)),
-                ExitCode::findings));
+        finding("PEFT004", a, "target_modules", "NoMatchingPeftModuleError: " + message,
+                fmt::format("this {} model's Linear layers are named {}", base.architecture, python_list(leaves))));
     return false;
   }
 

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "shardcheck/finding_codes.hpp"
+
 #include <algorithm>
 
 namespace shardcheck {
@@ -20,8 +22,11 @@ constexpr Version kDtypeFloat32Since{0, 27, 0};
 // from trl 0.26.0 (#4577, "Clean up model preparation"); before, trl's prepare_peft_model decided.
 constexpr Version kQuantizedBf16Since{0, 26, 0};
 
-Diagnostic at(const char* code, Severity sev, const std::string& source, const std::string& file, std::string message,
-              std::string help, ExitCode exit = ExitCode::findings) {
+// At the training-arguments field's source; severity and exit code are the catalogue's.
+Diagnostic at(const char* code, const std::string& source, const std::string& file, std::string message,
+              std::string help) {
+  const FindingCode* c = find_finding_code(code);
+  const Severity sev = c ? c->severity : Severity::error;
   Diagnostic d;
   d.code = code;
   d.severity = sev;
@@ -31,7 +36,7 @@ Diagnostic at(const char* code, Severity sev, const std::string& source, const s
     d.location = setting_location(source, file, nullptr);
   d.message = std::move(message);
   d.help = std::move(help);
-  d.exit_code = sev == Severity::error ? exit : ExitCode::ok;
+  d.exit_code = sev == Severity::error && c ? c->exit_code : ExitCode::ok;
   return d;
 }
 
@@ -69,7 +74,7 @@ std::optional<LoraAdapter> lora_of(const TrainingArgs& args, DiagnosticSink& sin
         a.target_modules.regex = n->items[0];
         const bool plain_name = n->items[0].find_first_of(".*+?[](){}|\\^$") == std::string::npos;
         if (n->list_given && plain_name)
-          sink.report(at("TRL002", Severity::warning, n->source, args.path,
+          sink.report(at("TRL002", n->source, args.path,
                          fmt::format("lora_target_modules [{0}] has one name: TRL's ModelConfig turns it into the "
                                      "string '{0}', which peft matches as a regular expression against whole module "
                                      "paths (re.fullmatch), so only a top-level module named {0} matches",
@@ -89,7 +94,7 @@ std::optional<LoraAdapter> lora_of(const TrainingArgs& args, DiagnosticSink& sin
     if (!n->list_given) {
       // TrlParser keeps the YAML string as the default of a list[str] field; peft's _set_trainable then
       // iterates it one character at a time (key.endswith("l"), key.endswith("m"), ...).
-      sink.report(at("TRL003", Severity::error, n->source, args.path,
+      sink.report(at("TRL003", n->source, args.path,
                      fmt::format("lora_modules_to_save is the string '{}', not a list: TRL passes it to peft as it "
                                  "is, and peft's _set_trainable matches every module whose name ends with any one of "
                                  "its characters",
@@ -114,16 +119,16 @@ TrlRun resolve_trl_run(const TrainingArgs& args, const std::optional<Setting<Ver
   if (dtype.empty() && (!trl || trl->value >= kDtypeFloat32Since)) {
     run.load_dtype = Setting<std::string>{"float32", fmt::format("{}: TRL ModelConfig's default dtype", args.path)};
     dtype = "float32";
-    sink.report(at("TRL001", Severity::note, "", args.path,
+    sink.report(at("TRL001", "", args.path,
                    fmt::format("the file names no dtype: TRL's ModelConfig loads the model in float32 ({}; the "
                                "default since trl 0.27.0)",
                                release(trl)),
                    "add dtype: bfloat16 (or auto) to the file to load in the checkpoint's precision"));
   }
   if (t.load_in_8bit && t.load_in_8bit->value && !(t.load_in_4bit && t.load_in_4bit->value)) {
-    sink.report(at("PEFT006", Severity::error, t.load_in_8bit->source, args.path,
+    sink.report(at("PEFT006", t.load_in_8bit->source, args.path,
                    "load_in_8bit: bitsandbytes' 8-bit Int8Params are not laid out by shardcheck yet",
-                   "plan the 4-bit run (load_in_4bit) or the unquantized one", ExitCode::unknown_model));
+                   "plan the 4-bit run (load_in_4bit) or the unquantized one"));
     return run;
   }
   if (t.load_in_4bit && t.load_in_4bit->value) {
@@ -147,7 +152,7 @@ TrlRun resolve_trl_run(const TrainingArgs& args, const std::optional<Setting<Ver
       run.adapter->trainable_dtype_source =
           fmt::format("TRL SFTTrainer casts a quantized model's trainable parameters to bfloat16 ({})", release(trl));
     } else {
-      sink.report(at("TRL004", Severity::warning, t.load_in_4bit->source, args.path,
+      sink.report(at("TRL004", t.load_in_4bit->source, args.path,
                      fmt::format("{} prepares a 4-bit PeftModel with its own prepare_peft_model (kbit preparation or "
                                  "autocast_adapter_dtype=False, by where the weights are at that point), which "
                                  "shardcheck does not follow: the adapters are planned in peft's float32",

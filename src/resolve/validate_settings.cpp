@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "shardcheck/finding_codes.hpp"
+
 namespace shardcheck {
 namespace {
 
@@ -18,24 +20,25 @@ struct Validator {
   DiagnosticSink& sink;
   bool runnable = true;
 
+  // At the setting's source, with the catalogue's severity; an error stops the plan.
   template <class T>
-  void report(const char* code, Severity severity, const Setting<T>& setting, std::string message, std::string help) {
-    if (severity == Severity::error) runnable = false;
-    sink.report(setting_finding(code, severity, setting.source, fallback_file, std::move(message), std::move(help)));
+  void report(const char* code, const Setting<T>& setting, std::string message, std::string help) {
+    if (catalogued_severity(code) == Severity::error) runnable = false;
+    sink.report(setting_finding(code, setting.source, fallback_file, std::move(message), std::move(help)));
   }
 
   void processes() {
     Setting<int>& w = s.world_size;
     Setting<int>& m = s.num_machines;
     if (m.value < 1 || m.value > kMaxRanks) {
-      report("SET001", Severity::error, m, fmt::format("expected num_machines of at least 1, found {}", m.value),
+      report("SET001", m, fmt::format("expected num_machines of at least 1, found {}", m.value),
              "set num_machines to the number of nodes the job runs on");
       return;
     }
     if (w.value == 0 && !w.source.starts_with("--")) {
       // utils/launch.py prepare_multi_gpu_env: nproc_per_node = str(num_processes // num_machines)
       // if num_processes and num_machines else "1": zero processes means one per machine.
-      report("SET002", Severity::warning, w,
+      report("SET002", w,
              fmt::format("num_processes is 0: accelerate launch starts one process per machine, so FSDP runs on {} "
                          "rank(s)",
                          m.value),
@@ -44,13 +47,13 @@ struct Validator {
       return;
     }
     if (w.value < 1 || w.value > kMaxRanks) {
-      report("SET001", Severity::error, w,
+      report("SET001", w,
              fmt::format("expected num_processes (the world size) between 1 and {}, found {}", kMaxRanks, w.value),
              "set num_processes to the total number of GPUs (processes) over all machines");
       return;
     }
     if (w.value % m.value != 0)
-      report("SET003", Severity::error, w,
+      report("SET003", w,
              fmt::format("num_processes {} is not divisible by num_machines {}: accelerate launch starts "
                          "num_processes // num_machines = {} process(es) per machine, {} in all",
                          w.value, m.value, w.value / m.value, w.value / m.value * m.value),
@@ -59,21 +62,21 @@ struct Validator {
 
   void wrap_policy() {
     if (s.fsdp_version.value != 1 && s.fsdp_version.value != 2) {
-      report("SET001", Severity::error, s.fsdp_version,
-             fmt::format("expected fsdp_version 1 or 2, found {}", s.fsdp_version.value), "set fsdp_version: 1 or 2");
+      report("SET001", s.fsdp_version, fmt::format("expected fsdp_version 1 or 2, found {}", s.fsdp_version.value),
+             "set fsdp_version: 1 or 2");
       return;
     }
     if (s.policy.value != WrapPolicyKind::size || s.min_num_params.value > 0) return;
     const bool flag = s.min_num_params.source.starts_with("--");
     if (flag && s.min_num_params.value < 0) {
-      report("SET001", Severity::error, s.min_num_params,
+      report("SET001", s.min_num_params,
              fmt::format("expected a positive --min-num-params, found {}", s.min_num_params.value),
              "give the number of parameters above which a module becomes a unit");
       return;
     }
     // FullyShardedDataParallelPlugin.set_auto_wrap_policy: "If zero, we silently ignore it" (the
     // size policy is replaced by None unless min_num_params > 0), for FSDP1 and FSDP2 alike.
-    report("SET004", Severity::warning, s.min_num_params,
+    report("SET004", s.min_num_params,
            fmt::format("SIZE_BASED_WRAP with min_num_params {}: accelerate silently drops the policy, so nothing is "
                        "auto-wrapped and every parameter stays in the root unit",
                        s.min_num_params.value),
@@ -85,7 +88,7 @@ struct Validator {
     if (s.fsdp_version.value != 2) return;
     Setting<int>& r = s.dp_replicate;
     if (r.value < 1 || r.value > kMaxRanks) {
-      report("SET001", Severity::error, r, fmt::format("expected dp_replicate_size of at least 1, found {}", r.value),
+      report("SET001", r, fmt::format("expected dp_replicate_size of at least 1, found {}", r.value),
              "dp_replicate_size is the number of HSDP replicas of the shard group");
       return;
     }
@@ -93,7 +96,7 @@ struct Validator {
     const int tp = std::max(1, s.tp_size.value);
     const int others = r.value * tp * std::max(1, s.cp_size.value) * std::max(1, s.sp_size.value);
     if (s.world_size.value % others != 0)
-      report("SET003", Severity::error, r,
+      report("SET003", r,
              fmt::format("the device mesh dp_replicate {} x tp {} (x cp {}, sp {}) does not divide num_processes {}",
                          r.value, tp, s.cp_size.value, s.sp_size.value, s.world_size.value),
              "accelerate requires dp_replicate_size x dp_shard_size x tp_size (x cp, sp) = num_processes");
@@ -107,7 +110,7 @@ struct Validator {
       std::string valid;
       for (const MeshDim& d : s.mesh_dims()) valid += fmt::format("{}'{}'", valid.empty() ? "" : ", ", d.name);
       sink.report(setting_finding(
-          "PLAN023", Severity::error, s.tp_size.source, fallback_file,
+          "PLAN023", s.tp_size.source, fallback_file,
           fmt::format(
               "FSDP2 with tp_size {} over {} processes leaves dp_shard_size 1, and accelerate's mesh then has no "
               "dp_shard_cp dimension to shard over: KeyError at prepare: \"Invalid mesh_dim_names ({}) specified. "

@@ -31,7 +31,7 @@ static void resolve_peft_classes(const ModuleTree& tree, FsdpSettings& s, Diagno
     std::string blocks;
     for (const auto& b : block_classes(tree)) blocks += (blocks.empty() ? "" : ",") + b;
     sink.report(model_setting_finding(
-        "PLAN012", Severity::error, s.wrap_classes.source, tree.config_path,
+        "PLAN012", s.wrap_classes.source, tree.config_path,
         fmt::format("TypeError: Could not find the transformer layer class to wrap in the model. (peft's "
                     "FSDP wrap policy, which transformers' Trainer installs for a PEFT model, cannot find "
                     "class {})",
@@ -51,7 +51,7 @@ static void warn_guessed_classes(const ModuleTree& tree, const FsdpSettings& s, 
   std::string guessed;
   for (const auto& c : tree.no_split_modules) guessed += (guessed.empty() ? "" : ", ") + c;
   sink.report(model_setting_finding(
-      "ARCH004", Severity::warning, s.wrap_classes.source, tree.config_path,
+      "ARCH004", s.wrap_classes.source, tree.config_path,
       fmt::format("this model's _no_split_modules is unknown (its model_type '{}' is not in the registry): "
                   "the plan wraps the repeated block shardcheck inferred from the tensor names ({}) where "
                   "accelerate will use the model class's own list",
@@ -84,8 +84,7 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
   }
   if (s.wrap_classes.value.empty()) {
     sink.report(model_setting_finding(
-        acc < Version{1, 0, 0} ? "PLAN010" : "PLAN011", acc < Version{1, 0, 0} ? Severity::error : Severity::warning,
-        s.wrap_classes.source, tree.config_path,
+        acc < Version{1, 0, 0} ? "PLAN010" : "PLAN011", s.wrap_classes.source, tree.config_path,
         acc < Version{1, 0, 0}
             ? "Could not find the transformer layer class to wrap in the model. (the model declares no "
               "_no_split_modules, so the class list is [''])"
@@ -148,8 +147,7 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
                  blocks) +
              help;
     }
-    sink.report(
-        model_setting_finding("PLAN012", Severity::error, s.wrap_classes.source, tree.config_path, message, help));
+    sink.report(model_setting_finding("PLAN012", s.wrap_classes.source, tree.config_path, message, help));
     break;  // accelerate raises on the first class it cannot find
   }
 }

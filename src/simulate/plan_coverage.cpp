@@ -20,7 +20,7 @@ void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const Sh
         }
       if (any && !with_params)
         sink.report(model_setting_finding(
-            "PLAN013", Severity::warning, s.wrap_classes.source, tree.config_path,
+            "PLAN013", s.wrap_classes.source, tree.config_path,
             fmt::format("wrap class {} exists in the model but none of its modules has parameters, so "
                         "its units are empty",
                         name),
@@ -31,7 +31,7 @@ void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const Sh
   for (const auto& u : plan.units)
     if (u.module == 0 && u.numel * 2 > tree.num_params)
       sink.report(model_setting_finding(
-          "PLAN014", Severity::warning, s.policy.source, tree.config_path,
+          "PLAN014", s.policy.source, tree.config_path,
           fmt::format("the root unit keeps {} of {} parameters ({:.0f}%): those are all-gathered whole "
                       "on every rank for the whole step",
                       u.numel, tree.num_params,

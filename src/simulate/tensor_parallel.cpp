@@ -103,14 +103,14 @@ TensorParallelLayout tensor_parallel_layout(const ModuleTree& tree, const FsdpSe
         const bool first = reported.insert(entry->pattern).second;
         if (first && st.exact && n % tp != 0)
           sink.report(model_setting_finding(
-              "PLAN022", Severity::error, s.tp_size.source, tree.config_path,
+              "PLAN022", s.tp_size.source, tree.config_path,
               fmt::format("ValueError while loading {} ({}): Global number of experts must be divisible by number of "
                           "devices: {} % {} != 0",
                           pl.fqn, st.name, n, tp),
               fmt::format("use a tp_size that divides {}", n)));
         if (first && mismatch)
           sink.report(model_setting_finding(
-              "PLAN022", Severity::error, s.tp_size.source, tree.config_path,
+              "PLAN022", s.tp_size.source, tree.config_path,
               fmt::format("RuntimeError while loading: You set `ignore_mismatched_sizes` to `False`: {} ({}) holds {} "
                           "blocks of {} rows, cut into {} rows per block on TP rank 0, but the model expects {} rows",
                           pl.fqn, st.name, st.packed, n / st.packed, chunk_size(n / st.packed, tp), chunk_size(n, tp)),

@@ -1,5 +1,7 @@
 #include "shardcheck/diagnostics.hpp"
 
+#include "shardcheck/finding_codes.hpp"
+
 #include <algorithm>
 #include <cctype>
 
@@ -15,6 +17,12 @@ const char* severity_name(Severity s) {
       return "error";
   }
   return "error";
+}
+
+Diagnostic setting_finding(std::string code, const std::string& source, const std::string& fallback_file,
+                           std::string message, std::string help) {
+  const Severity severity = catalogued_severity(code);
+  return setting_finding(std::move(code), severity, source, fallback_file, std::move(message), std::move(help));
 }
 
 Diagnostic setting_finding(std::string code, Severity severity, const std::string& source,
@@ -34,8 +42,9 @@ Diagnostic setting_finding(std::string code, Severity severity, const std::strin
   return d;
 }
 
-Diagnostic model_setting_finding(std::string code, Severity severity, const std::string& source,
-                                 const std::string& model_config, std::string message, std::string help) {
+Diagnostic model_setting_finding(std::string code, const std::string& source, const std::string& model_config,
+                                 std::string message, std::string help) {
+  const Severity severity = catalogued_severity(code);
   Diagnostic d;
   d.code = std::move(code);
   d.severity = severity;
