@@ -1,5 +1,5 @@
 // Benchmark (not a test): `plan` beside `inspect` on one model, each a whole CLI process (spawn +
-// exec), as a user runs them. Issue #4's goal: plan within 1.5x of inspect on the sparse
+// exec), as a user runs them. The goal: plan within 1.5x of inspect on the sparse
 // DeepSeek-V3, both under 30 ms wall. Runs alternate (inspect, plan, inspect, ...) so that load
 // from other processes on the machine falls on both alike; prints medians, the ratio and the
 // largest peak RSS of the children.

@@ -1,4 +1,4 @@
-// The 57 real configs of fixtures/configs/corpus (copied from shared/corpus, see SOURCES.md), each
+// The 57 real configs of fixtures/configs/corpus (their sources: fixtures/configs/corpus/SOURCES.md), each
 // linted with the accelerate version its repository pins where known. No false errors: the only
 // errors allowed are the true ones listed here, each explained.
 #include <doctest/doctest.h>

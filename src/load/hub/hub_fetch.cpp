@@ -1,7 +1,7 @@
 // Reading a model's metadata from the Hub without its weights, into shardcheck's header cache.
 //
 // What is fetched, in the order huggingface_hub's get_safetensors_metadata (hf_api.py @ee0a451,
-// L6836/L6987) reads it, with the order of index before single file:
+// L6836/L6987) reads it, the index before the single file:
 //   1. config.json of the revision; the reply's X-Repo-Commit names the commit, and every later
 //      request asks for that commit, so all files come from one snapshot even if the branch moves.
 //   2. model.safetensors.index.json; on 404 model.safetensors; on 404 again the repository has no
