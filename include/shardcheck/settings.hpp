@@ -105,6 +105,9 @@ struct FsdpSettings {
   int dp_shard() const;
   // The mesh's dims of size above 1 in accelerate's order dp_replicate, dp_shard, cp, sp, tp.
   std::vector<MeshDim> mesh_dims() const;
+  // The global ranks that share `rank`'s group over the named dims (a flattened group such as
+  // dp_shard_cp is {"dp_shard", "cp"}): the tp index varies fastest (build_device_mesh's row-major mesh).
+  std::vector<int> mesh_group(int rank, const std::vector<std::string>& dims) const;
   // The size of the group a flat parameter is sharded over: the node for hybrid strategies.
   int shard_group_size() const;
   // param_dtype under accelerate's mixed precision, or nullopt (no mixed precision).

@@ -81,6 +81,8 @@ struct ShardPlan {
   std::optional<TensorParallelLayout> tensor_parallel;
   int tp_rank = 0;
   std::vector<MeshDim> mesh;  // FSDP2's device mesh, dims above 1 (FsdpSettings::mesh_dims)
+  // Rank 0's groups on that mesh: who it shards with (dp_shard_cp) and, with TP, splits tensors with.
+  std::vector<int> shard_peers, tp_peers;
 };
 
 // FSDP1: torch/distributed/fsdp/wrap.py `_recursive_wrap` + flat_param.py, per torch version.

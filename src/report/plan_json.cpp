@@ -118,6 +118,8 @@ void mesh_json(JsonWriter& w, const ShardPlan& plan) {
     w.end_object();
   }
   w.end_array();
+  w.key("rank0_shard_group").array(plan.shard_peers);
+  if (!plan.tp_peers.empty()) w.key("rank0_tp_group").array(plan.tp_peers);
   w.end_object();
 }
 

@@ -134,6 +134,14 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
           split, tp.params.size(), s.transformers_version.value.str(), plan.tp_rank);
     }
     out += "\n";
+    const auto ranks = [](const std::vector<int>& v) {
+      std::string t;
+      for (std::size_t i = 0; i < v.size() && i < 8; ++i) t += fmt::format("{}{}", i ? ", " : "", v[i]);
+      return v.size() > 8 ? fmt::format("{}, ... ({} ranks)", t, v.size()) : t;
+    };
+    out += fmt::format("  rank 0 shards parameters with ranks {}", ranks(plan.shard_peers));
+    if (!plan.tp_peers.empty()) out += fmt::format(" and splits tensors with ranks {}", ranks(plan.tp_peers));
+    out += "\n";
   }
   std::string classes;
   for (const auto& c : s.wrap_classes.value) classes += (classes.empty() ? "" : ",") + c;

@@ -104,6 +104,37 @@ std::vector<MeshDim> FsdpSettings::mesh_dims() const {
   return dims;
 }
 
+std::vector<int> FsdpSettings::mesh_group(int rank, const std::vector<std::string>& dims) const {
+  // Sizes in mesh order, the last varying fastest; dims of size 1 take no part.
+  const std::vector<std::pair<std::string, int>> order = {{"dp_replicate", std::max(1, dp_replicate.value)},
+                                                          {"dp_shard", dp_shard()},
+                                                          {"cp", std::max(1, cp_size.value)},
+                                                          {"sp", std::max(1, sp_size.value)},
+                                                          {"tp", std::max(1, tp_size.value)}};
+  std::vector<int> coord(order.size()), stride(order.size());
+  int s = 1;
+  for (std::size_t i = order.size(); i-- > 0;) {
+    stride[i] = s;
+    coord[i] = (rank / s) % order[i].second;
+    s *= order[i].second;
+  }
+  std::vector<int> group = {rank - [&] {
+    int base = 0;
+    for (std::size_t i = 0; i < order.size(); ++i)
+      if (std::find(dims.begin(), dims.end(), order[i].first) != dims.end()) base += coord[i] * stride[i];
+    return base;
+  }()};
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (std::find(dims.begin(), dims.end(), order[i].first) == dims.end()) continue;
+    std::vector<int> grown;
+    for (int g : group)
+      for (int k = 0; k < order[i].second; ++k) grown.push_back(g + k * stride[i]);
+    group = std::move(grown);
+  }
+  std::sort(group.begin(), group.end());
+  return group;
+}
+
 int FsdpSettings::shard_group_size() const {
   // FSDP2 shards over the "dp_shard_cp" mesh dimension, dp_shard flattened with cp (accelerate
   // parallelism_config.py `dp_shard_cp_dim_names`, `fsdp_dim_names`).

@@ -159,7 +159,11 @@ ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {
   plan.replicate_group = fsdp_version == 2          ? std::max(1, s.dp_replicate.value)
                          : is_hybrid(plan.strategy) ? std::max(1, s.num_machines.value)
                                                     : 1;
-  if (fsdp_version == 2) plan.mesh = s.mesh_dims();
+  if (fsdp_version == 2) {
+    plan.mesh = s.mesh_dims();
+    plan.shard_peers = s.mesh_group(0, {"dp_shard", "cp"});
+    if (s.tp_size.value > 1) plan.tp_peers = s.mesh_group(0, {"tp"});
+  }
   // fully_sharded_data_parallel.py / _init_utils.py: a shard group of one rank means NO_SHARD
   // (2.x warns "FSDP is switching to use `NO_SHARD` instead of ... since the world size is 1").
   if (plan.shard_group == 1 && fsdp_version == 1) plan.strategy = ShardingStrategy::no_shard;

@@ -477,7 +477,7 @@ CASES += [
     {"name": "plan --format json: the mesh and each parameter's TP placement",
      "args": ["plan", TP_MODEL, "--world-size", "4", "--fsdp-version", "2", "--tp-size", "2", "--no-env",
               "--format", "json"], "exit": 0,
-     "stdout": ['"mesh":{{"dims":[{{"name":"dp_shard","size":2}},{{"name":"tp","size":2}}]}}',
+     "stdout": ['"mesh":{{"dims":[{{"name":"dp_shard","size":2}},{{"name":"tp","size":2}}],"rank0_shard_group":[0,2],"rank0_tp_group":[0,1]}}',
                 '{{"name":"model.layers.0.mlp.down_proj.weight","style":"rowwise","dim":1,'
                 '"local_shapes":[[24,26],[24,26]]}}',
                 '{{"name":"lm_head.weight","style":null,"dim":null,"local_shapes":[[37,24],[37,24]]}}']},

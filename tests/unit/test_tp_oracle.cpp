@@ -127,6 +127,13 @@ TEST_CASE("tensor-parallel oracle: TP-local shapes, FSDP2 shards, memory and fai
     CHECK(r.plan->shard_group == D);
     CHECK(r.plan->replicate_group == c.at("mesh").at("dp_replicate").get<int>());
     CHECK(static_cast<int>(r.memory.tp_ranks.size()) == T);
+    // Rank 0's groups on the mesh accelerate built: whom it shards with, whom it splits tensors with.
+    const json& groups = c.at("ranks")[0].at("local_rank");
+    if (groups.contains("dp_shard_cp"))
+      CHECK(r.plan->shard_peers == groups.at("dp_shard_cp").at("group").get<std::vector<int>>());
+    else  // no such dim (dp_shard 1: the KeyError of PLAN023)
+      CHECK(r.plan->shard_peers == std::vector<int>{0});
+    CHECK(r.plan->tp_peers == groups.at("tp").at("group").get<std::vector<int>>());
     // Every TP rank's plan, as the pipeline builds it, to compare all global ranks.
     std::vector<ShardPlan> plans;
     std::vector<MemoryEstimate> memory;
