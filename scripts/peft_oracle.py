@@ -255,10 +255,7 @@ def main() -> int:
             c["case"] = f"{head}-acc{major}{minor}-{world}"
     pairs = sorted({(c["model"], c["adapter"]) for c in (all_cases() if a.records else cases)})
     if a.list:
-        for c in cases:
-            print(c["case"])
-        print(len(cases), "cases", file=sys.stderr)
-        return 0
+        return o.list_cases(cases)
     os.makedirs(OUT, exist_ok=True)
     for pair in ([] if a.accelerate_src else pairs):  # records do not depend on accelerate
         rec = record(*pair)

@@ -728,6 +728,14 @@ def run_and_write(c: dict, out_dir: str, timeout: float, progress: str, versions
           file=sys.stderr)
 
 
+def list_cases(cases: list) -> int:
+    """--list: the case names, one a line, and their count on stderr."""
+    for c in cases:
+        print(c["case"])
+    print(len(cases), "cases", file=sys.stderr)
+    return 0
+
+
 def unique(cases: list) -> list:
     """Cases in order, the first of each name."""
     seen, out = set(), []
@@ -856,10 +864,7 @@ def main() -> int:
     a = ap.parse_args()
     cases = [c for c in all_cases() if fnmatch.fnmatch(c["case"], a.only)]
     if a.list:
-        for c in cases:
-            print(c["case"])
-        print(len(cases), "cases", file=sys.stderr)
-        return 0
+        return list_cases(cases)
     os.makedirs(os.path.join(OUT, "models"), exist_ok=True)
     needed = sorted(MODELS) if a.models or a.rebuild_models else sorted({c["model"] for c in cases})
     infos = {}

@@ -392,10 +392,7 @@ def main() -> int:
     a = ap.parse_args()
     cases = [c for c in all_cases() if fnmatch.fnmatch(c["case"], a.only)]
     if a.list:
-        for c in cases:
-            print(c["case"])
-        print(len(cases), "cases", file=sys.stderr)
-        return 0
+        return o.list_cases(cases)
     os.makedirs(OUT_TP, exist_ok=True)
     info_path = os.path.join(o.OUT, "models", "models.json")
     infos = json.load(open(info_path)) if os.path.exists(info_path) else {}
