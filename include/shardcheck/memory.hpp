@@ -108,18 +108,23 @@ struct CommVolume {
   std::vector<CollectiveBytes> units;
   CollectiveBytes total;                // FSDP's collectives (tensor parallelism's are in `tensor_parallel`)
   std::optional<double> bus_bandwidth;  // bytes per second, when --bus-bandwidth was given
+  // bytes per second across machines (--inter-node-bandwidth): the bandwidth of every group that crosses
+  // them (ShardPlan::*_spans_nodes); absent, those groups are timed at bus_bandwidth too.
+  std::optional<double> inter_node_bandwidth;
   std::optional<TpTraffic> tensor_parallel;
 };
 
 MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                const MemoryOptions& opts);
 // Everything it needs is in the plan: each unit carries its resolved compute and reduce dtypes.
-CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth = std::nullopt);
+CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth = std::nullopt,
+                         std::optional<double> inter_node_bandwidth = std::nullopt);
 // Tensor parallelism's collectives per step (transformers 5.12.1's style hooks, described by each
 // style's forward_all_reduce / backward_all_reduce / grad_all_reduce in rules/models/_tensor_parallel.yaml),
 // for a plan with a tensor-parallel layout; activations need --seq-len and --micro-batch.
 TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
-                                  const MemoryOptions& opts, std::optional<double> bus_bandwidth);
+                                  const MemoryOptions& opts, std::optional<double> bus_bandwidth,
+                                  std::optional<double> inter_node_bandwidth = std::nullopt);
 ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                         const MemoryOptions& opts);
 

@@ -32,7 +32,8 @@ struct PreflightRequest {
   VersionRequest versions;                       // torch/transformers/accelerate: flags and the Python environment
   std::function<void(FsdpSettings&)> overrides;  // command-line flags, applied last
   MemoryOptions memory;
-  std::optional<double> bus_bandwidth;  // bytes/s (nccl-tests busbw) for communication time
+  std::optional<double> bus_bandwidth;         // bytes/s (nccl-tests busbw) for communication time
+  std::optional<double> inter_node_bandwidth;  // bytes/s across machines (groups that span them)
   // A PEFT LoRA adapter: a directory or adapter_config.json (--adapter), or one described by flags
   // (--lora-*) when there is no file; the plan is then of the PeftModel.
   std::string adapter_path;

@@ -83,6 +83,9 @@ struct ShardPlan {
   std::vector<MeshDim> mesh;  // FSDP2's device mesh, dims above 1 (FsdpSettings::mesh_dims)
   // Rank 0's groups on that mesh: who it shards with (dp_shard_cp) and, with TP, splits tensors with.
   std::vector<int> shard_peers, tp_peers;
+  // Whether a group crosses machines (accelerate launch puts gpus_per_node consecutive ranks on each
+  // machine): its collectives then run at the inter-node bandwidth.
+  bool shard_spans_nodes = false, replicate_spans_nodes = false, tp_spans_nodes = false;
 };
 
 // FSDP1: torch/distributed/fsdp/wrap.py `_recursive_wrap` + flat_param.py, per torch version.

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <tuple>
+
 #include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
@@ -142,6 +144,9 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
                   "true/false: checkpoint every wrapped block (fsdp_activation_checkpointing)");
   cmd->add_option("--bus-bandwidth", f.bus_bandwidth,
                   "Measured bus bandwidth (nccl-tests busbw), e.g. 350GB/s: adds communication time");
+  cmd->add_option("--inter-node-bandwidth", f.inter_node_bandwidth,
+                  "Bus bandwidth across machines (nccl-tests busbw over nodes), e.g. 40GB/s: the time of the groups "
+                  "that span machines");
 }
 
 std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContext& ctx, std::string& error) {
@@ -236,18 +241,21 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     if (f.load_dtype.empty() && args->load_dtype) req.resolve.load_dtype = args->load_dtype->value;
     req.training_args = args;
   }
-  if (!f.bus_bandwidth.empty()) {
-    // nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.
+  // nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.
+  for (auto [flag, given, out] :
+       {std::tuple{"--bus-bandwidth", &f.bus_bandwidth, &req.bus_bandwidth},
+        std::tuple{"--inter-node-bandwidth", &f.inter_node_bandwidth, &req.inter_node_bandwidth}}) {
+    if (given->empty()) continue;
     std::string text;
-    for (char c : f.bus_bandwidth)
+    for (char c : *given)
       if (c != ' ') text += c;
     if (text.ends_with("/s")) text.resize(text.size() - 2);
     auto bw = parse_size(text.find_first_not_of("0123456789.") == std::string::npos ? text + "GB" : text);
     if (!bw || *bw == 0) {
-      error = fmt::format("expected a bandwidth like 350GB/s for --bus-bandwidth, found '{}'", f.bus_bandwidth);
+      error = fmt::format("expected a bandwidth like 350GB/s for {}, found '{}'", flag, *given);
       return std::nullopt;
     }
-    req.bus_bandwidth = static_cast<double>(*bw);
+    *out = static_cast<double>(*bw);
   }
   std::optional<ShardingStrategy> strategy;
   if (!f.strategy.empty() && !(strategy = parse_strategy(f.strategy))) {

@@ -26,7 +26,7 @@ struct PlanFlags {
   std::optional<std::int64_t> min_num_params;
   std::optional<bool> use_orig_params, reshard_after_forward, offload_params, activation_checkpointing;
   std::optional<std::int64_t> seq_len, micro_batch;
-  std::string bus_bandwidth, fsdp2_caller, backward_prefetch, ignored_modules;
+  std::string bus_bandwidth, inter_node_bandwidth, fsdp2_caller, backward_prefetch, ignored_modules;
   std::optional<int> dp_replicate;
   std::optional<int> tp_size;
   std::optional<int> cp_size;

@@ -297,9 +297,10 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   }
   timer.lap("plan: memory and communication");
   if (!r.plan->tensor_parallel) r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
-  r.comm = communication(*r.plan, req.bus_bandwidth);
+  r.comm = communication(*r.plan, req.bus_bandwidth, req.inter_node_bandwidth);
   if (r.plan->tensor_parallel)
-    r.comm.tensor_parallel = tensor_parallel_traffic(*r.plan, *r.tree, r.settings, req.memory, req.bus_bandwidth);
+    r.comm.tensor_parallel =
+        tensor_parallel_traffic(*r.plan, *r.tree, r.settings, req.memory, req.bus_bandwidth, req.inter_node_bandwidth);
   // A job that fails before training gets no fit verdict: the numbers are what FSDP would hold once
   // the errors above are fixed.
   for (const auto& d : r.sink.items())

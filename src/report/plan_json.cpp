@@ -171,10 +171,11 @@ void comm_json(JsonWriter& w, const CommVolume& c) {
     w.key("all_gathers").value(b.all_gathers);
     w.key("reduce_scatters").value(b.reduce_scatters);
     w.key("all_reduces").value(b.all_reduces);
-    if (c.bus_bandwidth) w.key("seconds").value(b.seconds);
+    if (c.bus_bandwidth || c.inter_node_bandwidth) w.key("seconds").value(b.seconds);
   };
   w.key("comm").begin_object();
   if (c.bus_bandwidth) w.key("bus_bandwidth_bytes_per_s").value(*c.bus_bandwidth);
+  if (c.inter_node_bandwidth) w.key("inter_node_bandwidth_bytes_per_s").value(*c.inter_node_bandwidth);
   w.key("per_step").begin_object();
   bytes(c.total);
   w.end_object();

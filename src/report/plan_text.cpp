@@ -245,12 +245,19 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
   if (comm.total.all_reduces)
     out += fmt::format(", all-reduce {} ({} calls)", human_bytes(comm.total.all_reduce), comm.total.all_reduces);
   out += "\n";
-  if (comm.bus_bandwidth)
-    out += fmt::format(
-        "  at a bus bandwidth of {:.1f} GB/s: {} of collectives per step (before any overlap with compute)\n",
-        *comm.bus_bandwidth / 1e9,
-        comm.total.seconds >= 1 ? fmt::format("{:.2f} s", comm.total.seconds)
-                                : fmt::format("{:.3f} ms", comm.total.seconds * 1e3));
+  if (comm.bus_bandwidth || comm.inter_node_bandwidth) {
+    std::string at = comm.bus_bandwidth ? fmt::format("a bus bandwidth of {:.1f} GB/s", *comm.bus_bandwidth / 1e9)
+                                        : std::string("no bus bandwidth within a machine");
+    std::string across;
+    if (plan.shard_spans_nodes) across += "the shard group";
+    if (plan.replicate_spans_nodes) across += across.empty() ? "the replicas" : " and the replicas";
+    if (comm.inter_node_bandwidth)
+      at += fmt::format(" ({:.1f} GB/s across machines{})", *comm.inter_node_bandwidth / 1e9,
+                        across.empty() ? ": no group crosses them" : ", for " + across);
+    out += fmt::format("  at {}: {} of collectives per step (before any overlap with compute)\n", at,
+                       comm.total.seconds >= 1 ? fmt::format("{:.2f} s", comm.total.seconds)
+                                               : fmt::format("{:.3f} ms", comm.total.seconds * 1e3));
+  }
   if (comm.tensor_parallel) {
     const TpTraffic& tp = *comm.tensor_parallel;
     if (!tp.estimated) {

@@ -302,12 +302,18 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
   return est;
 }
 
-CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth) {
+CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth,
+                         std::optional<double> inter_node_bandwidth) {
   CommVolume cv;
   cv.bus_bandwidth = bus_bandwidth;
-  const auto ring = [&](std::uint64_t size, int n, double factor) {
-    return ring_seconds(size, n, factor, bus_bandwidth);
+  cv.inter_node_bandwidth = inter_node_bandwidth;
+  // Each group at its own bandwidth: the inter-node one for a group that crosses machines, when given.
+  const auto ring = [&](std::uint64_t size, int n, double factor, bool spans_nodes) {
+    return ring_seconds(size, n, factor, spans_nodes && inter_node_bandwidth ? inter_node_bandwidth : bus_bandwidth);
   };
+  const bool ar_spans = plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard
+                            ? plan.shard_spans_nodes
+                            : plan.replicate_spans_nodes;
   // NO_SHARD all-reduces over the shard group; HSDP all-reduces the shards over the replicas.
   const int ar_ranks =
       plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard ? plan.shard_group : plan.replicate_group;
@@ -343,8 +349,9 @@ CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwi
         }
       }
     }
-    cb.seconds = ring(cb.all_gather, plan.shard_group, 1) + ring(cb.reduce_scatter, plan.shard_group, 1) +
-                 ring(cb.all_reduce, ar_ranks, 2);
+    cb.seconds = ring(cb.all_gather, plan.shard_group, 1, plan.shard_spans_nodes) +
+                 ring(cb.reduce_scatter, plan.shard_group, 1, plan.shard_spans_nodes) +
+                 ring(cb.all_reduce, ar_ranks, 2, ar_spans);
     cv.total.seconds += cb.seconds;
     cv.total.all_gather += cb.all_gather;
     cv.total.reduce_scatter += cb.reduce_scatter;
@@ -358,7 +365,9 @@ CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwi
 }
 
 TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
-                                  const MemoryOptions& opts, std::optional<double> bus_bandwidth) {
+                                  const MemoryOptions& opts, std::optional<double> bus_bandwidth,
+                                  std::optional<double> inter_node_bandwidth) {
+  if (plan.tp_spans_nodes && inter_node_bandwidth) bus_bandwidth = inter_node_bandwidth;
   TpTraffic t;
   t.tp_size = plan.tensor_parallel ? plan.tensor_parallel->tp_size : 1;
   if (!opts.seq_len || !opts.micro_batch) {

@@ -159,10 +159,22 @@ ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {
   plan.replicate_group = fsdp_version == 2          ? std::max(1, s.dp_replicate.value)
                          : is_hybrid(plan.strategy) ? std::max(1, s.num_machines.value)
                                                     : 1;
+  const int per_node = std::max(1, s.gpus_per_node());
+  const auto spans = [&](const std::vector<int>& group) {
+    return s.num_machines.value > 1 && !group.empty() && *std::max_element(group.begin(), group.end()) >= per_node;
+  };
   if (fsdp_version == 2) {
     plan.mesh = s.mesh_dims();
     plan.shard_peers = s.mesh_group(0, {"dp_shard", "cp"});
     if (s.tp_size.value > 1) plan.tp_peers = s.mesh_group(0, {"tp"});
+    plan.shard_spans_nodes = spans(plan.shard_peers);
+    plan.replicate_spans_nodes = spans(s.mesh_group(0, {"dp_replicate"}));
+    plan.tp_spans_nodes = spans(plan.tp_peers);
+  } else {
+    // FSDP1: ranks 0..W-1 shard together, or each machine's ranks under the hybrid strategies, whose
+    // replicas are then one rank per machine.
+    plan.shard_spans_nodes = s.num_machines.value > 1 && plan.shard_group > per_node;
+    plan.replicate_spans_nodes = s.num_machines.value > 1 && plan.replicate_group > 1;
   }
   // fully_sharded_data_parallel.py / _init_utils.py: a shard group of one rank means NO_SHARD
   // (2.x warns "FSDP is switching to use `NO_SHARD` instead of ... since the world size is 1").

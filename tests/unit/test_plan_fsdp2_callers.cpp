@@ -120,3 +120,35 @@ TEST_CASE("FSDP2 HSDP: dp_replicate=2 on 6 ranks shards over 3 and all-reduces e
   const double ag_rs = static_cast<double>(cv.total.all_gather + cv.total.reduce_scatter) * 2 / 3;
   CHECK(cv.total.seconds == doctest::Approx((ag_rs + 10'282.0) / 1e9).epsilon(1e-12));
 }
+
+TEST_CASE("bandwidth per group: a group that crosses machines is timed at --inter-node-bandwidth") {
+  const ModuleTree tree = fixture_tree("llama");
+  // 2 machines x 3 GPUs (accelerate launch: ranks 0-2 on the first). HSDP dp_replicate 2 x dp_shard 3:
+  // the shard group {0, 1, 2} stays on one machine (bus bandwidth 100 GB/s); the replicas {0, 3} cross
+  // (inter-node 10 GB/s): all-gather and reduce-scatter at size x 2/3 / 100e9, the all-reduce at
+  // size x 2 x 1/2 / 10e9.
+  FsdpSettings s = fsdp2(6, Fsdp2Caller::accelerate, "LlamaDecoderLayer");
+  s.dp_replicate.value = 2;
+  s.num_machines.value = 2;
+  DiagnosticSink sink;
+  const ShardPlan hsdp = plan_fsdp2(tree, s, sink);
+  CHECK_FALSE(hsdp.shard_spans_nodes);
+  CHECK(hsdp.replicate_spans_nodes);
+  const CommVolume cv = communication(hsdp, 100e9, 10e9);
+  const double ag_rs = static_cast<double>(cv.total.all_gather + cv.total.reduce_scatter) * 2 / 3;
+  CHECK(cv.total.seconds ==
+        doctest::Approx(ag_rs / 100e9 + static_cast<double>(cv.total.all_reduce) / 10e9).epsilon(1e-12));
+  // Without dp_replicate the shard group is all 6 ranks, across both machines: everything at 10 GB/s.
+  s.dp_replicate.value = 1;
+  const ShardPlan full = plan_fsdp2(tree, s, sink);
+  CHECK(full.shard_spans_nodes);
+  const CommVolume cv2 = communication(full, 100e9, 10e9);
+  CHECK(cv2.total.seconds ==
+        doctest::Approx(static_cast<double>(cv2.total.all_gather + cv2.total.reduce_scatter) * 5 / 6 / 10e9)
+            .epsilon(1e-12));
+  // One machine: no group crosses, the inter-node figure is unused.
+  s.num_machines.value = 1;
+  const ShardPlan one = plan_fsdp2(tree, s, sink);
+  CHECK_FALSE(one.shard_spans_nodes);
+  CHECK(communication(one, 100e9, 10e9).total.seconds == doctest::Approx(communication(one, 100e9).total.seconds));
+}
