@@ -21,15 +21,16 @@
 #include <fmt/format.h>
 
 #include "load/hub/hub_detail.hpp"
+#include "shardcheck/finding_codes.hpp"
 
 namespace shardcheck::hub {
 
-Diagnostic hub_diagnostic(std::string code, Severity severity, ExitCode exit_code, std::string file,
-                          std::string message, std::string help) {
+Diagnostic hub_diagnostic(std::string code, std::string file, std::string message, std::string help) {
+  const FindingCode* c = find_finding_code(code);
   Diagnostic d;
   d.code = std::move(code);
-  d.severity = severity;
-  d.exit_code = exit_code;
+  d.severity = c ? c->severity : Severity::error;
+  d.exit_code = c ? c->exit_code : ExitCode::findings;
   d.location.file = std::move(file);
   d.message = std::move(message);
   d.help = std::move(help);
@@ -55,24 +56,22 @@ Diagnostic http_failure(const HttpResult& r, std::string_view file, const ModelR
   const std::string repo_page = env.endpoint + "/" + ref.repo_id;
   switch (r.failure) {
     case HttpFailure::unreachable:
-      return hub_diagnostic("HUB002", Severity::error, ExitCode::hub_unreachable, url,
-                            fmt::format("cannot reach {} to read {}: {}", r.final_url, file, r.detail),
+      return hub_diagnostic("HUB002", url, fmt::format("cannot reach {} to read {}: {}", r.final_url, file, r.detail),
                             "check the network and HF_ENDPOINT; set HF_HUB_OFFLINE=1 to use only cached models");
     case HttpFailure::timeout:
-      return hub_diagnostic("HUB003", Severity::error, ExitCode::hub_timeout, url,
+      return hub_diagnostic("HUB003", url,
                             fmt::format("{} timed out while reading {}: {}", r.final_url, file, r.detail),
                             "raise HF_HUB_DOWNLOAD_TIMEOUT (seconds) for a slow link");
     case HttpFailure::server_error:
-      return hub_diagnostic("HUB007", Severity::error, ExitCode::hub_server_error, url,
+      return hub_diagnostic("HUB007", url,
                             fmt::format("{} failed for {}: {}{}", r.final_url, file, r.detail, hub_says(r)),
                             "the Hub is overloaded or down; retry later");
     case HttpFailure::bad_response:
-      return hub_diagnostic("HUB008", Severity::error, ExitCode::hub_bad_response, url,
+      return hub_diagnostic("HUB008", url,
                             fmt::format("malformed reply from {} for {}: {}", r.final_url, file, r.detail),
                             "a proxy or mirror (HF_ENDPOINT) may be mangling replies");
     case HttpFailure::redirects:
-      return hub_diagnostic("HUB009", Severity::error, ExitCode::hub_redirects, url,
-                            fmt::format("cannot read {}: {}", file, r.detail),
+      return hub_diagnostic("HUB009", url, fmt::format("cannot read {}: {}", file, r.detail),
                             "the server or a proxy is misconfigured");
     case HttpFailure::none:
     case HttpFailure::status:
@@ -81,12 +80,12 @@ Diagnostic http_failure(const HttpResult& r, std::string_view file, const ModelR
   if (r.status == 401) {
     if (r.error_code == "GatedRepo")
       return hub_diagnostic(
-          "HUB004", Severity::error, ExitCode::hub_unauthorized, url,
+          "HUB004", url,
           fmt::format("{} answered 401: '{}' is a gated repository; expected a token with access, "
                       "found {}{}",
                       url, ref.repo_id, token_phrase(env), hub_says(r)),
           fmt::format("accept the conditions at {} and set HF_TOKEN (or `hf auth login`)", repo_page));
-    return hub_diagnostic("HUB004", Severity::error, ExitCode::hub_unauthorized, url,
+    return hub_diagnostic("HUB004", url,
                           fmt::format("{} answered 401: '{}' is private, gated or does not exist, and {} was {}{}", url,
                                       ref.repo_id, token_phrase(env), env.token ? "refused" : "sent", hub_says(r)),
                           env.token ? "check that the token is valid and can read this repository"
@@ -94,7 +93,7 @@ Diagnostic http_failure(const HttpResult& r, std::string_view file, const ModelR
   }
   if (r.status == 403)
     return hub_diagnostic(
-        "HUB005", Severity::error, ExitCode::hub_forbidden, url,
+        "HUB005", url,
         fmt::format("{} answered 403: {} has no access to '{}'{}", url, token_phrase(env), ref.repo_id, hub_says(r)),
         fmt::format("for a gated model accept its conditions at {}; a fine-grained token needs read "
                     "access to this repository",
@@ -110,13 +109,12 @@ Diagnostic http_failure(const HttpResult& r, std::string_view file, const ModelR
           "expected {} of '{}' at revision '{}', found nothing (no such repository, revision or file; "
           "nor a local directory of that name)",
           file, ref.repo_id, ref.revision);
-    return hub_diagnostic("HUB006", Severity::error, ExitCode::hub_not_found, url,
-                          fmt::format("{} answered 404: {}{}", url, what, hub_says(r)),
+    return hub_diagnostic("HUB006", url, fmt::format("{} answered 404: {}{}", url, what, hub_says(r)),
                           "check the model id and revision (a local directory must exist to be used as one)");
   }
   return hub_diagnostic(
-      "HUB007", Severity::error, ExitCode::hub_server_error, url,
-      fmt::format("{} answered HTTP {} for {}; expected 200 or 206{}", url, r.status, file, hub_says(r)), "");
+      "HUB007", url, fmt::format("{} answered HTTP {} for {}; expected 200 or 206{}", url, r.status, file, hub_says(r)),
+      "");
 }
 
 }  // namespace shardcheck::hub

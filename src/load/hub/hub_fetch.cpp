@@ -269,7 +269,7 @@ std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_onl
   Fetcher fetch(ref, env, sink);
   const fs::path repo_root = env.header_cache / "hub" / repo_folder_name(ref);
   auto cache_error = [&](const fs::path& where, const std::string& why) {
-    sink.report(hub_diagnostic("HUB010", Severity::error, ExitCode::hub_cache, where.string(),
+    sink.report(hub_diagnostic("HUB010", where.string(),
                                fmt::format("cannot write the header cache at {}: {}", where.string(), why),
                                "set SHARDCHECK_CACHE to a writable directory"));
     return std::nullopt;
@@ -334,7 +334,7 @@ std::optional<ResolvedModel> fetch_from_hub(const ModelRef& ref, bool config_onl
           shards.size() == 1 && shards[0].name == files.single && sink.items().back().code == "HUB006";
       if (!none_at_all) return std::nullopt;
       sink.items().pop_back();
-      sink.report(hub_diagnostic("HUB012", Severity::warning, ExitCode::ok, out.display_prefix,
+      sink.report(hub_diagnostic("HUB012", out.display_prefix,
                                  files.index.empty()
                                      ? fmt::format("'{}' has no {} at commit {}; shapes come from {} alone",
                                                    ref.repo_id, files.single, commit, files.config)

@@ -44,7 +44,7 @@ std::optional<ResolvedModel> resolve_hub_model(const ModelRef& ref, bool config_
                                 c.listed_shards, files.index, list_some(c.missing_shards))
                   : fmt::format("it holds {} but no safetensors file", files.config);
       sink.report(hub_diagnostic(
-          "HUB011", Severity::warning, ExitCode::hub_cache, snap->dir.string(),
+          "HUB011", snap->dir.string(),
           fmt::format("partial download of '{}' in the Hugging Face cache (commit {}): {}; {}", ref.repo_id,
                       snap->commit, what,
                       env.offline ? "HF_HUB_OFFLINE is set, so shapes come from config.json alone"
@@ -66,7 +66,7 @@ std::optional<ResolvedModel> resolve_hub_model(const ModelRef& ref, bool config_
 
   if (env.offline) {
     sink.report(hub_diagnostic(
-        "HUB001", Severity::error, ExitCode::hub_offline, ref.repo_id,
+        "HUB001", ref.repo_id,
         fmt::format("'{}' (revision '{}') is not a local directory, not in the Hugging Face cache ({}) and not in "
                     "shardcheck's header cache ({}), and HF_HUB_OFFLINE forbids the network",
                     ref.repo_id, ref.revision, (env.hf_cache / folder).string(), own_root.string()),
