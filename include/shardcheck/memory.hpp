@@ -72,6 +72,7 @@ struct TpRankMemory {
 struct MemoryEstimate {
   std::vector<RankMemory> ranks;       // one per rank of the shard group
   std::vector<TpRankMemory> tp_ranks;  // with tensor parallelism, one per TP rank
+  std::optional<int> peak_mesh_rank;   // with tensor parallelism: the global rank that holds `peak`
   std::uint64_t peak = 0;              // max over ranks of total()
   int peak_rank = 0;
   std::uint64_t gpu_memory = 0;

@@ -39,6 +39,7 @@ struct TpPlacement {
 struct TensorParallelLayout {
   int tp_size = 1;
   std::vector<TpPlacement> params;  // every parameter of the tree, tree order
+  std::size_t split = 0;            // how many of them the plan cuts (a `dim`)
 };
 
 // The layout of every parameter over s.tp_size ranks. A split transformers refuses at load (a packed

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <regex>
 
 #include "shardcheck/accelerate_schema.hpp"
@@ -88,7 +89,7 @@ std::string tp_not_simulated(const ModuleTree& tree, const FsdpSettings& s) {
 void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
   TensorParallelLayout layout = tensor_parallel_layout(*r.tree, r.settings, r.sink);
   const int tp = layout.tp_size;
-  if (std::none_of(layout.params.begin(), layout.params.end(), [](const TpPlacement& p) { return p.dim.has_value(); }))
+  if (layout.split == 0)
     r.sink.report(model_setting_finding(
         "PLAN024", r.settings.tp_size.source, r.tree->config_path,
         fmt::format("tensor parallelism (tp_size {}) splits no parameter of {}: transformers has no tensor-parallel "
@@ -97,21 +98,19 @@ void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
         fmt::format("give the {} processes of each TP group to dp_shard instead (tp_size 1)", tp)));
   // TP ranks whose pieces have the same shapes hold the same plan (every rank, when tp_size divides
   // every split dimension): each distinct set of shapes is planned once.
-  auto same_pieces = [&](int a, int b) {
-    for (const auto& p : layout.params)
-      if (p.shapes[static_cast<std::size_t>(a)] != p.shapes[static_cast<std::size_t>(b)]) return false;
-    return true;
-  };
+  std::map<std::vector<std::int64_t>, int> first_with;  // the split sizes of a rank -> the first such rank
   std::optional<ShardPlan> best;
   MemoryEstimate best_memory;
+  int best_rank = 0;
   std::vector<TpRankMemory> per_rank;
   for (int t = 0; t < tp; ++t) {
-    int twin = 0;
-    while (twin < t && !same_pieces(twin, t)) ++twin;
-    if (twin < t) {
-      TpRankMemory copy = per_rank[static_cast<std::size_t>(twin)];
+    std::vector<std::int64_t> pieces;
+    for (const auto& p : layout.params)
+      if (p.dim) pieces.push_back(p.shapes[static_cast<std::size_t>(t)][static_cast<std::size_t>(*p.dim)]);
+    if (const auto [it, fresh] = first_with.emplace(std::move(pieces), t); !fresh) {
+      TpRankMemory copy = per_rank[static_cast<std::size_t>(it->second)];
       copy.tp_rank = t;
-      copy.global_rank += t - twin;
+      copy.global_rank += t - it->second;
       per_rank.push_back(copy);
       continue;
     }
@@ -121,27 +120,21 @@ void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
     plan.tp_rank = t;
     MemoryEstimate memory = estimate_memory(plan, local, r.settings, opts);
     const RankMemory& peak = memory.ranks[static_cast<std::size_t>(memory.peak_rank)];
-    // Mesh order dp_replicate, dp_shard, tp (accelerate parallelism_config.py): the rank at
-    // dp_shard index d and tp index t of the first replica is d * tp + t.
-    per_rank.push_back({t, peak.rank * tp + t, peak});
+    // The tp index varies fastest on the mesh: TP rank t of rank 0's shard-group member k is that
+    // member's global rank + t.
+    const int global = plan.shard_peers.at(static_cast<std::size_t>(peak.rank)) + t;
+    per_rank.push_back({t, global, peak});
     if (!best || memory.peak > best_memory.peak) {
       best = std::move(plan);
       best_memory = std::move(memory);
+      best_rank = global;
     }
   }
+  best_memory.peak_mesh_rank = best_rank;
   best->tensor_parallel = std::move(layout);
   best_memory.tp_ranks = std::move(per_rank);
   r.plan = std::move(best);
   r.memory = std::move(best_memory);
-}
-
-// The mesh rank of the tensor-parallel plan's peak: the TP rank whose group holds the largest memory.
-int global_peak_rank(const MemoryEstimate& m) {
-  int rank = 0;
-  std::uint64_t peak = 0;
-  for (const auto& t : m.tp_ranks)
-    if (t.memory.total() > peak) peak = t.memory.total(), rank = t.global_rank;
-  return rank;
 }
 
 // Who prepares a PEFT model. Most LoRA runs go through transformers' Trainer (TRL's trainers subclass
@@ -324,8 +317,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     d.message = fmt::format(
         "the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
         "optimizer states sharded; the largest unsharded units resident; {})",
-        human_bytes(r.memory.peak), r.memory.peak,
-        r.memory.tp_ranks.empty() ? r.memory.peak_rank : global_peak_rank(r.memory), human_bytes(r.memory.gpu_memory),
+        human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_mesh_rank.value_or(r.memory.peak_rank),
+        human_bytes(r.memory.gpu_memory),
         r.memory.activations.available ? "activations estimated" : "activations not counted");
     // Only the remedies that are not already on.
     std::vector<std::string> fixes{"more GPUs (num_processes)"};

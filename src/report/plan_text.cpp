@@ -126,12 +126,10 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     out += fmt::format("mesh {}", dims);
     if (plan.tensor_parallel) {
       const TensorParallelLayout& tp = *plan.tensor_parallel;
-      std::size_t split = 0;
-      for (const auto& p : tp.params) split += p.dim.has_value();
       out += fmt::format(
           ": tensor parallelism splits {} of {} parameters (transformers {} layout); the units below "
           "hold TP rank {}'s pieces",
-          split, tp.params.size(), s.transformers_version.value.str(), plan.tp_rank);
+          tp.split, tp.params.size(), s.transformers_version.value.str(), plan.tp_rank);
     }
     out += "\n";
     const auto ranks = [](const std::vector<int>& v) {

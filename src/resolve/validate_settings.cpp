@@ -100,26 +100,33 @@ struct Validator {
              fmt::format("the device mesh dp_replicate {} x tp {} (x cp {}, sp {}) does not divide num_processes {}",
                          r.value, tp, s.cp_size.value, s.sp_size.value, s.world_size.value),
              "accelerate requires dp_replicate_size x dp_shard_size x tp_size (x cp, sp) = num_processes");
+    else if ((tp > 1 || s.cp_size.value > 1) && r.value > 1 && s.dp_shard() == 1)
+      // ParallelismConfig.__post_init__ (accelerate parallelism_config.py, 1.10+) refuses TP or CP over
+      // plain replicas before any mesh exists (the lint rule parallelism-tp-with-pure-dp says the same
+      // of the file).
+      sink.report(setting_finding(
+          "PLAN023", s.tp_size.value > 1 ? s.tp_size.source : s.cp_size.source, fallback_file,
+          fmt::format("ValueError: Tensor/Context parallelism (tp/cp_size > 1) cannot be used with pure data "
+                      "parallelism (dp_replicate_size > 1 and dp_shard_size == 1): {} processes leave dp_shard_size "
+                      "1 beside dp_replicate_size {}",
+                      s.world_size.value, r.value),
+          "give dp_shard_size at least 2 (HSDP + TP/CP), or move the replicas to dp_shard_size"));
     else if (tp > 1 && s.shard_group_size() == 1) {
-      // accelerate 1.14 fsdp2_prepare_model shards over mesh[("dp_replicate"?, "dp_shard_cp")], but
-      // build_device_mesh keeps only dims above 1 and flattens dp_shard_cp from dp_shard and cp, so
-      // with both at 1 the key does not exist and prepare raises before any fully_shard
-      // (fixtures/oracle2/tp/llama_tp-fsdp2-tf-d1-t2-w2.json). The plan is still made: it is what FSDP
-      // would hold with dp_shard above 1.
-      std::string asked = r.value > 1 ? "'dp_replicate', 'dp_shard_cp'" : "'dp_shard_cp',";
-      std::string valid;
+      // accelerate 1.14 fsdp2_prepare_model shards over mesh["dp_shard_cp"], but build_device_mesh keeps
+      // only dims above 1 and flattens dp_shard_cp from dp_shard and cp, so with both at 1 the key does
+      // not exist and prepare raises before any fully_shard (fixtures/oracle2/tp/llama_tp-fsdp2-tf-d1-t2-w2.json).
+      // The plan is still made: it is what FSDP would hold with dp_shard above 1.
+      std::string valid;  // the dims the mesh has: tp, and sp when set
       for (const MeshDim& d : s.mesh_dims()) valid += fmt::format("{}'{}'", valid.empty() ? "" : ", ", d.name);
       sink.report(setting_finding(
           "PLAN023", s.tp_size.source, fallback_file,
-          fmt::format(
-              "FSDP2 with tp_size {} over {} processes leaves dp_shard_size 1, and accelerate's mesh then has no "
-              "dp_shard_cp dimension to shard over: KeyError at prepare: \"Invalid mesh_dim_names ({}) specified. "
-              "Valid mesh_dim_names are [{}].\"",
-              tp, s.world_size.value, asked, valid),
-          fmt::format(
-              "use more processes than dp_replicate_size x tp_size ({}), so that dp_shard_size is at least 2, or "
-              "tensor parallelism without FSDP",
-              others)));
+          fmt::format("FSDP2 with tp_size {} over {} processes leaves dp_shard_size 1, and accelerate's mesh then has "
+                      "no dp_shard_cp dimension to shard over: KeyError at prepare: \"Invalid mesh_dim_names "
+                      "('dp_shard_cp',) specified. Valid mesh_dim_names are [{}].\"",
+                      tp, s.world_size.value, valid),
+          fmt::format("use more processes than tp_size ({}), so that dp_shard_size is at least 2, or tensor "
+                      "parallelism without FSDP",
+                      others)));
     }
   }
 };

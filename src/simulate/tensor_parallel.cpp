@@ -116,6 +116,7 @@ TensorParallelLayout tensor_parallel_layout(const ModuleTree& tree, const FsdpSe
                           pl.fqn, st.name, st.packed, n / st.packed, chunk_size(n / st.packed, tp), chunk_size(n, tp)),
               fmt::format("use a tp_size that divides {}", n / st.packed)));
       }
+      layout.split += pl.dim.has_value();
       layout.params.push_back(std::move(pl));
     }
   return layout;

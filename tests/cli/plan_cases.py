@@ -474,6 +474,13 @@ CASES += [
      "args": ["plan", TP_MODEL, "--world-size", "2", "--fsdp-version", "2", "--tp-size", "2", "--no-env",
               "--no-tree"], "exit": 2,
      "stderr": ["Invalid mesh_dim_names ('dp_shard_cp',) specified. Valid mesh_dim_names are ['tp'].", "[PLAN023]"]},
+    # ParallelismConfig.__post_init__ refuses TP over plain replicas (accelerate parallelism_config.py):
+    # dp_replicate 2 x tp 2 on 4 processes leaves dp_shard 1.
+    {"name": "plan: TP over replicas with a dp_shard of 1 is accelerate's ValueError (PLAN023)",
+     "args": ["plan", TP_MODEL, "--world-size", "4", "--fsdp-version", "2", "--tp-size", "2", "--dp-replicate", "2",
+              "--no-env", "--no-tree"], "exit": 2,
+     "stderr": ["ValueError: Tensor/Context parallelism (tp/cp_size > 1) cannot be used with pure data parallelism",
+                "[PLAN023]"]},
     {"name": "plan --format json: the mesh and each parameter's TP placement",
      "args": ["plan", TP_MODEL, "--world-size", "4", "--fsdp-version", "2", "--tp-size", "2", "--no-env",
               "--format", "json"], "exit": 0,
