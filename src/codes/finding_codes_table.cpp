@@ -545,8 +545,10 @@ constexpr FindingCode kCodes[] = {
      "above 1 and flattens dp_shard_cp from dp_shard (and cp), so when tp_size x dp_replicate_size uses every "
      "process, dp_shard is 1, the mesh has no such dim and prepare raises KeyError: \"Invalid mesh_dim_names "
      "('dp_shard_cp',) specified. Valid mesh_dim_names are ['tp'].\" (run for real with torch 2.14.1 and "
-     "transformers 5.12.1: fixtures/oracle2/tp/). Give FSDP at least two data-parallel shards, or run tensor "
-     "parallelism without FSDP."},
+     "transformers 5.12.1: fixtures/oracle2/tp/). With HSDP replicas (dp_replicate_size above 1) the same "
+     "layout fails earlier: ParallelismConfig.__post_init__ (1.10+) raises \"ValueError: Tensor/Context "
+     "parallelism (tp/cp_size > 1) cannot be used with pure data parallelism\". Give FSDP at least two "
+     "data-parallel shards, or run tensor parallelism without FSDP."},
 
     {"PLAN024", Severity::warning, ExitCode::ok, "Tensor parallelism that splits nothing",
      "transformers 5.12.1 applies tensor parallelism from the model's plan (the config's base_model_tp_plan). "
