@@ -16,7 +16,7 @@ seed_dir() {  # harness name -> directory of seed inputs
     fuzz_index) echo fixtures/models fixtures/broken ;;
     fuzz_model_config) echo fixtures/broken-configs fixtures/corpus-configs fuzz/corpus/model_config ;;
     fuzz_accelerate_yaml) echo fixtures/configs ;;
-    fuzz_plain_yaml) echo fixtures/configs rules ;;
+    fuzz_registry) echo rules/models ;;
     fuzz_expr) echo fuzz/corpus/expr ;;
     fuzz_hub_text) echo fuzz/corpus/hub_text ;;
     fuzz_small_inputs) echo fuzz/corpus/small_inputs ;;

@@ -12,7 +12,6 @@
 #include <map>
 #include <sstream>
 
-#include "load/plain_yaml.hpp"
 #include "shardcheck/config_doc.hpp"
 
 namespace shardcheck {
@@ -277,21 +276,17 @@ std::optional<ConfigDoc> parse_config_doc(std::string text, const std::string& p
   }
   TreeBuilder builder(doc.text, limits);
   try {
-    // Nearly every config is in the fast path's subset (one document, no anchors or block scalars):
-    // the same events as yaml-cpp's, in a fraction of the time (load/plain_yaml.hpp).
-    if (!detail::plain_yaml_events(doc.text, builder)) {
-      std::istringstream in(doc.text);
-      YAML::Parser parser(in);
-      parser.HandleNextDocument(builder);
-      // PyYAML's safe_load refuses a stream with a second document; so does accelerate.
-      TreeBuilder second(doc.text, limits);
-      if (parser.HandleNextDocument(second) && second.root) {
-        sink.report(
-            load_error(doc, "yaml-syntax", second.root->pos.offset,
-                       "expected a single YAML document, found a second one (after `---`)",
-                       "yaml.safe_load raises 'expected a single document in the stream'; remove the extra document"));
-        return std::nullopt;
-      }
+    std::istringstream in(doc.text);
+    YAML::Parser parser(in);
+    parser.HandleNextDocument(builder);
+    // PyYAML's safe_load refuses a stream with a second document; so does accelerate.
+    TreeBuilder second(doc.text, limits);
+    if (parser.HandleNextDocument(second) && second.root) {
+      sink.report(
+          load_error(doc, "yaml-syntax", second.root->pos.offset,
+                     "expected a single YAML document, found a second one (after `---`)",
+                     "yaml.safe_load raises 'expected a single document in the stream'; remove the extra document"));
+      return std::nullopt;
     }
   } catch (const LimitExceeded& e) {
     sink.report(load_error(doc, "yaml-limits", e.offset, e.message,

@@ -3,8 +3,6 @@
 // same node kinds with the same marks; an alias shares the anchored node, as NodeBuilder does.
 #include "registry_yaml.hpp"
 
-#include "load/plain_yaml.hpp"
-
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/exceptions.h>
 #include <yaml-cpp/mark.h>
@@ -136,13 +134,9 @@ Node* parse_file(const std::string* path, Arena& arena) {
   const std::string text = std::move(read).str();
   Builder builder(path, arena);
   try {
-    // The fast path gives yaml-cpp's events for the plain subset (load/plain_yaml.hpp); files with
-    // anchors, block scalars and the like go to yaml-cpp.
-    if (!detail::plain_yaml_events(text, builder)) {
-      std::istringstream stream(text);
-      YAML::Parser parser(stream);
-      parser.HandleNextDocument(builder);
-    }
+    std::istringstream stream(text);
+    YAML::Parser parser(stream);
+    parser.HandleNextDocument(builder);
   } catch (const YAML::Exception& e) {
     throw SyntaxError{e.mark.line, e.mark.column, e.msg};
   }
