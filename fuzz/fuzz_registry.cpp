@@ -19,19 +19,26 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path private_rules_dir() {
-  const fs::path dir = fs::temp_directory_path() / ("shardcheck-fuzz-registry-" + std::to_string(::getpid()));
-  fs::create_directories(dir / "models");
-  for (const auto& entry : fs::directory_iterator(fs::path(SHARDCHECK_DEFAULT_RULES_DIR) / "models"))
-    if (entry.path().extension() == ".yaml")
-      fs::copy_file(entry.path(), dir / "models" / entry.path().filename(), fs::copy_options::overwrite_existing);
-  return dir;
-}
+// A private copy of rules/models, removed when the fuzzer exits.
+struct PrivateRules {
+  fs::path dir = fs::temp_directory_path() / ("shardcheck-fuzz-registry-" + std::to_string(::getpid()));
+  PrivateRules() {
+    fs::create_directories(dir / "models");
+    for (const auto& entry : fs::directory_iterator(fs::path(SHARDCHECK_DEFAULT_RULES_DIR) / "models"))
+      if (entry.path().extension() == ".yaml")
+        fs::copy_file(entry.path(), dir / "models" / entry.path().filename(), fs::copy_options::overwrite_existing);
+  }
+  ~PrivateRules() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const fs::path dir = private_rules_dir();
+  static const PrivateRules rules;
+  const fs::path& dir = rules.dir;
   {
     std::ofstream out(dir / "models" / "zz_fuzz.yaml", std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

@@ -29,6 +29,15 @@ struct SourceLocation {
   std::optional<std::string> model_path;
 };
 
+// A place in a text file (line and column 0: the file as a whole).
+inline SourceLocation in_file(std::string file, int line = 0, int column = 0) {
+  SourceLocation loc;
+  loc.file = std::move(file);
+  loc.line = line;
+  loc.column = column;
+  return loc;
+}
+
 // How a module path is shown to people: the root's path is empty, so it reads "<root>".
 inline std::string module_label(const std::string& path) { return path.empty() ? "<root>" : path; }
 
@@ -77,10 +86,10 @@ class DiagnosticSink {
 
 // A finding about what a setting does to this model (a wrap class it lacks, a policy that leaves
 // the model in one unit): at the setting's source when that is a line of the accelerate config,
-// else at the model's config.json (`model_config`) with " (from SOURCE)" appended; an error exits
-// with `findings` whatever the source, as the model, not the command line, is what does not fit.
-// Its severity is the catalogue's (finding_codes.hpp), not repeated here.
-Diagnostic model_setting_finding(std::string code, const std::string& source, const std::string& model_config,
+// else at the model's config.json (`model_config`) with " (from SOURCE)" appended. Severity and exit
+// code are the catalogue's (finding_codes.hpp): `findings` for an error whatever the source, as the
+// model, not the command line, is what does not fit.
+Diagnostic model_setting_finding(std::string_view code, const std::string& source, const std::string& model_config,
                                  std::string message, std::string help);
 
 // A finding about a setting's value. A command-line flag ("--world-size") is a usage error shown under
@@ -90,9 +99,5 @@ Diagnostic model_setting_finding(std::string code, const std::string& source, co
 // Its severity is the catalogue's (finding_codes.hpp).
 Diagnostic setting_finding(std::string code, const std::string& source, const std::string& fallback_file,
                            std::string message, std::string help);
-// The same for a code whose stage picks the severity case by case (the catalogue lists the harshest:
-// SET005 is an error below a release's floor and a warning above the newest one checked).
-Diagnostic setting_finding(std::string code, Severity severity, const std::string& source,
-                           const std::string& fallback_file, std::string message, std::string help);
 
 }  // namespace shardcheck

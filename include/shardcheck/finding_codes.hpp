@@ -30,4 +30,15 @@ const FindingCode* find_finding_code(std::string_view id);
 // is an error (the unit tests require every reported code to be catalogued).
 Severity catalogued_severity(std::string_view id);
 
+// A finding of catalogued `code` at `where`: its severity and exit code are the catalogue's, so a call
+// site names the code and says what is wrong, nothing else. (An unknown code is an error exiting with
+// `findings`; the unit tests require every reported code to be catalogued.)
+Diagnostic finding(std::string_view code, SourceLocation where, std::string message, std::string help = {});
+
+// The same finding in one of the milder cases its stage reports (the catalogue lists the harshest:
+// ARCH001 is an error with nothing to lay the model out from, a warning when a checkpoint's tensor
+// names can be). Only milder: a harsher `severity` is ignored. A finding that is no longer an error
+// exits 0.
+Diagnostic milder(Diagnostic d, Severity severity);
+
 }  // namespace shardcheck

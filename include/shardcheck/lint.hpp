@@ -46,6 +46,11 @@ struct Rule {
 const std::vector<const Rule*>& all_rules();
 const Rule* find_rule(std::string_view id);
 
+// A finding of one of the loader's own rules (yaml-syntax, yaml-limits: `check` is nullptr), raised
+// while the file is read, before any LintContext exists: the rule's severity, and the exit code
+// bad_accelerate_config, since nothing else in the file can be checked.
+Diagnostic loader_finding(std::string_view rule_id, SourceLocation where, std::string message, std::string help);
+
 // One use of a key the schema knows, as PyYAML sees it (the last of duplicates).
 struct KeyUse {
   const SectionSpec* section;  // &schema.top for top-level keys

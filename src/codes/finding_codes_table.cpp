@@ -194,7 +194,7 @@ constexpr FindingCode kCodes[] = {
      "the sum with metadata.total_size. A difference usually means a shard was replaced or the index is "
      "stale, although some writers count total_size differently (for example before deduplicating shared "
      "tensors). If the shards are right, regenerate the index."},
-    {"IX015", Severity::warning, ExitCode::bad_index, "A shard-named file on disk is not referenced by the index",
+    {"IX015", Severity::warning, ExitCode::ok, "A shard-named file on disk is not referenced by the index",
      "A file named like the index's shards (prefix-NNNNN-of-MMMMM.safetensors) sits in the model directory, "
      "but weight_map never names it. It is probably left over from an earlier save, or the index is stale; "
      "nothing loads it, so it harms nothing but disk space, hence a warning. Delete it or regenerate the "
@@ -302,11 +302,15 @@ constexpr FindingCode kCodes[] = {
      "(transformers modeling_utils.py), so without them the checkpoint cannot be matched. Fix the "
      "rules/models file."},
     {"REG006", Severity::error, ExitCode::bad_rules,
-     "The accelerate config schema (rules/accelerate/schema.yaml) is malformed",
-     "The linter's knowledge of accelerate's config keys (types, choices, renames, the versions in which "
-     "each key exists) is data in rules/accelerate/schema.yaml. That file is missing, unreadable or does "
-     "not match its format, so no accelerate config can be checked. This is a problem of shardcheck's "
-     "rules, not of the user's config: restore the file or point --rules at a complete rules directory."},
+     "A rules file other than the architecture registry is missing or malformed",
+     "Besides the architecture registry (REG001), shardcheck's knowledge is data in three files: "
+     "rules/accelerate/schema.yaml (accelerate's config keys: types, choices, renames, the versions in which "
+     "each key exists), rules/versions.yaml (which torch, transformers and accelerate releases go together) "
+     "and rules/peft.yaml (peft's default LoRA targets per model, MoE target conversion, the FSDP+QLoRA "
+     "requirements). One of them is missing, "
+     "unreadable or does not match its format, so the checks that need it cannot run. This is a problem of "
+     "shardcheck's rules, not of the user's input: restore the file or point --rules at a complete rules "
+     "directory."},
 
     // ---- architecture selection (src/resolve/build_tree.cpp) ----
     {"ARCH001", Severity::error, ExitCode::unknown_model, "model_type is not in the architecture registry",
@@ -340,7 +344,7 @@ constexpr FindingCode kCodes[] = {
      "list uses the model class's own _no_split_modules, which only the model's code knows, so the plan "
      "wraps the guessed block in its place and says so. Give the real class with --wrap-cls "
      "(fsdp_transformer_layer_cls_to_wrap) to plan what the job will do."},
-    {"MT001", Severity::warning, ExitCode::model_mismatch, "Checkpoint tensors have no place in the module tree",
+    {"MT001", Severity::warning, ExitCode::ok, "Checkpoint tensors have no place in the module tree",
      "shardcheck pairs checkpoint tensors with parameters the way from_pretrained does (transformers "
      "modeling_utils.py: base_model_prefix added or stripped, _keys_to_ignore_on_load_unexpected, 5.x "
      "weight conversions). The tensors left over would be dropped on load, and transformers warns \"Some "
@@ -384,8 +388,7 @@ constexpr FindingCode kCodes[] = {
      "uniform `requires_grad` when `use_orig_params=False`\" (_flat_param.py), torch 1.13 \"ValueError: "
      "`FlatParameter` requires uniform `requires_grad`\". Set fsdp_use_orig_params: true (torch >= 2.0), or "
      "wrap frozen and trainable parameters in separate units."},
-    {"PLAN004", Severity::warning, ExitCode::findings,
-     "A tied parameter is flattened or sharded again by a second unit",
+    {"PLAN004", Severity::warning, ExitCode::ok, "A tied parameter is flattened or sharded again by a second unit",
      "When modules sharing a weight (a tied embedding and LM head) fall into different units, FSDP raises "
      "nothing: FSDP1 with use_orig_params=False flattens the shared parameter again in the outer unit, and "
      "FSDP2 shards it a second time in the later fully_shard group. Memory and communication are counted "
@@ -411,7 +414,7 @@ constexpr FindingCode kCodes[] = {
      "not find the transformer layer class to wrap in the model.\" (accelerate PR #2530; "
      "utils/dataclasses.py set_auto_wrap_policy). Set fsdp_transformer_layer_cls_to_wrap to the model's "
      "block class."},
-    {"PLAN011", Severity::warning, ExitCode::findings, "TRANSFORMER_BASED_WRAP with an empty class list wraps nothing",
+    {"PLAN011", Severity::warning, ExitCode::ok, "TRANSFORMER_BASED_WRAP with an empty class list wraps nothing",
      "From accelerate 1.0, an empty class list (no fsdp_transformer_layer_cls_to_wrap and no "
      "_no_split_modules on the model) becomes transformer_auto_wrap_policy with an empty set: no error, but "
      "only the root is wrapped. Every parameter then stays in the root unit and is all-gathered whole on "
@@ -424,16 +427,16 @@ constexpr FindingCode kCodes[] = {
      "Typical causes are a space after a comma, a typo, a class of another transformers version, and "
      "accelerate 0.34.0 iterating _no_split_modules per character (fixed in 0.34.1, #3075); use the block "
      "class names shardcheck lists."},
-    {"PLAN013", Severity::warning, ExitCode::findings, "A wrap class exists but none of its modules has parameters",
+    {"PLAN013", Severity::warning, ExitCode::ok, "A wrap class exists but none of its modules has parameters",
      "The class named for TRANSFORMER_BASED_WRAP is in the model, but none of its modules holds parameters, "
      "so each becomes an empty FSDP unit and the parameters stay in the enclosing unit. The job runs, but "
      "sharding and memory are not what the wrap list suggests. Wrap the model's repeated blocks instead."},
-    {"PLAN014", Severity::warning, ExitCode::findings, "The root unit keeps more than half of the parameters",
+    {"PLAN014", Severity::warning, ExitCode::ok, "The root unit keeps more than half of the parameters",
      "More than half of the model's parameters are left in the root FSDP unit (no wrap policy, or one that "
      "misses the blocks), and those are all-gathered whole on every rank for the whole step, so peak memory "
      "approaches that of an unsharded model. It is not reported when the shard group is a single rank. Wrap "
      "the repeated blocks (TRANSFORMER_BASED_WRAP with the model's layer class)."},
-    {"PLAN015", Severity::warning, ExitCode::findings, "Tensor parallelism is not simulated",
+    {"PLAN015", Severity::warning, ExitCode::ok, "Tensor parallelism is not simulated",
      "With FSDP2 and tp_size above 1, accelerate applies tensor parallelism before fully_shard, so each "
      "parameter FSDP shards is already a TP slice. shardcheck does not model TP plans and says so rather "
      "than guess: the shards shown are over the FSDP ranks of whole parameters, and with TP each rank holds "
@@ -749,7 +752,7 @@ constexpr FindingCode kCodes[] = {
      "each shard with its real header and length, the data a hole) in shardcheck's header cache, which the "
      "ordinary directory loader then validates exactly as it validates a download. The cache could not be "
      "written here, so the model cannot be checked. Set SHARDCHECK_CACHE to a writable directory."},
-    {"HUB011", Severity::warning, ExitCode::hub_cache, "A Hugging Face cache snapshot is a partial download",
+    {"HUB011", Severity::warning, ExitCode::ok, "A Hugging Face cache snapshot is a partial download",
      "The model's snapshot in the Hugging Face cache has config.json but lacks shards its index names, or "
      "holds no safetensors file at all. shardcheck then reads the headers from the Hub at the same commit "
      "or, with HF_HUB_OFFLINE set, plans from config.json alone; a job loading from this cache would fail "

@@ -4,6 +4,7 @@
 // raise on it or silently build something else.
 #include "shardcheck/adapter.hpp"
 #include "shardcheck/hub.hpp"
+#include "shardcheck/finding_codes.hpp"
 
 #include <fmt/format.h>
 
@@ -42,14 +43,8 @@ struct Reader {
   }
 
   void fail(const std::string& code, const std::string& key, std::string message, std::string help = {}) {
-    Diagnostic d;
-    d.code = code;
-    d.severity = Severity::error;
-    d.location.file = label;
+    Diagnostic d = finding(code, in_file(label), std::move(message), std::move(help));
     if (!key.empty()) d.location.line = line_of(key);
-    d.message = std::move(message);
-    d.help = std::move(help);
-    d.exit_code = ExitCode::bad_adapter;
     sink.report(std::move(d));
     ok = false;
   }
@@ -273,12 +268,8 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
       DiagnosticSink hub_sink;
       const auto resolved = resolve_hub_model(*ref, false, hub_environment_from_process(), hub_sink, kAdapterRepo);
       if (!resolved) {
-        Diagnostic d;
-        d.code = "IO004";
-        d.severity = Severity::note;
-        d.location.file = path;
-        d.message = fmt::format("no local adapter '{}'; trying it as a Hub adapter id", path);
-        d.exit_code = ExitCode::ok;
+        Diagnostic d =
+            finding("IO004", in_file(path), fmt::format("no local adapter '{}'; trying it as a Hub adapter id", path));
         sink.report(std::move(d));
         sink.append(hub_sink);
         return std::nullopt;
@@ -289,15 +280,12 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
   if (fs::is_directory(file, ec)) file /= "adapter_config.json";
   std::ifstream in(file, std::ios::binary);
   if (!in || fs::is_directory(file, ec)) {
-    Diagnostic d;
-    d.code = "IO005";
-    d.location.file = file.string();
-    d.message = fmt::format("cannot read the adapter's config `{}`: {}", file.string(),
-                            fs::exists(file, ec) ? "not a readable file" : "no such file");
-    d.help =
-        "--adapter takes a PEFT adapter directory (holding adapter_config.json, as save_pretrained writes it) "
-        "or the adapter_config.json itself";
-    d.exit_code = ExitCode::io;
+    Diagnostic d =
+        finding("IO005", in_file(file.string()),
+                fmt::format("cannot read the adapter's config `{}`: {}", file.string(),
+                            fs::exists(file, ec) ? "not a readable file" : "no such file"),
+                "--adapter takes a PEFT adapter directory (holding adapter_config.json, as save_pretrained writes it) "
+                "or the adapter_config.json itself");
     sink.report(std::move(d));
     return std::nullopt;
   }
@@ -328,23 +316,17 @@ bool split_adapter_model(std::string& model, std::string& adapter_path, Diagnost
     return false;
   }
   const std::string config = (dir / "adapter_config.json").string();
-  Diagnostic d;
-  d.location.file = config;
   if (a->base_model.empty()) {
-    d.code = "PEFT002";
-    d.message = fmt::format("{} is a PEFT adapter without base_model_name_or_path: the base model is unknown", model);
-    d.help = "give the base model as MODEL and the adapter with --adapter";
-    d.exit_code = ExitCode::bad_adapter;
-    sink.report(std::move(d));
+    sink.report(
+        finding("PEFT002", in_file(config),
+                fmt::format("{} is a PEFT adapter without base_model_name_or_path: the base model is unknown", model),
+                "give the base model as MODEL and the adapter with --adapter"));
     return false;
   }
-  d.code = "PEFT010";
-  d.severity = Severity::note;
-  d.message = fmt::format("{} is a PEFT adapter: planning its base model {} (base_model_name_or_path) with it", model,
-                          a->base_model);
-  d.help = "to plan another base model, give it as MODEL and this directory with --adapter";
-  d.exit_code = ExitCode::ok;
-  sink.report(std::move(d));
+  sink.report(finding("PEFT010", in_file(config),
+                      fmt::format("{} is a PEFT adapter: planning its base model {} (base_model_name_or_path) with it",
+                                  model, a->base_model),
+                      "to plan another base model, give it as MODEL and this directory with --adapter"));
   adapter_path = model;
   model = a->base_model;
   return true;

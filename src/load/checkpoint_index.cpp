@@ -17,25 +17,26 @@
 // Diagnostics are collected per shard and merged in shard-name order, so output never depends
 // on thread timing.
 //
-// Diagnostic codes. One per failure kind; never renumber, only append.
-//   code   severity  exit code   failure
-//   IX001  error     io          the model directory is missing, not a directory, or unlistable
-//   IX002  error     io          model.safetensors.index.json exists but cannot be read
-//   IX003  error     bad_index   the index is not valid JSON (or not UTF-8)
-//   IX004  error     bad_index   the index JSON is not an object
-//   IX005  error     bad_index   `weight_map` is missing or not an object
-//   IX006  error     bad_index   a weight_map value is not a non-empty string
-//   IX007  error     bad_index   a tensor is listed twice in weight_map
-//   IX008  error     bad_index   a shard path leaves the model directory (absolute, or `..`)
-//   IX009  error     bad_index   a shard named by the index does not exist
-//   IX010  error     bad_index   a listed tensor is not in the shard the index names
-//   IX011  error     bad_index   a listed tensor is also stored in another shard
-//   IX012  error     bad_index   a shard holds a tensor the index does not list
-//   IX013  error     bad_index   `metadata` is not an object, or total_size is not a byte count
-//   IX014  error     bad_index   metadata.total_size differs from the shards' data bytes
-//   IX015  warning   bad_index   a shard-named file on disk (prefix-NNNNN-of-MMMMM.safetensors)
-//                                that the index omits
-//   IX016  error     bad_index   several *.safetensors files but no index to say how they relate
+// Diagnostic codes. One per failure kind; never renumber, only append. Severity and exit code are
+// the catalogue's (src/codes/finding_codes_table.cpp), looked up when reported.
+//   code   failure
+//   IX001  the model directory is missing, not a directory, or unlistable
+//   IX002  model.safetensors.index.json exists but cannot be read
+//   IX003  the index is not valid JSON (or not UTF-8)
+//   IX004  the index JSON is not an object
+//   IX005  `weight_map` is missing or not an object
+//   IX006  a weight_map value is not a non-empty string
+//   IX007  a tensor is listed twice in weight_map
+//   IX008  a shard path leaves the model directory (absolute, or `..`)
+//   IX009  a shard named by the index does not exist
+//   IX010  a listed tensor is not in the shard the index names
+//   IX011  a listed tensor is also stored in another shard
+//   IX012  a shard holds a tensor the index does not list
+//   IX013  `metadata` is not an object, or total_size is not a byte count
+//   IX014  metadata.total_size differs from the shards' data bytes
+//   IX015  a shard-named file on disk (prefix-NNNNN-of-MMMMM.safetensors)
+//          that the index omits
+//   IX016  several *.safetensors files but no index to say how they relate
 
 #include <algorithm>
 #include <charconv>
@@ -57,6 +58,7 @@
 #include "load/index_agreement.hpp"
 #include "load/index_scan.hpp"
 #include "load/json_tree.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
 #include "platform/huge_pages.hpp"
@@ -95,22 +97,10 @@ enum class IndexFailure {
 
 std::string failure_code(IndexFailure f) { return fmt::format("IX{:03}", static_cast<int>(f)); }
 
-ExitCode failure_exit_code(IndexFailure f) {
-  if (f == IndexFailure::bad_directory || f == IndexFailure::unreadable_index) return ExitCode::io;
-  return ExitCode::bad_index;
-}
-
 using detail::shown;
 
 Diagnostic make_diagnostic(IndexFailure f, std::string file, std::string message, std::string help = {}) {
-  Diagnostic d;
-  d.code = failure_code(f);
-  d.severity = f == IndexFailure::unlisted_shard_file ? Severity::warning : Severity::error;
-  d.location.file = std::move(file);
-  d.message = std::move(message);
-  d.help = std::move(help);
-  d.exit_code = failure_exit_code(f);
-  return d;
+  return finding(failure_code(f), in_file(std::move(file)), std::move(message), std::move(help));
 }
 
 // Diagnostics about the index file, with the line and column of the key concerned when it can be

@@ -9,6 +9,8 @@
 #include <system_error>
 
 #include "shardcheck/config_doc.hpp"
+#include "shardcheck/finding_codes.hpp"
+#include "shardcheck/lint.hpp"
 
 namespace shardcheck {
 namespace fs = std::filesystem;
@@ -59,14 +61,8 @@ SourceLocation ConfigDoc::value_location(const YamlEntry& e) const {
 }
 
 std::optional<ConfigDoc> load_config_doc(const std::string& path, DiagnosticSink& sink, const YamlLimits& limits) {
-  auto io_error = [&](std::string message, ExitCode code = ExitCode::io) {
-    Diagnostic d;
-    d.code = "IO003";
-    d.severity = Severity::error;
-    d.location.file = path;
-    d.message = std::move(message);
-    d.exit_code = code;
-    sink.report(std::move(d));
+  auto io_error = [&](std::string message) {
+    sink.report(finding("IO003", in_file(path), std::move(message)));
     return std::nullopt;
   };
   std::error_code ec;
@@ -74,17 +70,10 @@ std::optional<ConfigDoc> load_config_doc(const std::string& path, DiagnosticSink
   if (fs::is_directory(path, ec)) return io_error("expected a config file, found a directory");
   const auto size = fs::file_size(path, ec);
   if (!ec && size > limits.max_bytes) {
-    Diagnostic d;
-    d.code = "yaml-limits";
-    d.severity = Severity::error;
-    d.location.file = path;
-    d.location.line = 1;
-    d.location.column = 1;
-    d.message =
-        fmt::format("expected an accelerate config of at most {} bytes, found {} bytes", limits.max_bytes, size);
-    d.help = "accelerate config files are a few KiB; is this the right file?";
-    d.exit_code = ExitCode::bad_accelerate_config;
-    sink.report(std::move(d));
+    sink.report(loader_finding(
+        "yaml-limits", in_file(path, 1, 1),
+        fmt::format("expected an accelerate config of at most {} bytes, found {} bytes", limits.max_bytes, size),
+        "accelerate config files are a few KiB; is this the right file?"));
     return std::nullopt;
   }
   std::ifstream in(path, std::ios::binary);

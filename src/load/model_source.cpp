@@ -12,6 +12,7 @@
 #include "load/checkpoint_load.hpp"
 #include "shardcheck/hub.hpp"
 #include "shardcheck/text.hpp"
+#include "shardcheck/finding_codes.hpp"
 
 namespace shardcheck {
 namespace fs = std::filesystem;
@@ -52,19 +53,15 @@ std::string closest_local_name(const std::string& ref) {
 }
 
 Diagnostic not_found(const std::string& ref) {
-  Diagnostic d;
-  d.code = "IO002";
-  d.location.file = ref;
-  d.message = fmt::format(
-      "expected a model directory, a config.json or a Hub model id (org/name[@revision]), found "
-      "nothing at '{}' and it is not a valid model id",
-      ref);
-  d.help =
-      "give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
-      "such as meta-llama/Meta-Llama-3-8B";
+  Diagnostic d =
+      finding("IO002", in_file(ref),
+              fmt::format("expected a model directory, a config.json or a Hub model id (org/name[@revision]), found "
+                          "nothing at '{}' and it is not a valid model id",
+                          ref),
+              "give the directory that holds config.json (and the safetensors files, if downloaded), or a model id "
+              "such as meta-llama/Meta-Llama-3-8B");
   if (const std::string closest = closest_local_name(ref); !closest.empty())
     d.help = fmt::format("did you mean '{}'? ", closest) + d.help;
-  d.exit_code = ExitCode::io;
   return d;
 }
 
@@ -72,15 +69,10 @@ Diagnostic not_found(const std::string& ref) {
 Diagnostic no_local_path(const std::string& ref) {
   std::error_code ec;
   const std::string closest = closest_local_name(ref);
-  Diagnostic d;
-  d.code = "IO004";
-  d.severity = Severity::note;
-  d.location.file = ref;
-  d.message =
+  return finding(
+      "IO004", in_file(ref),
       fmt::format("no local file or directory '{}' (relative to {}){}; trying it as a Hub model id", ref,
-                  fs::current_path(ec).string(), closest.empty() ? "" : fmt::format(" (did you mean '{}'?)", closest));
-  d.exit_code = ExitCode::ok;
-  return d;
+                  fs::current_path(ec).string(), closest.empty() ? "" : fmt::format(" (did you mean '{}'?)", closest)));
 }
 
 }  // namespace

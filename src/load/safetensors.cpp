@@ -4,35 +4,36 @@
 // `Metadata::validate`), not the README where the two differ (leading JSON whitespace is allowed).
 // Unlike the crate, which stops at the first error, every problem in a header is reported.
 //
-// Diagnostic codes. Each failure kind has one stable code; never renumber, only append.
-// Exit codes: T = truncated_file, B = bad_safetensors, I = io. The last column is the crate's
-// error for the same input (InvalidHeaderDeserialization abbreviated to Deserialization).
-//   code   exit  failure                                              tensor.rs error
-//   ST001  T     file shorter than the 8-byte length prefix           HeaderTooSmall
-//   ST002  B     header length N above 100,000,000 bytes              HeaderTooLarge
-//   ST003  T     8 + N runs past the end of the file                  InvalidHeaderLength
-//   ST004  B     header bytes are not valid UTF-8                     InvalidHeader
-//   ST005  B     header is not JSON                                   Deserialization
-//   ST006  B     header JSON is not an object                         Deserialization
-//   ST007  B     __metadata__ is not a string->string map             Deserialization
-//   ST008  B     tensor entry is not an object with exactly the keys
-//                dtype, shape, data_offsets                           Deserialization
-//   ST009  B     dtype is not one of the 22 known names               Deserialization
-//   ST010  B     shape is not an array of non-negative integers       Deserialization
-//   ST011  B     data_offsets is not [begin, end], two non-negative
-//                integers                                             Deserialization
-//   ST012  B     data_offsets end < begin                             InvalidOffset
-//   ST013  B     numel, or numel x bits, overflows 64 bits            ValidationOverflow
-//   ST014  B     numel x bits is not a whole number of bytes          MisalignedSlice
-//   ST015  B     end - begin != numel x bits / 8                      TensorInvalidInfo
-//   ST016  B     the same tensor name appears twice                   (README: "disallowed")
-//   ST017  B     the first tensor does not start at data offset 0     InvalidOffset
-//   ST018  B     a hole between two tensors' data                     InvalidOffset
-//   ST019  B     two tensors' data overlap                            InvalidOffset
-//   ST020  T     file shorter than 8 + N + data end ("missing K
-//                bytes": a download cut short)                        MetadataIncompleteBuffer
-//   ST021  T     bytes after the data region (polyglot file)          MetadataIncompleteBuffer
-//   ST022  I     the file cannot be opened or read                    IoError
+// Diagnostic codes. Each failure kind has one stable code; never renumber, only append. Severity
+// and exit code are the catalogue's (src/codes/finding_codes_table.cpp), looked up when reported.
+// The last column is the crate's error for the same input (InvalidHeaderDeserialization
+// abbreviated to Deserialization).
+//   code   failure                                              tensor.rs error
+//   ST001  file shorter than the 8-byte length prefix           HeaderTooSmall
+//   ST002  header length N above 100,000,000 bytes              HeaderTooLarge
+//   ST003  8 + N runs past the end of the file                  InvalidHeaderLength
+//   ST004  header bytes are not valid UTF-8                     InvalidHeader
+//   ST005  header is not JSON                                   Deserialization
+//   ST006  header JSON is not an object                         Deserialization
+//   ST007  __metadata__ is not a string->string map             Deserialization
+//   ST008  tensor entry is not an object with exactly the keys
+//          dtype, shape, data_offsets                           Deserialization
+//   ST009  dtype is not one of the 22 known names               Deserialization
+//   ST010  shape is not an array of non-negative integers       Deserialization
+//   ST011  data_offsets is not [begin, end], two non-negative
+//          integers                                             Deserialization
+//   ST012  data_offsets end < begin                             InvalidOffset
+//   ST013  numel, or numel x bits, overflows 64 bits            ValidationOverflow
+//   ST014  numel x bits is not a whole number of bytes          MisalignedSlice
+//   ST015  end - begin != numel x bits / 8                      TensorInvalidInfo
+//   ST016  the same tensor name appears twice                   (README: "disallowed")
+//   ST017  the first tensor does not start at data offset 0     InvalidOffset
+//   ST018  a hole between two tensors' data                     InvalidOffset
+//   ST019  two tensors' data overlap                            InvalidOffset
+//   ST020  file shorter than 8 + N + data end ("missing K
+//          bytes": a download cut short)                        MetadataIncompleteBuffer
+//   ST021  bytes after the data region (polyglot file)          MetadataIncompleteBuffer
+//   ST022  the file cannot be opened or read                    IoError
 //
 // Byte offsets (SourceLocation::byte_offset) are absolute file offsets: header problems point at
 // the tensor's key inside the header (8 + position), data-layout problems at the first data byte
@@ -54,6 +55,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include "load/json_tree.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "load/padded_file.hpp"
 #include "load/safetensors_detail.hpp"
 #include "platform/huge_pages.hpp"
@@ -102,20 +104,6 @@ enum class Failure {
 };
 
 std::string failure_code(Failure f) { return fmt::format("ST{:03}", static_cast<int>(f)); }
-
-ExitCode failure_exit_code(Failure f) {
-  switch (f) {
-    case Failure::file_too_small:
-    case Failure::header_truncated:
-    case Failure::data_truncated:
-    case Failure::trailing_bytes:
-      return ExitCode::truncated_file;
-    case Failure::io_error:
-      return ExitCode::io;
-    default:
-      return ExitCode::bad_safetensors;
-  }
-}
 
 // Cuts `text` to at most `limit` bytes without splitting a UTF-8 sequence, marking the cut.
 std::string cut(std::string text, std::size_t limit) {
@@ -235,15 +223,9 @@ class Reporter {
   }
 
   void at(Failure f, std::optional<std::uint64_t> byte_offset, std::string message, std::string help = {}) {
-    Diagnostic d;
-    d.code = failure_code(f);
-    d.severity = Severity::error;
-    d.location.file = label_;
-    d.location.byte_offset = byte_offset;
-    d.message = std::move(message);
-    d.help = std::move(help);
-    d.exit_code = failure_exit_code(f);
-    sink_.report(std::move(d));
+    SourceLocation where = in_file(label_);
+    where.byte_offset = byte_offset;
+    sink_.report(finding(failure_code(f), std::move(where), std::move(message), std::move(help)));
   }
 
   // A problem in one tensor's header entry: points at the entry's key in the header.

@@ -16,6 +16,7 @@
 
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/config_doc.hpp"
+#include "shardcheck/finding_codes.hpp"
 
 namespace shardcheck {
 namespace {
@@ -192,13 +193,7 @@ const KeySpec* AccelerateSchema::key_for_env(std::string_view var, const Section
 std::optional<AccelerateSchema> AccelerateSchema::parse(const std::string& text, const std::string& label,
                                                         DiagnosticSink& sink) {
   auto fail = [&](const std::string& message) {
-    Diagnostic d;
-    d.code = "REG006";
-    d.severity = Severity::error;
-    d.location.file = label;
-    d.message = message;
-    d.exit_code = ExitCode::bad_rules;
-    sink.report(std::move(d));
+    sink.report(finding("REG006", in_file(label), message));
     return std::nullopt;
   };
   // The schema is ours, not a user's config, so its syntax errors are rules errors (exit 8).
@@ -244,14 +239,8 @@ std::optional<AccelerateSchema> AccelerateSchema::load(const std::string& rules_
   const std::string path = rules_dir + "/accelerate/schema.yaml";
   std::ifstream in(path);
   if (!in) {
-    Diagnostic d;
-    d.code = "REG006";
-    d.severity = Severity::error;
-    d.location.file = path;
-    d.message = "cannot read the accelerate schema";
-    d.help = "pass --rules DIR or set SHARDCHECK_RULES to the rules/ directory";
-    d.exit_code = ExitCode::io;
-    sink.report(std::move(d));
+    sink.report(finding("REG006", in_file(path), "cannot read the accelerate schema",
+                        "pass --rules DIR or set SHARDCHECK_RULES to the rules/ directory"));
     return std::nullopt;
   }
   std::stringstream ss;

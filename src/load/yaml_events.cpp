@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "shardcheck/config_doc.hpp"
+#include "shardcheck/lint.hpp"
 
 namespace shardcheck {
 namespace {
@@ -236,16 +237,9 @@ class TreeBuilder : public YAML::EventHandler {
   int flow_depth_ = 0;
 };
 
-Diagnostic load_error(const ConfigDoc& doc, std::string rule, std::size_t offset, std::string message,
+Diagnostic load_error(const ConfigDoc& doc, std::string_view rule, std::size_t offset, std::string message,
                       std::string help) {
-  Diagnostic d;
-  d.code = std::move(rule);
-  d.severity = Severity::error;
-  d.location = doc.location(offset, offset);
-  d.message = std::move(message);
-  d.help = std::move(help);
-  d.exit_code = ExitCode::bad_accelerate_config;
-  return d;
+  return loader_finding(rule, doc.location(offset, offset), std::move(message), std::move(help));
 }
 
 void index_lines(ConfigDoc& doc) {

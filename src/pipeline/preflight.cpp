@@ -13,6 +13,7 @@
 #include "shardcheck/text.hpp"
 #include "shardcheck/trl_model_config.hpp"
 #include "shardcheck/validate_settings.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "util/stage_timer.hpp"
 
 namespace shardcheck {
@@ -277,16 +278,14 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   if (tp && loaded.inputs) check_tp_heads(loaded.inputs->config, *r.tree, r.settings, r.sink);
   if (!tp_gap.empty()) {
     // What shardcheck cannot lay out it says so rather than guess.
-    Diagnostic d;
-    d.code = "PLAN015";
-    d.severity = Severity::warning;
     std::string from;
-    d.location = setting_location(r.settings.tp_size.source, r.tree->config_path, &from);
-    d.message = fmt::format(
-        "tensor parallelism (tp_size {}{}) is not simulated: {}; the shards below are over {} "
-        "ranks of whole parameters, and with TP each rank holds about 1/{} of those elements",
-        r.settings.tp_size.value, from, tp_gap, r.plan->shard_group, r.settings.tp_size.value);
-    r.sink.report(std::move(d));
+    SourceLocation where = setting_location(r.settings.tp_size.source, r.tree->config_path, &from);
+    r.sink.report(
+        finding("PLAN015", std::move(where),
+                fmt::format("tensor parallelism (tp_size {}{}) is not simulated: {}; the shards below are "
+                            "over {} ranks of whole parameters, and with TP each rank holds about 1/{} of "
+                            "those elements",
+                            r.settings.tp_size.value, from, tp_gap, r.plan->shard_group, r.settings.tp_size.value)));
   }
   timer.lap("plan: memory and communication");
   if (!r.plan->tensor_parallel) r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
@@ -310,16 +309,14 @@ PreflightResult run_preflight(const PreflightRequest& req) {
       return r;
     }
   if (!r.memory.fits) {
-    Diagnostic d;
-    d.code = "FIT001";
-    d.severity = Severity::error;
-    d.location.file = r.tree->config_path;  // a file for SARIF and annotations; req.model may be a directory
-    d.message = fmt::format(
-        "the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
-        "optimizer states sharded; the largest unsharded units resident; {})",
-        human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_mesh_rank.value_or(r.memory.peak_rank),
-        human_bytes(r.memory.gpu_memory),
-        r.memory.activations.available ? "activations estimated" : "activations not counted");
+    // At config.json, a file for SARIF and annotations (req.model may be a directory).
+    Diagnostic d =
+        finding("FIT001", in_file(r.tree->config_path),
+                fmt::format("the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
+                            "optimizer states sharded; the largest unsharded units resident; {})",
+                            human_bytes(r.memory.peak), r.memory.peak,
+                            r.memory.peak_mesh_rank.value_or(r.memory.peak_rank), human_bytes(r.memory.gpu_memory),
+                            r.memory.activations.available ? "activations estimated" : "activations not counted"));
     // Only the remedies that are not already on.
     std::vector<std::string> fixes{"more GPUs (num_processes)"};
     if (!r.settings.offload_params.value) fixes.emplace_back("fsdp_offload_params: true");
@@ -333,7 +330,6 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     for (std::size_t i = 0; i < fixes.size(); ++i)
       list += (i == 0 ? "" : i + 1 == fixes.size() ? ", or " : ", ") + fixes[i];
     d.help = fmt::format("use {}; a larger --gpu-memory only if the GPU really has it", list);
-    d.exit_code = ExitCode::findings;
     r.sink.report(std::move(d));
   }
   return r;

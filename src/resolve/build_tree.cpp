@@ -7,24 +7,13 @@
 
 #include "resolve/tree_internal.hpp"
 #include "shardcheck/quantization.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "shardcheck/module_tree.hpp"
 #include "resolve/checkpoint_matcher.hpp"
 #include "util/stage_timer.hpp"
 
 namespace shardcheck {
 namespace {
-
-Diagnostic diag(std::string code, Severity sev, std::string file, std::string message, ExitCode ec,
-                std::string help = {}) {
-  Diagnostic d;
-  d.code = std::move(code);
-  d.severity = sev;
-  d.location.file = std::move(file);
-  d.message = std::move(message);
-  d.help = std::move(help);
-  d.exit_code = ec;
-  return d;
-}
 
 std::string known_types(const Registry& reg) {
   std::string s;
@@ -112,13 +101,12 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
         // Not a note: the vision tower, the projector and their _no_split_modules are missing, so
         // the units and the memory of the real model would be wrong (an error withholds the fit
         // verdict; the text model is still shown).
-        sink.report(diag("ARCH002", Severity::error, config.path,
-                         fmt::format("model_type '{}' is a composite model the registry does not describe; only its "
-                                     "text_config ('{}') is, so the plan below leaves out everything else (a vision "
-                                     "tower, a projector, their layer classes) and is not the job's",
-                                     config.model_type, inner->model_type),
-                         ExitCode::unknown_model,
-                         fmt::format("add rules/models/{}.yaml describing the whole model", config.model_type)));
+        sink.report(finding("ARCH002", in_file(config.path),
+                            fmt::format("model_type '{}' is a composite model the registry does not describe; only its "
+                                        "text_config ('{}') is, so the plan below leaves out everything else (a vision "
+                                        "tower, a projector, their layer classes) and is not the job's",
+                                        config.model_type, inner->model_type),
+                            fmt::format("add rules/models/{}.yaml describing the whole model", config.model_type)));
       }
     }
   }
@@ -133,16 +121,16 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
       if (std::find(arch->architectures.begin(), arch->architectures.end(), wanted) != arch->architectures.end())
         root = wanted;
       else if (!config.use_text_config)
-        sink.report(
-            diag("ARCH003", Severity::warning, config.path,
-                 fmt::format("architecture '{}' is not described by {}; using '{}'", wanted, arch->source, root),
-                 ExitCode::ok));
+        sink.report(milder(
+            finding("ARCH003", in_file(config.path),
+                    fmt::format("architecture '{}' is not described by {}; using '{}'", wanted, arch->source, root)),
+            Severity::warning));
     }
   } else if (std::find(arch->architectures.begin(), arch->architectures.end(), root) == arch->architectures.end()) {
     std::string list;
     for (const auto& a : arch->architectures) list += (list.empty() ? "" : ", ") + a;
-    sink.report(diag("ARCH003", Severity::error, config.path,
-                     fmt::format("expected one of {} for --architecture, found '{}'", list, root), ExitCode::usage));
+    sink.report(finding("ARCH003", in_file(config.path),
+                        fmt::format("expected one of {} for --architecture, found '{}'", list, root)));
     return std::nullopt;
   }
 
@@ -159,10 +147,10 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
     state->options.bnb_4bit = pre;
     quantize_bnb_4bit(*state->tree, *pre);
   } else if (eight_bit) {
-    sink.report(diag("CFG008", Severity::error, config.path,
-                     "config.json's quantization_config is a bitsandbytes 8-bit checkpoint (load_in_8bit): its "
-                     "Int8Params layers are not laid out by shardcheck",
-                     ExitCode::unknown_model, "plan the unquantized checkpoint, or a 4-bit one"));
+    sink.report(finding("CFG008", in_file(config.path),
+                        "config.json's quantization_config is a bitsandbytes 8-bit checkpoint (load_in_8bit): its "
+                        "Int8Params layers are not laid out by shardcheck",
+                        "plan the unquantized checkpoint, or a 4-bit one"));
     return std::nullopt;
   }
   return TreeExpansion(std::move(state));
@@ -186,24 +174,24 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
           break;
         }
     if (ckpt) {
-      sink.report(diag("ARCH001", Severity::warning, config.path,
-                       fmt::format("model_type '{}' is not in the registry: module classes are guessed from tensor "
-                                   "names, and registration order follows the checkpoint.{}",
-                                   config.model_type, remote),
-                       ExitCode::ok,
-                       fmt::format("add rules/models/{}.yaml to describe it (known: {})", config.model_type,
-                                   known_types(*state.registry))));
+      sink.report(milder(finding("ARCH001", in_file(config.path),
+                                 fmt::format("model_type '{}' is not in the registry: module classes are guessed "
+                                             "from tensor names, and registration order follows the checkpoint.{}",
+                                             config.model_type, remote),
+                                 fmt::format("add rules/models/{}.yaml to describe it (known: {})", config.model_type,
+                                             known_types(*state.registry))),
+                         Severity::warning));
       ModuleTree tree = infer_module_tree(config, *ckpt, sink);
       tree.config_path = config.path;
       apply_load_dtype(tree, config, state.options);
       finalize_counts(tree);
       return tree;
     }
-    sink.report(diag("ARCH001", Severity::error, config.path,
-                     fmt::format("model_type '{}' is not in the registry and there is no checkpoint to infer the "
-                                 "layout from.{}",
-                                 config.model_type, remote),
-                     ExitCode::unknown_model, fmt::format("known model types: {}", known_types(*state.registry))));
+    sink.report(finding("ARCH001", in_file(config.path),
+                        fmt::format("model_type '{}' is not in the registry and there is no checkpoint to infer the "
+                                    "layout from.{}",
+                                    config.model_type, remote),
+                        fmt::format("known model types: {}", known_types(*state.registry))));
     return std::nullopt;
   }
   util::StageTimer timer("resolve: match checkpoint");

@@ -3,6 +3,7 @@
 // _keys_to_ignore_on_load_unexpected, 5.x weight conversions). Every disagreement is reported.
 #include <fmt/format.h>
 
+#include "shardcheck/finding_codes.hpp"
 #include "shardcheck/quantization.hpp"
 
 #include <algorithm>
@@ -430,18 +431,11 @@ void CheckpointMatcher::apply(ModuleTree& tree, const CheckpointMeta& ckpt, Diag
   tree.from_checkpoint = true;
   util::StageTimer timer("match: decide files not seen");
   const std::string ckpt_label = ckpt.dir.string();
-  auto report = [&](std::string code, Severity sev, std::string msg, ExitCode ec, std::string help = {}) {
-    Diagnostic d;
-    d.code = std::move(code);
-    d.severity = sev;
-    d.location.file = ckpt_label;
-    d.message = std::move(msg);
-    d.help = std::move(help);
-    d.exit_code = ec;
-    sink.report(std::move(d));
+  auto report = [&](const char* code, std::string msg, std::string help = {}) {
+    sink.report(finding(code, in_file(ckpt_label), std::move(msg), std::move(help)));
   };
   if (m.setup_error) {
-    report("REG005", Severity::error, *m.setup_error, ExitCode::bad_rules);
+    report("REG005", *m.setup_error);
     return;
   }
 
@@ -499,10 +493,9 @@ void CheckpointMatcher::apply(ModuleTree& tree, const CheckpointMeta& ckpt, Diag
           ParamInfo& p = tree.modules[r.module].params[r.index];
           if (!std::ranges::equal(p.shape, t.shape)) {
             wrong_shape.emplace_back(t.name);
-            report("MT002", Severity::error,
+            report("MT002",
                    fmt::format("tensor '{}' in {} has shape {}, but the {} layout for this config.json expects {}",
                                t.name, file.path, shape_str(t.shape), m.arch.model_type, shape_str(p.shape)),
-                   ExitCode::model_mismatch,
                    "the checkpoint and config.json disagree, or the registry is wrong for this model");
             break;
           }
@@ -529,10 +522,8 @@ void CheckpointMatcher::apply(ModuleTree& tree, const CheckpointMeta& ckpt, Diag
     ParamInfo& p = tree.modules[key.first].params[key.second];
     const std::string path = join(tree.modules[key.first].path, p.name);
     if (acc.numel != p.numel) {
-      report("MT004", Severity::error,
-             fmt::format("'{}' {} fuses {} checkpoint tensors with {} elements, expected {}", path, shape_str(p.shape),
-                         acc.tensors, acc.numel, p.numel),
-             ExitCode::model_mismatch);
+      report("MT004", fmt::format("'{}' {} fuses {} checkpoint tensors with {} elements, expected {}", path,
+                                  shape_str(p.shape), acc.tensors, acc.numel, p.numel));
       return;
     }
     p.in_checkpoint = true;
@@ -547,17 +538,15 @@ void CheckpointMatcher::apply(ModuleTree& tree, const CheckpointMeta& ckpt, Diag
   // A tied alias saved anyway (some writers keep lm_head.weight) is fine; an untied head absent
   // from the checkpoint is not.
   if (!unexpected.empty())
-    report("MT001", Severity::warning,
+    report("MT001",
            fmt::format("{} checkpoint tensor(s) have no place in the {} module tree and would be dropped on load: {}",
                        unexpected.size(), tree.architecture, sample(unexpected)),
-           ExitCode::model_mismatch,
            "check --transformers-version and the model_type; transformers warns \"Some weights of the model "
            "checkpoint were not used\"");
   if (!missing.empty())
-    report("MT003", Severity::error,
+    report("MT003",
            fmt::format("{} parameter(s) of {} are missing from the checkpoint and would be randomly initialised: {}",
                        missing.size(), tree.architecture, sample(missing)),
-           ExitCode::model_mismatch,
            "the download may be incomplete, or config.json describes a different model than the weights");
 }
 

@@ -2,6 +2,7 @@
 // class's children in registration order, repeated layers, parameters with shapes evaluated from
 // the config. Checkpoint matching lives in checkpoint_match.cpp, the fallback in infer_tree.cpp.
 #include "shardcheck/module_tree.hpp"
+#include "shardcheck/finding_codes.hpp"
 
 #include <fmt/format.h>
 
@@ -355,23 +356,16 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   tree.transformers = options.transformers;
   tree.attn_implementation = options.attn_implementation;
 
-  auto report = [&](std::string code, std::string msg, ExitCode ec) {
-    Diagnostic d;
-    d.location.file = code.starts_with("CFG") ? config.path : arch.source;
-    d.code = std::move(code);
-    d.message = std::move(msg);
-    d.exit_code = ec;
-    sink.report(std::move(d));
+  auto report = [&](std::string_view code, std::string msg) {
+    sink.report(finding(code, in_file(code.starts_with("CFG") ? config.path : arch.source), std::move(msg)));
   };
   // The user's config.json lacks a field the layout needs: CFG006, naming the field and the file.
   auto report_missing_field = [&](const std::string& name, const std::string& detail) {
-    Diagnostic d;
-    d.code = "CFG006";
-    d.location.file = config.path;
-    d.message = fmt::format("config.json has no '{}', which the {} layout needs ({}; {})", name, arch.model_type,
-                            detail, arch.source);
-    d.help = fmt::format("add \"{}\" to config.json, as the {} config class saves it", name, arch.model_type);
-    d.exit_code = ExitCode::bad_model_config;
+    Diagnostic d =
+        finding("CFG006", in_file(config.path),
+                fmt::format("config.json has no '{}', which the {} layout needs ({}; {})", name, arch.model_type,
+                            detail, arch.source),
+                fmt::format("add \"{}\" to config.json, as the {} config class saves it", name, arch.model_type));
     sink.report(std::move(d));
   };
 
@@ -386,13 +380,8 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       globals.set("quantization_config.dequantize", Value(true));
       tree.dequantized = true;
     } else {
-      Diagnostic d;
-      d.code = "CFG007";
-      d.severity = Severity::note;
-      d.location.file = config.path;
-      d.message = "--dequantize: config.json has no quantization_config; the checkpoint is not quantised";
-      d.exit_code = ExitCode::ok;
-      sink.report(std::move(d));
+      sink.report(finding("CFG007", in_file(config.path),
+                          "--dequantize: config.json has no quantization_config; the checkpoint is not quantised"));
     }
   }
   // Sub-configs the registry describes (composite models): each completed by its own config class,
@@ -451,12 +440,10 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
         report_missing_field(e.missing_name, fmt::format("to compute {} = `{}`", d.name, d.expr.source()));
         return std::nullopt;
       }
-      Diagnostic diag;
-      diag.code = "CFG006";
-      diag.location.file = config.path;
-      diag.message = fmt::format("cannot compute {} (`{}`, {}): {}", d.name, d.expr.source(), arch.source, e.what());
-      diag.help = fmt::format("config.json must give every field the {} layout uses", arch.model_type);
-      diag.exit_code = ExitCode::bad_model_config;
+      Diagnostic diag =
+          finding("CFG006", in_file(config.path),
+                  fmt::format("cannot compute {} (`{}`, {}): {}", d.name, d.expr.source(), arch.source, e.what()),
+                  fmt::format("config.json must give every field the {} layout uses", arch.model_type));
       sink.report(std::move(diag));
       return std::nullopt;
     }
@@ -476,8 +463,7 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     if (!e.missing_name.empty())
       report_missing_field(e.missing_name, e.what());
     else
-      report("REG003", fmt::format("registry expression failed for {}: {}", config.path, e.what()),
-             ExitCode::bad_rules);
+      report("REG003", fmt::format("registry expression failed for {}: {}", config.path, e.what()));
     return std::nullopt;
   }
 
@@ -488,12 +474,11 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     // A formula that cannot be evaluated on this config.json (a missing field, a negative or
     // overflowing size) is the config's problem; an undeclared class is the registry's.
     if (e.rules_bug)
-      report("REG004", e.what(), ExitCode::bad_rules);
+      report("REG004", e.what());
     else if (!e.missing_name.empty() && !globals.has_own(e.missing_name))
       report_missing_field(e.missing_name, e.what());
     else
-      report("CFG006", fmt::format("{} cannot be laid out as {}: {}", config.path, arch.model_type, e.what()),
-             ExitCode::bad_model_config);
+      report("CFG006", fmt::format("{} cannot be laid out as {}: {}", config.path, arch.model_type, e.what()));
     return std::nullopt;
   }
   fused = std::move(ex.fused_sources);
@@ -511,8 +496,7 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
                           tree.no_split_modules.end())
             tree.no_split_modules.push_back(*name);
     } catch (const ExprError& e) {
-      report("REG003", fmt::format("registry expression failed for {} ({}): {}", config.path, key, e.what()),
-             ExitCode::bad_rules);
+      report("REG003", fmt::format("registry expression failed for {} ({}): {}", config.path, key, e.what()));
       return std::nullopt;
     }
   }

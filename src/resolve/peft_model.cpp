@@ -69,17 +69,9 @@ std::string selector_text(const ModuleSelector& sel) {
 }
 
 // At the adapter field's source; severity and exit code are the catalogue's (finding_codes.hpp).
-Diagnostic finding(const std::string& code, const LoraAdapter& a, const std::string& field, std::string message,
-                   std::string help) {
-  const FindingCode* c = find_finding_code(code);
-  Diagnostic d;
-  d.code = code;
-  d.severity = c ? c->severity : Severity::error;
-  d.location = setting_location(a.source_of(field), a.source, nullptr);
-  d.message = std::move(message);
-  d.help = std::move(help);
-  d.exit_code = c ? c->exit_code : ExitCode::findings;
-  return d;
+Diagnostic adapter_finding(const std::string& code, const LoraAdapter& a, const std::string& field, std::string message,
+                           std::string help) {
+  return finding(code, setting_location(a.source_of(field), a.source, nullptr), std::move(message), std::move(help));
 }
 
 enum class Target { none, excluded, lora };
@@ -254,29 +246,22 @@ bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, Diagnosti
                       it->first, torch_size(t.shape), torch_size(it->second->shape)));
   }
   if (!mismatches.empty()) {
-    Diagnostic d;
-    d.code = "PEFT008";
-    d.location.file = file;
-    d.message = fmt::format("RuntimeError: Error(s) in loading state_dict: {}{}", mismatches.front(),
-                            mismatches.size() > 1 ? fmt::format(" (and {} more)", mismatches.size() - 1) : "");
-    d.help =
-        "the saved adapter does not fit this model: it was trained on another base model (check "
-        "base_model_name_or_path in adapter_config.json) or its config no longer matches its weights";
-    d.exit_code = ExitCode::findings;
+    Diagnostic d =
+        finding("PEFT008", in_file(file),
+                fmt::format("RuntimeError: Error(s) in loading state_dict: {}{}", mismatches.front(),
+                            mismatches.size() > 1 ? fmt::format(" (and {} more)", mismatches.size() - 1) : ""),
+                "the saved adapter does not fit this model: it was trained on another base model (check "
+                "base_model_name_or_path in adapter_config.json) or its config no longer matches its weights");
     sink.report(std::move(d));
     return false;
   }
   if (!unexpected.empty()) {
-    Diagnostic d;
-    d.code = "PEFT009";
-    d.severity = Severity::warning;
-    d.location.file = file;
-    d.message = fmt::format(
-        "{} saved tensor(s) have no place in the PeftModel this config builds and are not "
-        "loaded, e.g. {}",
-        unexpected.size(), unexpected.front());
-    d.help = "the adapter's config and weights disagree (target_modules or modules_to_save edited after saving?)";
-    d.exit_code = ExitCode::ok;
+    Diagnostic d =
+        finding("PEFT009", in_file(file),
+                fmt::format("{} saved tensor(s) have no place in the PeftModel this config builds and are not "
+                            "loaded, e.g. {}",
+                            unexpected.size(), unexpected.front()),
+                "the adapter's config and weights disagree (target_modules or modules_to_save edited after saving?)");
     sink.report(std::move(d));
   }
   return true;
@@ -517,11 +502,11 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // LoraLayer.update_layer builds nn.Dropout(p=lora_dropout) when it is above 0, and torch refuses a
   // probability above 1 (torch/nn/modules/dropout.py); 0 or less is an Identity.
   if (given.lora_dropout > 1) {
-    sink.report(
-        finding("PEFT002", given, "lora_dropout",
-                fmt::format("ValueError: dropout probability has to be between 0 and 1, but got {} (lora_dropout)",
-                            given.lora_dropout),
-                "lora_dropout is a probability, e.g. 0.05"));
+    sink.report(adapter_finding(
+        "PEFT002", given, "lora_dropout",
+        fmt::format("ValueError: dropout probability has to be between 0 and 1, but got {} (lora_dropout)",
+                    given.lora_dropout),
+        "lora_dropout is a probability, e.g. 0.05"));
     return false;
   }
   if (given.prepare_kbit) {
@@ -540,7 +525,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       try {
         moe = convert_moe_targets(base, a, it->second);
       } catch (const std::regex_error& e) {
-        sink.report(finding("PEFT002", a, "target_modules",
+        sink.report(
+            adapter_finding("PEFT002", a, "target_modules",
                             fmt::format("a module pattern of the adapter is not a regular expression shardcheck can "
                                         "read ({})",
                                         e.what()),
@@ -548,7 +534,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
         return false;
       }
       if (moe && !moe->error.empty()) {
-        sink.report(finding("PEFT012", a, "target_modules", "ValueError: " + moe->error,
+        sink.report(
+            adapter_finding("PEFT012", a, "target_modules", "ValueError: " + moe->error,
                             fmt::format("transformers 5 fuses them into one parameter of every expert; target all "
                                         "of them (or none) in this {} model",
                                         tree.model_type)));
@@ -565,11 +552,11 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     if (it != rules.default_targets.end()) {
       targets = it->second;
     } else if (a.target_parameters.empty()) {
-      sink.report(finding("PEFT004", a, "target_modules",
-                          fmt::format("ValueError: Please specify `target_modules` or `target_parameters`in "
-                                      "`peft_config` (peft has no default LoRA targets for model_type {})",
-                                      tree.model_type),
-                          "set target_modules (--lora-target-modules), e.g. all-linear"));
+      sink.report(adapter_finding("PEFT004", a, "target_modules",
+                                  fmt::format("ValueError: Please specify `target_modules` or `target_parameters`in "
+                                              "`peft_config` (peft has no default LoRA targets for model_type {})",
+                                              tree.model_type),
+                                  "set target_modules (--lora-target-modules), e.g. all-linear"));
       return false;
     }
   }
@@ -592,7 +579,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
                                               : nullptr;
     if (refused) {
       const std::string field = a.lora_dropout != 0 ? "lora_dropout" : a.use_dora ? "use_dora" : "target_parameters";
-      sink.report(finding(
+      sink.report(adapter_finding(
           "PEFT013", a, field, fmt::format("ValueError: lora.ParamWrapper does not work with {}.", refused),
           fmt::format("{}peft wraps the targeted parameters ({}) in ParamWrapper layers, which need lora_dropout 0, "
                       "no lora_bias and no DoRA",
@@ -616,7 +603,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       if (target[i] == Target::none) any_unmatched = true;
     }
   } catch (const std::regex_error& e) {
-    sink.report(finding(
+    sink.report(adapter_finding(
         "PEFT002", a, "target_modules",
         fmt::format("a module pattern of the adapter is not a regular expression shardcheck can read ({})", e.what()),
         ""));
@@ -629,7 +616,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     const bool embedding = base.is_instance(m, "Embedding");
     if (!linear && !embedding) {
       const bool known_to_peft = base.is_instance(m, "Conv1d") || base.is_instance(m, "MultiheadAttention");
-      sink.report(finding(
+      sink.report(adapter_finding(
           known_to_peft ? "PEFT006" : "PEFT005", a, "target_modules",
           known_to_peft
               ? fmt::format("LoRA on '{}' ({}) is not laid out by shardcheck yet", m.path, m.cls)
@@ -642,13 +629,14 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       return false;
     }
     if (embedding && a.use_dora) {
-      sink.report(finding("PEFT006", a, "use_dora",
-                          fmt::format("DoRA on the embedding '{}' is not laid out by shardcheck yet", m.path), ""));
+      sink.report(adapter_finding("PEFT006", a, "use_dora",
+                                  fmt::format("DoRA on the embedding '{}' is not laid out by shardcheck yet", m.path),
+                                  ""));
       return false;
     }
     if (!weight_of(m)) {
-      sink.report(finding("PEFT006", a, "target_modules",
-                          fmt::format("'{}' ({}) has no weight shardcheck knows", m.path, m.cls), ""));
+      sink.report(adapter_finding("PEFT006", a, "target_modules",
+                                  fmt::format("'{}' ({}) has no weight shardcheck knows", m.path, m.cls), ""));
       return false;
     }
     summary.targeted.push_back(m.path);
@@ -678,17 +666,17 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
               "valid target. Make sure that this layer is not also targeted with `target_modules`.",
               m.path, m.cls);
         if (!refused.empty()) {
-          sink.report(finding("PEFT013", a, "target_parameters", std::move(refused),
-                              "target either the layer (target_modules) or its parameter (target_parameters)"));
+          sink.report(adapter_finding("PEFT013", a, "target_parameters", std::move(refused),
+                                      "target either the layer (target_modules) or its parameter (target_parameters)"));
           return false;
         }
         if (p.shape.size() != 2 && p.shape.size() != 3) {
-          sink.report(
-              finding("PEFT013", a, "target_parameters",
-                      fmt::format("ValueError: lora.ParamWrapper was initialized with {} dimensional Parameter, "
-                                  "but only 2d and 3d are supported ({})",
-                                  p.shape.size(), key),
-                      ""));
+          sink.report(adapter_finding(
+              "PEFT013", a, "target_parameters",
+              fmt::format("ValueError: lora.ParamWrapper was initialized with {} dimensional Parameter, "
+                          "but only 2d and 3d are supported ({})",
+                          p.shape.size(), key),
+              ""));
           return false;
         }
         wrapped[i].push_back(&p);
@@ -729,9 +717,9 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       if (!m.name.empty() && (base.is_instance(m, "Linear") || base.is_instance(m, "Conv1D")) &&
           seen.insert(m.name).second)
         leaves.push_back(m.name);
-    sink.report(
-        finding("PEFT004", a, "target_modules", "NoMatchingPeftModuleError: " + message,
-                fmt::format("this {} model's Linear layers are named {}", base.architecture, python_list(leaves))));
+    sink.report(adapter_finding(
+        "PEFT004", a, "target_modules", "NoMatchingPeftModuleError: " + message,
+        fmt::format("this {} model's Linear layers are named {}", base.architecture, python_list(leaves))));
     return false;
   }
 

@@ -2,6 +2,7 @@
 // rules/models/README.md; this file only turns YAML into typed specs and reports malformed data
 // with file:line:col (ExitCode::bad_rules).
 #include "shardcheck/registry.hpp"
+#include "shardcheck/finding_codes.hpp"
 
 #include <fmt/format.h>
 
@@ -645,16 +646,11 @@ Node* resolve_extends(Arena& arena, const std::string& name, const std::map<std:
 }
 
 Diagnostic rules_diag(const RulesError& e) {
-  Diagnostic d;
-  d.code = "REG001";
-  d.severity = Severity::error;
-  d.location.file = e.file;
+  Diagnostic d = finding("REG001", in_file(e.file), e.message);
   if (e.line >= 0) {
     d.location.line = e.line + 1;
     d.location.column = e.column + 1;
   }
-  d.message = e.message;
-  d.exit_code = ExitCode::bad_rules;
   return d;
 }
 
@@ -695,13 +691,9 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
   const fs::path dir = rules_dir / "models";
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    Diagnostic d;
-    d.code = "REG002";
-    d.location.file = dir.string();
-    d.message = fmt::format("expected the architecture registry at {}, found no directory", dir.string());
-    d.help = "pass --rules DIR or set SHARDCHECK_RULES to the rules/ directory of shardcheck";
-    d.exit_code = ExitCode::bad_rules;
-    sink.report(std::move(d));
+    sink.report(finding("REG002", in_file(dir.string()),
+                        fmt::format("expected the architecture registry at {}, found no directory", dir.string()),
+                        "pass --rules DIR or set SHARDCHECK_RULES to the rules/ directory of shardcheck"));
     return std::nullopt;
   }
   std::vector<fs::path> files;

@@ -1,6 +1,7 @@
 // Event-built YAML tree for the architecture registry (registry_yaml.hpp says why not YAML::Node).
 // The handler mirrors yaml-cpp 0.7's NodeBuilder (src/nodebuilder.cpp): the same events become the
 // same node kinds with the same marks; an alias shares the anchored node, as NodeBuilder does.
+#include "shardcheck/finding_codes.hpp"
 #include "registry_yaml.hpp"
 
 #include <yaml-cpp/eventhandler.h>
@@ -114,15 +115,11 @@ class Builder : public YAML::EventHandler {
 }  // namespace
 
 Diagnostic rules_error(const std::string& path, std::string message, int line, int column) {
-  Diagnostic d;
-  d.code = "REG006";
-  d.location.file = path;
+  Diagnostic d = finding("REG006", in_file(path), std::move(message));
   if (line >= 0) {
     d.location.line = line + 1;
     d.location.column = column + 1;
   }
-  d.message = std::move(message);
-  d.exit_code = ExitCode::bad_rules;
   return d;
 }
 

@@ -117,7 +117,8 @@ void check_stack_versions(const StackVersions& v, const VersionRules& rules, con
                           const std::string& since, bool native_fsdp, const std::string& fallback_file,
                           DiagnosticSink& sink) {
   auto report = [&](const Setting<Version>& s, Severity severity, std::string message, std::string help) {
-    sink.report(setting_finding("SET005", severity, s.source, fallback_file, std::move(message), std::move(help)));
+    sink.report(
+        milder(setting_finding("SET005", s.source, fallback_file, std::move(message), std::move(help)), severity));
   };
   for (auto [name, s, range] :
        {std::tuple{"torch", &v.torch, &rules.torch}, std::tuple{"transformers", &v.transformers, &rules.transformers},

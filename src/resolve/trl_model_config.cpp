@@ -25,19 +25,8 @@ constexpr Version kQuantizedBf16Since{0, 26, 0};
 // At the training-arguments field's source; severity and exit code are the catalogue's.
 Diagnostic at(const char* code, const std::string& source, const std::string& file, std::string message,
               std::string help) {
-  const FindingCode* c = find_finding_code(code);
-  const Severity sev = c ? c->severity : Severity::error;
-  Diagnostic d;
-  d.code = code;
-  d.severity = sev;
-  if (source.empty())
-    d.location.file = file;
-  else
-    d.location = setting_location(source, file, nullptr);
-  d.message = std::move(message);
-  d.help = std::move(help);
-  d.exit_code = sev == Severity::error && c ? c->exit_code : ExitCode::ok;
-  return d;
+  SourceLocation where = source.empty() ? in_file(file) : setting_location(source, file, nullptr);
+  return finding(code, std::move(where), std::move(message), std::move(help));
 }
 
 std::string release(const std::optional<Setting<Version>>& trl) {

@@ -4,21 +4,15 @@
 // (FlatParamHandle._get_shard).
 #include <fmt/format.h>
 
+#include "shardcheck/finding_codes.hpp"
 #include "simulate/plan_internal.hpp"
 
 namespace shardcheck {
 namespace {
 
-Diagnostic unit_error(const ModuleTree& tree, const ShardUnit& unit, std::string code, std::string message,
+Diagnostic unit_error(const ModuleTree& tree, const ShardUnit& unit, std::string_view code, std::string message,
                       std::string help) {
-  Diagnostic d;
-  d.code = std::move(code);
-  d.severity = Severity::error;
-  d.location = model_location(tree, unit.path);
-  d.message = std::move(message);
-  d.help = std::move(help);
-  d.exit_code = ExitCode::findings;
-  return d;
+  return finding(code, model_location(tree, unit.path), std::move(message), std::move(help));
 }
 
 // FlatParamHandle._validate_tensors_to_flatten (2.x) / FlatParameter checks (1.13): the error
@@ -129,17 +123,13 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
 void report_duplicated_tie(const ModuleTree& tree, const ShardUnit& unit, const FsdpSettings& s, DiagnosticSink& sink) {
   std::string names;
   for (const auto& n : unit.duplicated) names += (names.empty() ? "" : ", ") + n;
-  Diagnostic d;
-  d.code = "PLAN004";
-  d.severity = Severity::warning;
-  d.location = model_location(tree, unit.path);
-  d.message = fmt::format(
-      "tied parameter(s) {} are flattened again by unit '{}' although another unit already holds them: memory "
-      "and communication are counted twice and the tie is broken during training (use_orig_params={})",
-      names, unit.path, s.use_orig_params.value ? "True" : "False");
-  d.help = "keep every module that uses a tied weight in the same FSDP unit (e.g. do not wrap the embedding alone)";
-  d.exit_code = ExitCode::findings;
-  sink.report(std::move(d));
+  sink.report(finding(
+      "PLAN004", model_location(tree, unit.path),
+      fmt::format(
+          "tied parameter(s) {} are flattened again by unit '{}' although another unit already holds them: memory "
+          "and communication are counted twice and the tie is broken during training (use_orig_params={})",
+          names, unit.path, s.use_orig_params.value ? "True" : "False"),
+      "keep every module that uses a tied weight in the same FSDP unit (e.g. do not wrap the embedding alone)"));
 }
 
 }  // namespace shardcheck

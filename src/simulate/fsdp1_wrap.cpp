@@ -8,6 +8,7 @@
 #include <regex>
 #include <unordered_map>
 
+#include "shardcheck/finding_codes.hpp"
 #include "simulate/plan_internal.hpp"
 #include "simulate/unit_diagnostics.hpp"
 
@@ -206,22 +207,19 @@ void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const Shard
       if (u.module == owner_module) shard = u.shard_numel;
     const Module& mod = tree.modules[static_cast<std::size_t>(p.module)];
     const std::string& owner_path = tree.modules[static_cast<std::size_t>(owner_module)].path;
-    Diagnostic d;
-    d.code = "PLAN020";
-    d.location = model_location(tree, mod.path);
-    d.message = fmt::format(
-        "RuntimeError: size mismatch, got input (tokens), mat (tokens x {}), vec ({}) at the first forward: '{}' uses "
-        "'{}', the tied parameter '{}' that unit '{}' flattened; with use_orig_params=True that unit unshards only "
-        "its own modules' registrations, so '{}' runs on the rank's 1-D shard",
-        target.shape.size() > 1 ? target.shape.back() : target.numel, shard, mod.path, p.fqn, target.fqn, owner_path,
-        mod.path);
-    d.help = fmt::format(
-        "keep '{}' and '{}' in one unit: TRANSFORMER_BASED_WRAP leaves a tied embedding and head in the "
-        "root unit; or use_orig_params: false (the head then gets its own flattened copy, PLAN004); "
-        "NO_SHARD is not affected",
-        owner_path, mod.path);
-    d.exit_code = ExitCode::findings;
-    sink.report(std::move(d));
+    sink.report(finding(
+        "PLAN020", model_location(tree, mod.path),
+        fmt::format(
+            "RuntimeError: size mismatch, got input (tokens), mat (tokens x {}), vec ({}) at the first forward: '{}' "
+            "uses "
+            "'{}', the tied parameter '{}' that unit '{}' flattened; with use_orig_params=True that unit unshards only "
+            "its own modules' registrations, so '{}' runs on the rank's 1-D shard",
+            target.shape.size() > 1 ? target.shape.back() : target.numel, shard, mod.path, p.fqn, target.fqn,
+            owner_path, mod.path),
+        fmt::format("keep '{}' and '{}' in one unit: TRANSFORMER_BASED_WRAP leaves a tied embedding and head in the "
+                    "root unit; or use_orig_params: false (the head then gets its own flattened copy, PLAN004); "
+                    "NO_SHARD is not affected",
+                    owner_path, mod.path)));
     return;  // torch stops at the first one
   }
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "shardcheck/finding_codes.hpp"
 #include "simulate/plan_internal.hpp"
 #include "simulate/unit_diagnostics.hpp"
 
@@ -296,18 +297,15 @@ class Fsdp2Planner {
 
   void container_error(int m) {
     const Module& mod = tree_.modules[m];
-    Diagnostic d;
-    d.code = "PLAN017";
-    d.location = model_location(tree_, mod.path);
-    d.message = fmt::format(
-        "ValueError: fully_shard does not support containers that do not implement forward: {}(...) "
-        "at '{}', which {} passes to fully_shard",
-        mod.cls, mod.path, who_calls(m));
-    d.help = s_.policy.value == WrapPolicyKind::size
-                 ? "under FSDP2 accelerate's size policy also selects the ModuleList holding the layers; use "
-                   "fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP (the decoder layer classes) instead"
-                 : "wrap the modules inside the container, not the container itself";
-    d.exit_code = ExitCode::findings;
+    Diagnostic d = finding(
+        "PLAN017", model_location(tree_, mod.path),
+        fmt::format("ValueError: fully_shard does not support containers that do not implement forward: {}(...) "
+                    "at '{}', which {} passes to fully_shard",
+                    mod.cls, mod.path, who_calls(m)),
+        s_.policy.value == WrapPolicyKind::size
+            ? "under FSDP2 accelerate's size policy also selects the ModuleList holding the layers; use "
+              "fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP (the decoder layer classes) instead"
+            : "wrap the modules inside the container, not the container itself");
     wrap_error_ = std::move(d);
   }
 
@@ -315,20 +313,17 @@ class Fsdp2Planner {
     const Module& mod = tree_.modules[root];
     const int owner = managing_group_[managed];
     const std::string& owner_path = tree_.modules[groups_[static_cast<std::size_t>(owner)].first.roots.front()].path;
-    Diagnostic d;
-    d.code = "PLAN018";
-    d.location = model_location(tree_, mod.path);
-    d.message = fmt::format(
-        "RuntimeError: Cannot concatenate overlapping meshes: {} calls fully_shard on '{}', "
-        "whose parameters the earlier fully_shard group of '{}' already sharded (it is managed "
-        "by that group without being an FSDPModule itself)",
-        who_calls(root), mod.path, owner_path.empty() ? "<root>" : owner_path);
-    d.help = s_.policy.value == WrapPolicyKind::size
-                 ? "accelerate checks only isinstance(module, FSDPModule) before sharding the embeddings and the "
-                   "final norm; use fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP so that the size policy does "
-                   "not wrap a module above them"
-                 : "do not wrap a module that contains the input embeddings or the final norm";
-    d.exit_code = ExitCode::findings;
+    Diagnostic d =
+        finding("PLAN018", model_location(tree_, mod.path),
+                fmt::format("RuntimeError: Cannot concatenate overlapping meshes: {} calls fully_shard on '{}', "
+                            "whose parameters the earlier fully_shard group of '{}' already sharded (it is managed "
+                            "by that group without being an FSDPModule itself)",
+                            who_calls(root), mod.path, owner_path.empty() ? "<root>" : owner_path),
+                s_.policy.value == WrapPolicyKind::size
+                    ? "accelerate checks only isinstance(module, FSDPModule) before sharding the embeddings and the "
+                      "final norm; use fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP so that the size policy does "
+                      "not wrap a module above them"
+                    : "do not wrap a module that contains the input embeddings or the final norm");
     wrap_error_ = std::move(d);
   }
 };
@@ -362,15 +357,12 @@ void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const st
   if (dtypes.size() < 2) return;
   std::string set;
   for (const auto& n : names) set += (set.empty() ? "" : ", ") + n;
-  Diagnostic d;
-  d.code = "PLAN006";
-  d.location = model_location(tree, unit.path);
-  d.message = fmt::format(
-      "AssertionError: FSDP expects uniform original parameter dtype but got {{{}}} (raised at the "
-      "first forward by this fully_shard group{})",
-      set, trainable_only ? ", over its parameters that require grad" : "");
-  d.help = mixed_dtype_help(dtypes, fqns);
-  d.exit_code = ExitCode::findings;
+  Diagnostic d =
+      finding("PLAN006", model_location(tree, unit.path),
+              fmt::format("AssertionError: FSDP expects uniform original parameter dtype but got {{{}}} (raised at the "
+                          "first forward by this fully_shard group{})",
+                          set, trainable_only ? ", over its parameters that require grad" : ""),
+              mixed_dtype_help(dtypes, fqns));
   sink.report(std::move(d));
 }
 
@@ -400,22 +392,17 @@ void check_no_duplicate_params(const ModuleTree& tree, const std::vector<std::pa
         for (int r : groups[g].first.roots) out += (out.empty() ? "" : ", ") + tree.modules[r].path;
         return out.empty() ? std::string("<root>") : out;
       };
-      Diagnostic d;
-      d.code = "PLAN019";
-      d.location = model_location(tree, p.fqn);
-      d.message = fmt::format(
-          "ValueError: Parameter '{}' is shared with a parameter already managed by another FSDP "
-          "group. For shared/tied parameters, use fully_shard([module_a, module_b]) to place them "
-          "in the same FSDP group. (raised at the first forward: the group of [{}] and the group of "
-          "[{}] both hold it)",
-          p.fqn, paths(it->second), paths(gi));
-      d.help =
+      sink.report(finding(
+          "PLAN019", model_location(tree, p.fqn),
+          fmt::format("ValueError: Parameter '{}' is shared with a parameter already managed by another FSDP "
+                      "group. For shared/tied parameters, use fully_shard([module_a, module_b]) to place them "
+                      "in the same FSDP group. (raised at the first forward: the group of [{}] and the group of "
+                      "[{}] both hold it)",
+                      p.fqn, paths(it->second), paths(gi)),
           "a tied embedding and LM head must share one fully_shard group, which accelerate 1.14's "
           "fsdp2_prepare_model does not do (it groups [final norm, embedding] and leaves the head to the root): "
           "train with fsdp_version: 1 (TRANSFORMER_BASED_WRAP leaves both in the root unit), or untie the head "
-          "before accelerator.prepare (model.lm_head.weight = nn.Parameter(model.lm_head.weight.clone()))";
-      d.exit_code = ExitCode::findings;
-      sink.report(std::move(d));
+          "before accelerator.prepare (model.lm_head.weight = nn.Parameter(model.lm_head.weight.clone()))"));
       return;
     }
 }
@@ -459,14 +446,11 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       const ParamEntry& p = params[pidx];
       if (holder.at(p.storage) != gi) unit.duplicated.push_back(p.fqn);
       if (p.shape.empty()) {
-        Diagnostic d;
-        d.code = "PLAN005";
-        d.location = model_location(tree, p.fqn);
-        d.message = fmt::format(
-            "ValueError: fully_shard doesn't support scalar parameters. Change {} to a 1D tensor "
-            "with numel equal to 1.",
-            p.fqn);
-        d.exit_code = ExitCode::findings;
+        Diagnostic d =
+            finding("PLAN005", model_location(tree, p.fqn),
+                    fmt::format("ValueError: fully_shard doesn't support scalar parameters. Change {} to a 1D tensor "
+                                "with numel equal to 1.",
+                                p.fqn));
         scratch.report(std::move(d));
         continue;
       }

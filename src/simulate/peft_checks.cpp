@@ -4,6 +4,7 @@
 
 #include "shardcheck/quantization.hpp"
 #include "shardcheck/shard_plan.hpp"
+#include "shardcheck/finding_codes.hpp"
 
 namespace shardcheck {
 namespace {
@@ -30,19 +31,14 @@ void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardP
   // builds and a step ran; the crash the PR fixes was reported on GPUs, so this is a warning.
   if (plan.fsdp_version == 2 && tree.bnb_4bit && !dtype_is_floating(tree.bnb_4bit->quant_storage) &&
       s.accelerate_version.value < Version{1, 14, 0}) {
-    Diagnostic d;
-    d.code = "PEFT015";
-    d.severity = Severity::warning;
-    d.location.file = tree.config_path;
-    d.message = fmt::format(
-        "accelerate {} shards bitsandbytes' {}-stored 4-bit weights with FSDP2 (fully_shard turns each Params4bit "
-        "into a plain DTensor); accelerate 1.14 leaves them whole on every rank because that crashed QLoRA runs",
-        s.accelerate_version.value.str(), dtype_name(tree.bnb_4bit->quant_storage));
-    d.help =
+    sink.report(finding(
+        "PEFT015", in_file(tree.config_path),
+        fmt::format(
+            "accelerate {} shards bitsandbytes' {}-stored 4-bit weights with FSDP2 (fully_shard turns each Params4bit "
+            "into a plain DTensor); accelerate 1.14 leaves them whole on every rank because that crashed QLoRA runs",
+            s.accelerate_version.value.str(), dtype_name(tree.bnb_4bit->quant_storage)),
         "upgrade accelerate to 1.14, or set bnb_4bit_quant_storage to the dtype the model is loaded in (e.g. "
-        "bfloat16), as peft's FSDP+QLoRA guide does";
-    d.exit_code = ExitCode::ok;
-    sink.report(std::move(d));
+        "bfloat16), as peft's FSDP+QLoRA guide does"));
   }
   // PEFT014: peft's ParamWrapper (target_parameters, and transformers 5 MoE experts under all-linear)
   // applies its delta with torch.nn.utils.parametrize on the wrapped parameter in every forward,
@@ -53,23 +49,20 @@ void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardP
     for (const auto& m : tree.modules) {
       if (m.cls != "ParamWrapper") continue;
       const bool orig_trainer = s.use_orig_params.value && s.policy.value == WrapPolicyKind::peft;
-      Diagnostic d;
-      d.code = "PEFT014";
-      d.location.file = tree.config_path;
-      d.location.model_path = m.path;
-      d.message = fmt::format(
-          "RuntimeError: {} (first training step): FSDP1 and peft's ParamWrapper on '{}' (its adapter "
-          "parametrizes the wrapped parameter in every forward, which FSDP1's views into its FlatParameter do not "
-          "allow)",
-          orig_trainer ? "inconsistent tensor size, expected tensor [...] and src [...] to have the same number of "
-                         "elements"
-                       : "Output 0 of View is a view and its base or another view of its base has been modified "
-                         "inplace. This view is the output of a function that returns multiple views.",
-          m.path);
-      d.help =
+      Diagnostic d = finding(
+          "PEFT014", in_file(tree.config_path),
+          fmt::format(
+              "RuntimeError: {} (first training step): FSDP1 and peft's ParamWrapper on '{}' (its adapter "
+              "parametrizes the wrapped parameter in every forward, which FSDP1's views into its FlatParameter do not "
+              "allow)",
+              orig_trainer ? "inconsistent tensor size, expected tensor [...] and src [...] to have the same number of "
+                             "elements"
+                           : "Output 0 of View is a view and its base or another view of its base has been modified "
+                             "inplace. This view is the output of a function that returns multiple views.",
+              m.path),
           "use FSDP2 (fsdp_version: 2), or leave the experts out of target_modules (e.g. [q_proj, k_proj, "
-          "v_proj, o_proj])";
-      d.exit_code = ExitCode::findings;
+          "v_proj, o_proj])");
+      d.location.model_path = m.path;
       sink.report(std::move(d));
       break;
     }
@@ -93,17 +86,15 @@ void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardP
     const int mag_unit = managing_unit(tree, unit_at, static_cast<int>(i));
     const int a_unit = managing_unit(tree, unit_at, lora_a);
     if (mag_unit == a_unit) continue;
-    Diagnostic d;
-    d.code = "PEFT007";
-    d.location.file = tree.config_path;
+    Diagnostic d = finding(
+        "PEFT007", in_file(tree.config_path),
+        fmt::format(
+            "IndexError: tuple index out of range at the first forward: DoRA's magnitude vector '{}' (unit '{}') reads "
+            "'{}.lora_A.{}.weight'.shape[1], which with use_orig_params=True is the rank's 1-D shard outside unit '{}'",
+            mag.path, module_label(plan.units[static_cast<std::size_t>(mag_unit)].path), layer, mag.name,
+            module_label(plan.units[static_cast<std::size_t>(a_unit)].path)),
+        "use fsdp_use_orig_params: false, or FSDP2 (fsdp_version: 2)");
     d.location.model_path = mag.path;
-    d.message = fmt::format(
-        "IndexError: tuple index out of range at the first forward: DoRA's magnitude vector '{}' (unit '{}') reads "
-        "'{}.lora_A.{}.weight'.shape[1], which with use_orig_params=True is the rank's 1-D shard outside unit '{}'",
-        mag.path, module_label(plan.units[static_cast<std::size_t>(mag_unit)].path), layer, mag.name,
-        module_label(plan.units[static_cast<std::size_t>(a_unit)].path));
-    d.help = "use fsdp_use_orig_params: false, or FSDP2 (fsdp_version: 2)";
-    d.exit_code = ExitCode::findings;
     sink.report(std::move(d));
     return;  // the first forward stops at the first one
   }

@@ -21,15 +21,9 @@ const char* severity_name(Severity s) {
 
 Diagnostic setting_finding(std::string code, const std::string& source, const std::string& fallback_file,
                            std::string message, std::string help) {
-  const Severity severity = catalogued_severity(code);
-  return setting_finding(std::move(code), severity, source, fallback_file, std::move(message), std::move(help));
-}
-
-Diagnostic setting_finding(std::string code, Severity severity, const std::string& source,
-                           const std::string& fallback_file, std::string message, std::string help) {
   Diagnostic d;
+  d.severity = catalogued_severity(code);
   d.code = std::move(code);
-  d.severity = severity;
   const bool flag = source.starts_with("--");
   std::string from;
   if (flag)
@@ -38,22 +32,15 @@ Diagnostic setting_finding(std::string code, Severity severity, const std::strin
     d.location = setting_location(source, fallback_file, &from);
   d.message = std::move(message) + from;
   d.help = std::move(help);
-  d.exit_code = severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
+  d.exit_code = d.severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
   return d;
 }
 
-Diagnostic model_setting_finding(std::string code, const std::string& source, const std::string& model_config,
+Diagnostic model_setting_finding(std::string_view code, const std::string& source, const std::string& model_config,
                                  std::string message, std::string help) {
-  const Severity severity = catalogued_severity(code);
-  Diagnostic d;
-  d.code = std::move(code);
-  d.severity = severity;
   std::string note;
-  d.location = setting_location(source, model_config, &note);
-  d.message = std::move(message) + note;
-  d.help = std::move(help);
-  d.exit_code = ExitCode::findings;
-  return d;
+  SourceLocation where = setting_location(source, model_config, &note);
+  return finding(code, std::move(where), std::move(message) + note, std::move(help));
 }
 
 SourceLocation setting_location(const std::string& source, const std::string& fallback_file, std::string* note) {

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <sstream>
+#include <vector>
 #include <string>
 
 #include "shardcheck/finding_codes.hpp"
@@ -60,4 +62,54 @@ TEST_CASE("finding codes: unique ids, a one-line summary and a real explanation 
   }
   CHECK(find_finding_code("ST999") == nullptr);
   CHECK(find_finding_code("flattened-fsdp-config") == nullptr);  // a lint rule, documented in src/rules/
+}
+
+TEST_CASE("finding codes: a finding that is not an error exits 0") {
+  for (const FindingCode& c : finding_codes()) {
+    INFO(c.id);
+    if (c.severity != Severity::error) CHECK(c.exit_code == ExitCode::ok);
+    if (c.severity == Severity::error) CHECK(c.exit_code != ExitCode::ok);
+  }
+}
+
+TEST_CASE("finding(): severity and exit code come from the catalogue; milder() only lowers") {
+  const Diagnostic mt = finding("MT002", in_file("ckpt"), "shape differs", "help");
+  CHECK(mt.code == "MT002");
+  CHECK(mt.severity == Severity::error);
+  CHECK(mt.exit_code == ExitCode::model_mismatch);  // exit 9, as docs/codes.md lists it
+  CHECK(mt.location.file == "ckpt");
+  CHECK(mt.message == "shape differs");
+  CHECK(mt.help == "help");
+  const Diagnostic io = finding("IO001", in_file("config.json"), "cannot read");
+  CHECK(io.exit_code == ExitCode::io);
+  CHECK(io.help.empty());
+
+  // ARCH001 is an error with nothing to infer the layout from, a warning when a checkpoint is there.
+  const Diagnostic arch = milder(finding("ARCH001", in_file("config.json"), "unknown"), Severity::warning);
+  CHECK(arch.severity == Severity::warning);
+  CHECK(arch.exit_code == ExitCode::ok);
+  // Never harsher than the catalogue: PEFT009 is a warning.
+  const Diagnostic peft = milder(finding("PEFT009", in_file("adapter"), "extra tensors"), Severity::error);
+  CHECK(peft.severity == Severity::warning);
+  CHECK(peft.exit_code == ExitCode::ok);
+}
+
+TEST_CASE("finding codes: no stage writes a finding's severity or exit code by hand") {
+  // Only these files build a Diagnostic field by field: the catalogue's constructors (src/codes/), the
+  // setting findings whose exit code depends on the source (util/diagnostics.cpp), and the lint
+  // rules, which are their own catalogue (src/rules/, each Rule with its severity).
+  const std::regex assignment(R"rx(\.(severity|exit_code)\s*=[^=])rx");
+  std::vector<std::string> offenders;
+  for (const auto& e : fs::recursive_directory_iterator(fs::path(SHARDCHECK_SOURCE_DIR) / "src")) {
+    if (!e.is_regular_file()) continue;
+    const std::string dir = e.path().parent_path().filename().string();
+    if (dir == "codes" || dir == "rules" || dir == "smoke") continue;  // smoke reports results, not findings
+    if (e.path().filename() == "diagnostics.cpp") continue;
+    std::istringstream lines(shardcheck::test::read_file(e.path()));
+    for (std::string line; std::getline(lines, line);)
+      if (std::regex_search(line, assignment) && line.find("ctx.exit_code") == std::string::npos)
+        offenders.push_back(e.path().string() + ": " + line);
+  }
+  CHECK_MESSAGE(offenders.empty(), "set by hand in " << offenders.size() << " file(s), first: "
+                                                     << (offenders.empty() ? "" : offenders.front()));
 }

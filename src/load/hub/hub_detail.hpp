@@ -60,7 +60,7 @@ SnapshotContents inspect_snapshot(const std::filesystem::path& dir, const RepoFi
 // Diagnostics (codes HUB001-HUB012, exit codes 30-39; see hub_diagnostics.cpp).
 Diagnostic http_failure(const HttpResult& r, std::string_view file, const ModelRef& ref, const HubEnvironment& env);
 // Severity and exit code are the catalogue's (finding_codes.hpp).
-Diagnostic hub_diagnostic(std::string code, std::string file, std::string message, std::string help);
+Diagnostic hub_diagnostic(std::string_view code, std::string file, std::string message, std::string help);
 
 // Fetches config.json (and unless config_only the index and every shard's header) of `ref` from
 // the Hub into shardcheck's header cache. See hub_fetch.cpp.

@@ -25,16 +25,8 @@
 
 namespace shardcheck::hub {
 
-Diagnostic hub_diagnostic(std::string code, std::string file, std::string message, std::string help) {
-  const FindingCode* c = find_finding_code(code);
-  Diagnostic d;
-  d.code = std::move(code);
-  d.severity = c ? c->severity : Severity::error;
-  d.exit_code = c ? c->exit_code : ExitCode::findings;
-  d.location.file = std::move(file);
-  d.message = std::move(message);
-  d.help = std::move(help);
-  return d;
+Diagnostic hub_diagnostic(std::string_view code, std::string file, std::string message, std::string help) {
+  return finding(code, in_file(std::move(file)), std::move(message), std::move(help));
 }
 
 namespace {
