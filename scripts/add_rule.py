@@ -7,7 +7,7 @@ Writes, and refuses to overwrite:
   src/rules/<rule_id>.cpp                the Rule (id, severity, title, doc, fix) and its check()
   fixtures/configs/<RULE-ID>.bad.yaml    a config the rule must flag   (+ .bad.expect)
   fixtures/configs/<RULE-ID>.good.yaml   a config it must leave alone  (+ .good.expect)
-and registers the rule in src/rules/registry.cpp (its declaration and its place in all_rules()).
+and registers the rule: one line, SHARDCHECK_RULE(kName), at the end of src/rules/all_rules.def.
 
 Then: write the doc (what accelerate or torch does, with the upstream file and version) and the
 check, make the bad fixture trip it and list its findings in .bad.expect (`<rule-id> LINE:COL
@@ -36,10 +36,15 @@ void check(LintContext& ctx);
 
 extern const Rule {const};
 const Rule {const}{{
-    "{rule_id}", Severity::{severity}, "{title}",
-    "TODO: what accelerate (or torch) does with such a config, citing the upstream file and release, and the error "
-    "or silent behaviour the user meets.",
-    "", {snake}::check}};
+    .id = "{rule_id}",
+    .severity = Severity::{severity},
+    .summary = "{title}",
+    .explanation =
+        "TODO: what accelerate (or torch) does with such a config, citing the upstream file and release, and the "
+        "error or silent behaviour the user meets.",
+    .fix = "",
+    .check = {snake}::check,
+}};
 
 namespace {snake} {{
 void check(LintContext& ctx) {{
@@ -80,19 +85,15 @@ def main() -> int:
     const = "k" + "".join(w[:1].upper() + w[1:] for w in a.rule_id.split("-"))
     source = os.path.join(a.repo, "src", "rules", snake + ".cpp")
     fixtures = {kind: os.path.join(a.repo, "fixtures", "configs", f"{a.rule_id}.{kind}.yaml") for kind in ("bad", "good")}
-    registry = os.path.join(a.repo, "src", "rules", "registry.cpp")
+    registry = os.path.join(a.repo, "src", "rules", "all_rules.def")
     for path in (source, *fixtures.values()):
         if os.path.exists(path):
             print(f"add_rule: {os.path.relpath(path, a.repo)} exists; nothing written", file=sys.stderr)
             return 1
+    line = f"SHARDCHECK_RULE({const})\n"
     reg = open(registry).read()
-    if f"&rules::{const}," in reg:
+    if line in reg:
         print(f"add_rule: {const} is already registered", file=sys.stderr)
-        return 1
-    decl_anchor = "}  // namespace rules\n"
-    list_anchor = "  };\n  return kRules;"
-    if decl_anchor not in reg or list_anchor not in reg:
-        print("add_rule: src/rules/registry.cpp no longer has the shape this script edits", file=sys.stderr)
         return 1
 
     title = a.title.rstrip(".")
@@ -105,13 +106,11 @@ def main() -> int:
                                    what="trip the rule" if kind == "bad" else "the nearest config the rule accepts"))
         with open(path[:-5] + ".expect", "w") as f:
             f.write(f"{a.rule_id} LINE:COL {a.severity}\n" if kind == "bad" else "")
-    reg = reg.replace(decl_anchor, f"extern const Rule {const};\n" + decl_anchor, 1)
-    reg = reg.replace(list_anchor, f"      &rules::{const},\n" + list_anchor, 1)
-    with open(registry, "w") as f:
-        f.write(reg)
+    with open(registry, "a") as f:
+        f.write(line)
     for path in (source, *fixtures.values()):
         print("wrote", os.path.relpath(path, a.repo))
-    print("registered", const, "in src/rules/registry.cpp")
+    print("registered", const, "in src/rules/all_rules.def")
     return 0
 
 

@@ -10,16 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kClsListWithoutTransformerWrap;
 const Rule kClsListWithoutTransformerWrap{
-    "cls-list-without-transformer-wrap",
-    Severity::warning,
-    "fsdp_transformer_layer_cls_to_wrap is set but the wrap policy is not TRANSFORMER_BASED_WRAP",
-    "FullyShardedDataParallelPlugin.set_auto_wrap_policy (utils/dataclasses.py, v1.14.0; "
-    "fsdp_utils.py::fsdp2_prepare_auto_wrap_policy for FSDP2) reads the class list only for "
-    "TRANSFORMER_BASED_WRAP. The policy defaults to NO_WRAP when fsdp_auto_wrap_policy is absent "
-    "(FSDP_AUTO_WRAP_POLICY is exported only if set), so the list is silently ignored and the whole model becomes "
-    "one FSDP unit: no per-layer sharding, the full model is all-gathered at once.",
-    "add `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP` when no policy is given",
-    cls_list_without_transformer_wrap::check};
+    .id = "cls-list-without-transformer-wrap",
+    .severity = Severity::warning,
+    .summary = "fsdp_transformer_layer_cls_to_wrap is set but the wrap policy is not TRANSFORMER_BASED_WRAP",
+    .explanation =
+        "FullyShardedDataParallelPlugin.set_auto_wrap_policy (utils/dataclasses.py, v1.14.0; "
+        "fsdp_utils.py::fsdp2_prepare_auto_wrap_policy for FSDP2) reads the class list only for "
+        "TRANSFORMER_BASED_WRAP. The policy defaults to NO_WRAP when fsdp_auto_wrap_policy is absent "
+        "(FSDP_AUTO_WRAP_POLICY is exported only if set), so the list is silently ignored and the whole model becomes "
+        "one FSDP unit: no per-layer sharding, the full model is all-gathered at once.",
+    .fix = "add `fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP` when no policy is given",
+    .check = cls_list_without_transformer_wrap::check,
+};
 
 namespace cls_list_without_transformer_wrap {
 void check(LintContext& ctx) {

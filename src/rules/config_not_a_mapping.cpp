@@ -10,15 +10,17 @@ void check(LintContext& ctx);
 
 extern const Rule kConfigNotAMapping;
 const Rule kConfigNotAMapping{
-    "config-not-a-mapping",
-    Severity::error,
-    "The top level of the file is not a mapping of settings",
-    "load_config_from_file (commands/config/config_args.py, v0.34.0 and v1.14.0) treats the result of "
-    "`yaml.safe_load` as a dict: it looks up `compute_environment` and `distributed_type` in it. An empty file "
-    "loads as None and a list or a scalar is not a dict, so accelerate fails with a Python TypeError before "
-    "printing anything useful.",
-    "",
-    config_not_a_mapping::check};
+    .id = "config-not-a-mapping",
+    .severity = Severity::error,
+    .summary = "The top level of the file is not a mapping of settings",
+    .explanation =
+        "load_config_from_file (commands/config/config_args.py, v0.34.0 and v1.14.0) treats the result of "
+        "`yaml.safe_load` as a dict: it looks up `compute_environment` and `distributed_type` in it. An empty file "
+        "loads as None and a list or a scalar is not a dict, so accelerate fails with a Python TypeError before "
+        "printing anything useful.",
+    .fix = "",
+    .check = config_not_a_mapping::check,
+};
 
 namespace config_not_a_mapping {
 void check(LintContext& ctx) {

@@ -10,15 +10,17 @@ void check(LintContext& ctx);
 
 extern const Rule kDuplicateKey;
 const Rule kDuplicateKey{
-    "duplicate-key",
-    Severity::warning,
-    "A key appears twice in the same mapping",
-    "PyYAML's SafeLoader (used by accelerate's load_config_from_file) builds a dict and silently keeps the last "
-    "value of a repeated key; YAML 1.2 forbids duplicates. The earlier line looks like it configures something "
-    "but has no effect. For fsdp_config the same happens across spellings: `sharding_strategy` and "
-    "`fsdp_sharding_strategy` are the same setting (launch.py adds the prefix) and the later one wins.",
-    "",
-    duplicate_key::check};
+    .id = "duplicate-key",
+    .severity = Severity::warning,
+    .summary = "A key appears twice in the same mapping",
+    .explanation =
+        "PyYAML's SafeLoader (used by accelerate's load_config_from_file) builds a dict and silently keeps the last "
+        "value of a repeated key; YAML 1.2 forbids duplicates. The earlier line looks like it configures something "
+        "but has no effect. For fsdp_config the same happens across spellings: `sharding_strategy` and "
+        "`fsdp_sharding_strategy` are the same setting (launch.py adds the prefix) and the later one wins.",
+    .fix = "",
+    .check = duplicate_key::check,
+};
 
 namespace duplicate_key {
 void walk(LintContext& ctx, const YamlNode& n, int depth) {

@@ -11,19 +11,22 @@ void check(LintContext& ctx);
 
 extern const Rule kEnvLeaksIntoJob;
 const Rule kEnvLeaksIntoJob{
-    "env-leaks-into-job",
-    Severity::warning,
-    "An environment variable that silently changes the job",
-    "utils/launch.py::prepare_multi_gpu_env starts from os.environ.copy() (v0.34.0 and v1.14.0). Variables the "
-    "launcher sets always are overwritten, but FSDP_AUTO_WRAP_POLICY, FSDP_TRANSFORMER_CLS_TO_WRAP, "
-    "FSDP_BACKWARD_PREFETCH, FSDP_STATE_DICT_TYPE and FSDP_IGNORED_MODULES are exported only when the config sets "
-    "them, so a stale value in the shell reaches FullyShardedDataParallelPlugin, which reads FSDP_* for every field "
-    "not passed in Python. ACCELERATE_USE_FSDP=true makes AcceleratorState pick FSDP even for a MULTI_GPU file. "
-    "A stale FSDP_TRANSFORMER_CLS_TO_WRAP is a classic cause of `Could not find the transformer layer class`. "
-    "Precedence (utils/dataclasses.py, v1.14.0): explicit plugin arguments > launcher-set variables > inherited "
-    "variables > defaults.",
-    "",
-    env_leaks_into_job::check};
+    .id = "env-leaks-into-job",
+    .severity = Severity::warning,
+    .summary = "An environment variable that silently changes the job",
+    .explanation =
+        "utils/launch.py::prepare_multi_gpu_env starts from os.environ.copy() (v0.34.0 and v1.14.0). Variables the "
+        "launcher sets always are overwritten, but FSDP_AUTO_WRAP_POLICY, FSDP_TRANSFORMER_CLS_TO_WRAP, "
+        "FSDP_BACKWARD_PREFETCH, FSDP_STATE_DICT_TYPE and FSDP_IGNORED_MODULES are exported only when the config sets "
+        "them, so a stale value in the shell reaches FullyShardedDataParallelPlugin, which reads FSDP_* for every "
+        "field "
+        "not passed in Python. ACCELERATE_USE_FSDP=true makes AcceleratorState pick FSDP even for a MULTI_GPU file. "
+        "A stale FSDP_TRANSFORMER_CLS_TO_WRAP is a classic cause of `Could not find the transformer layer class`. "
+        "Precedence (utils/dataclasses.py, v1.14.0): explicit plugin arguments > launcher-set variables > inherited "
+        "variables > defaults.",
+    .fix = "",
+    .check = env_leaks_into_job::check,
+};
 
 namespace env_leaks_into_job {
 void check(LintContext& ctx) {

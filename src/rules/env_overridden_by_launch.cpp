@@ -14,15 +14,18 @@ void check(LintContext& ctx);
 
 extern const Rule kEnvOverriddenByLaunch;
 const Rule kEnvOverriddenByLaunch{
-    "env-overridden-by-launch",
-    Severity::note,
-    "An environment variable that contradicts the file",
-    "For the variables `accelerate launch` always exports (FSDP_SHARDING_STRATEGY, FSDP_OFFLOAD_PARAMS, "
-    "ACCELERATE_MIXED_PRECISION, ...; utils/launch.py::prepare_multi_gpu_env, v1.14.0) the file wins and the shell's "
-    "value is overwritten. Started any other way (torchrun, python, a notebook), the FSDP plugin reads the shell's "
-    "value instead. A contradiction is harmless under accelerate launch but a trap otherwise.",
-    "",
-    env_overridden_by_launch::check};
+    .id = "env-overridden-by-launch",
+    .severity = Severity::note,
+    .summary = "An environment variable that contradicts the file",
+    .explanation =
+        "For the variables `accelerate launch` always exports (FSDP_SHARDING_STRATEGY, FSDP_OFFLOAD_PARAMS, "
+        "ACCELERATE_MIXED_PRECISION, ...; utils/launch.py::prepare_multi_gpu_env, v1.14.0) the file wins and the "
+        "shell's "
+        "value is overwritten. Started any other way (torchrun, python, a notebook), the FSDP plugin reads the shell's "
+        "value instead. A contradiction is harmless under accelerate launch but a trap otherwise.",
+    .fix = "",
+    .check = env_overridden_by_launch::check,
+};
 
 namespace env_overridden_by_launch {
 

@@ -11,16 +11,18 @@ void check(LintContext& ctx);
 
 extern const Rule kEnvUnknownVariable;
 const Rule kEnvUnknownVariable{
-    "env-unknown-variable",
-    Severity::warning,
-    "An FSDP_* or accelerate variable that nothing reads",
-    "FullyShardedDataParallelPlugin reads a fixed set of FSDP_* variables (utils/dataclasses.py, v1.14.0; listed "
-    "in rules/accelerate/schema.yaml as each key's `env`). A misspelled one (FSDP_SHARDING_STRATGY) is ignored, "
-    "and so is ACCELERATE_CONFIG_FILE: accelerate has no such variable and finds its config only through "
-    "--config_file or $HF_HOME/accelerate/default_config.yaml (commands/config/config_args.py).",
-    "",
-    env_unknown_variable::check,
-    /*environment_only=*/true};
+    .id = "env-unknown-variable",
+    .severity = Severity::warning,
+    .summary = "An FSDP_* or accelerate variable that nothing reads",
+    .explanation =
+        "FullyShardedDataParallelPlugin reads a fixed set of FSDP_* variables (utils/dataclasses.py, v1.14.0; listed "
+        "in rules/accelerate/schema.yaml as each key's `env`). A misspelled one (FSDP_SHARDING_STRATGY) is ignored, "
+        "and so is ACCELERATE_CONFIG_FILE: accelerate has no such variable and finds its config only through "
+        "--config_file or $HF_HOME/accelerate/default_config.yaml (commands/config/config_args.py).",
+    .fix = "",
+    .check = env_unknown_variable::check,
+    .environment_only = /*environment_only=*/true,
+};
 
 namespace env_unknown_variable {
 void check(LintContext& ctx) {

@@ -13,19 +13,22 @@ void check(LintContext& ctx);
 
 extern const Rule kFlattenedFsdpConfig;
 const Rule kFlattenedFsdpConfig{
-    "flattened-fsdp-config",
-    Severity::error,
-    "FSDP options sit at the top level instead of under fsdp_config",
-    "accelerate only reads FSDP options from the `fsdp_config` mapping: launch.py::_validate_launch_command copies "
-    "each key of `fsdp_config` onto the launcher arguments, and utils/launch.py::prepare_multi_gpu_env exports them "
-    "as FSDP_* variables (v0.34.0 through v1.14.0). When the lines under `fsdp_config:` are not indented, YAML "
-    "makes `fsdp_config` empty (null) and every FSDP option a top-level key. load_config_from_file "
-    "(commands/config/config_args.py) then rejects the file with `ValueError: The config file at ... had unknown "
-    "keys ([...])`; a loader that dropped them instead would run FSDP with every default (FULL_SHARD, NO_WRAP: "
-    "the whole model as one unit). The fix indents the keys back under `fsdp_config:` (or moves them there), "
-    "keeping their order, values and comments.",
-    "re-nest the keys under `fsdp_config:` (indent by two spaces)",
-    flattened_fsdp_config::check};
+    .id = "flattened-fsdp-config",
+    .severity = Severity::error,
+    .summary = "FSDP options sit at the top level instead of under fsdp_config",
+    .explanation =
+        "accelerate only reads FSDP options from the `fsdp_config` mapping: launch.py::_validate_launch_command copies "
+        "each key of `fsdp_config` onto the launcher arguments, and utils/launch.py::prepare_multi_gpu_env exports "
+        "them "
+        "as FSDP_* variables (v0.34.0 through v1.14.0). When the lines under `fsdp_config:` are not indented, YAML "
+        "makes `fsdp_config` empty (null) and every FSDP option a top-level key. load_config_from_file "
+        "(commands/config/config_args.py) then rejects the file with `ValueError: The config file at ... had unknown "
+        "keys ([...])`; a loader that dropped them instead would run FSDP with every default (FULL_SHARD, NO_WRAP: "
+        "the whole model as one unit). The fix indents the keys back under `fsdp_config:` (or moves them there), "
+        "keeping their order, values and comments.",
+    .fix = "re-nest the keys under `fsdp_config:` (indent by two spaces)",
+    .check = flattened_fsdp_config::check,
+};
 
 namespace flattened_fsdp_config {
 

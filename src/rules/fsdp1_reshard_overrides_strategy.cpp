@@ -11,17 +11,20 @@ void check(LintContext& ctx);
 
 extern const Rule kFsdp1ReshardStrategyIgnored;
 const Rule kFsdp1ReshardStrategyIgnored{
-    "fsdp1-reshard-strategy-ignored",
-    Severity::warning,
-    "An FSDP1 strategy given only as fsdp_reshard_after_forward runs as FULL_SHARD",
-    "Since v1.6.0 `accelerate config` writes the FSDP1 strategy as `fsdp_reshard_after_forward: <NAME>` "
-    "(commands/config/cluster.py). But for FSDP1 the plugin always fills sharding_strategy from "
-    "FSDP_SHARDING_STRATEGY, which the launcher exports with the default FULL_SHARD, and accelerator.py passes "
-    "`sharding_strategy or reshard_after_forward`; tests/fsdp/test_fsdp.py asserts reshard_after_forward is None for "
-    "FSDP1. So `fsdp_reshard_after_forward: SHARD_GRAD_OP` without fsdp_sharding_strategy runs FULL_SHARD "
-    "(derived from v1.14.0 source). The fix renames the key to fsdp_sharding_strategy.",
-    "rename the key to fsdp_sharding_strategy",
-    fsdp1_reshard_overrides_strategy::check};
+    .id = "fsdp1-reshard-strategy-ignored",
+    .severity = Severity::warning,
+    .summary = "An FSDP1 strategy given only as fsdp_reshard_after_forward runs as FULL_SHARD",
+    .explanation =
+        "Since v1.6.0 `accelerate config` writes the FSDP1 strategy as `fsdp_reshard_after_forward: <NAME>` "
+        "(commands/config/cluster.py). But for FSDP1 the plugin always fills sharding_strategy from "
+        "FSDP_SHARDING_STRATEGY, which the launcher exports with the default FULL_SHARD, and accelerator.py passes "
+        "`sharding_strategy or reshard_after_forward`; tests/fsdp/test_fsdp.py asserts reshard_after_forward is None "
+        "for "
+        "FSDP1. So `fsdp_reshard_after_forward: SHARD_GRAD_OP` without fsdp_sharding_strategy runs FULL_SHARD "
+        "(derived from v1.14.0 source). The fix renames the key to fsdp_sharding_strategy.",
+    .fix = "rename the key to fsdp_sharding_strategy",
+    .check = fsdp1_reshard_overrides_strategy::check,
+};
 
 namespace fsdp1_reshard_overrides_strategy {
 void check(LintContext& ctx) {

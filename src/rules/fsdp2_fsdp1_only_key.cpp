@@ -10,19 +10,23 @@ void check(LintContext& ctx);
 
 extern const Rule kFsdp2Fsdp1OnlyKey;
 const Rule kFsdp2Fsdp1OnlyKey{
-    "fsdp2-fsdp1-only-key",
-    Severity::warning,
-    "An FSDP1-only setting in an FSDP2 config",
-    "FullyShardedDataParallelPlugin.__post_init__ (utils/dataclasses.py, v1.6.0+) reads FSDP_BACKWARD_PREFETCH, "
-    "FSDP_FORWARD_PREFETCH, FSDP_USE_ORIG_PARAMS and FSDP_SYNC_MODULE_STATES only for FSDP1, and FSDP2 never reads "
-    "FSDP_SHARDING_STRATEGY (reshard_after_forward replaces it). In Python the plugin warns `backward_prefetch is "
-    "not supported in FSDP2`, `use_orig_params is obsolete in FSDP2`, `sync_module_states is obsolete in FSDP2` and "
-    "raises for forward_prefetch. `accelerate to-fsdp2` (commands/to_fsdp2.py) removes these keys, but leaked them "
-    "unchanged from v1.6.0 to v1.13.x (fixed by #4065 in v1.14.0). The fix does what to-fsdp2 does: it removes them, "
-    "and turns fsdp_sharding_strategy into fsdp_reshard_after_forward (FULL_SHARD/HYBRID_SHARD -> true, others -> "
-    "false).",
-    "remove the key (map fsdp_sharding_strategy to fsdp_reshard_after_forward)",
-    fsdp2_fsdp1_only_key::check};
+    .id = "fsdp2-fsdp1-only-key",
+    .severity = Severity::warning,
+    .summary = "An FSDP1-only setting in an FSDP2 config",
+    .explanation =
+        "FullyShardedDataParallelPlugin.__post_init__ (utils/dataclasses.py, v1.6.0+) reads FSDP_BACKWARD_PREFETCH, "
+        "FSDP_FORWARD_PREFETCH, FSDP_USE_ORIG_PARAMS and FSDP_SYNC_MODULE_STATES only for FSDP1, and FSDP2 never reads "
+        "FSDP_SHARDING_STRATEGY (reshard_after_forward replaces it). In Python the plugin warns `backward_prefetch is "
+        "not supported in FSDP2`, `use_orig_params is obsolete in FSDP2`, `sync_module_states is obsolete in FSDP2` "
+        "and "
+        "raises for forward_prefetch. `accelerate to-fsdp2` (commands/to_fsdp2.py) removes these keys, but leaked them "
+        "unchanged from v1.6.0 to v1.13.x (fixed by #4065 in v1.14.0). The fix does what to-fsdp2 does: it removes "
+        "them, "
+        "and turns fsdp_sharding_strategy into fsdp_reshard_after_forward (FULL_SHARD/HYBRID_SHARD -> true, others -> "
+        "false).",
+    .fix = "remove the key (map fsdp_sharding_strategy to fsdp_reshard_after_forward)",
+    .check = fsdp2_fsdp1_only_key::check,
+};
 
 namespace fsdp2_fsdp1_only_key {
 void check(LintContext& ctx) {

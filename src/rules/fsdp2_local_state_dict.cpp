@@ -10,14 +10,16 @@ void check(LintContext& ctx);
 
 extern const Rule kFsdp2LocalStateDict;
 const Rule kFsdp2LocalStateDict{
-    "fsdp2-local-state-dict",
-    Severity::error,
-    "LOCAL_STATE_DICT with FSDP2",
-    "FullyShardedDataParallelPlugin.set_state_dict_type (utils/dataclasses.py, v1.6.0+) raises `ValueError: FSDP2 "
-    "does not support LOCAL_STATE_DICT. Please set `fsdp_state_dict_type` to `SHARDED_STATE_DICT` or "
-    "`FULL_STATE_DICT`.` `accelerate to-fsdp2` does not remap it either.",
-    "use SHARDED_STATE_DICT",
-    fsdp2_local_state_dict::check};
+    .id = "fsdp2-local-state-dict",
+    .severity = Severity::error,
+    .summary = "LOCAL_STATE_DICT with FSDP2",
+    .explanation =
+        "FullyShardedDataParallelPlugin.set_state_dict_type (utils/dataclasses.py, v1.6.0+) raises `ValueError: FSDP2 "
+        "does not support LOCAL_STATE_DICT. Please set `fsdp_state_dict_type` to `SHARDED_STATE_DICT` or "
+        "`FULL_STATE_DICT`.` `accelerate to-fsdp2` does not remap it either.",
+    .fix = "use SHARDED_STATE_DICT",
+    .check = fsdp2_local_state_dict::check,
+};
 
 namespace fsdp2_local_state_dict {
 void check(LintContext& ctx) {

@@ -10,14 +10,16 @@ void check(LintContext& ctx);
 
 extern const Rule kFsdpConfigUnused;
 const Rule kFsdpConfigUnused{
-    "fsdp-config-unused",
-    Severity::warning,
-    "fsdp_config is set but distributed_type is not FSDP",
-    "launch.py::_validate_launch_command sets `use_fsdp = distributed_type == FSDP` unless --use_fsdp is passed; "
-    "only then does prepare_multi_gpu_env export the FSDP_* variables (v0.34.0 and v1.14.0). A non-empty "
-    "fsdp_config under MULTI_GPU or DEEPSPEED is silently unused: the job runs plain DDP (or DeepSpeed).",
-    "",
-    fsdp_config_unused::check};
+    .id = "fsdp-config-unused",
+    .severity = Severity::warning,
+    .summary = "fsdp_config is set but distributed_type is not FSDP",
+    .explanation =
+        "launch.py::_validate_launch_command sets `use_fsdp = distributed_type == FSDP` unless --use_fsdp is passed; "
+        "only then does prepare_multi_gpu_env export the FSDP_* variables (v0.34.0 and v1.14.0). A non-empty "
+        "fsdp_config under MULTI_GPU or DEEPSPEED is silently unused: the job runs plain DDP (or DeepSpeed).",
+    .fix = "",
+    .check = fsdp_config_unused::check,
+};
 
 namespace fsdp_config_unused {
 void check(LintContext& ctx) {

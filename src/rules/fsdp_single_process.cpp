@@ -10,15 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kFsdpSingleProcess;
 const Rule kFsdpSingleProcess{
-    "fsdp-single-process",
-    Severity::warning,
-    "FSDP with a single process",
-    "With num_processes 1 the FSDP world has one rank: every parameter, gradient and optimizer state stays whole on "
-    "that GPU, so FSDP adds wrapping and communication overhead but saves no memory. Test configs do this on "
-    "purpose (accelerate's tests/test_configs/latest_fsdp.yaml); in a training config it usually means "
-    "num_processes was not updated for the machine.",
-    "",
-    fsdp_single_process::check};
+    .id = "fsdp-single-process",
+    .severity = Severity::warning,
+    .summary = "FSDP with a single process",
+    .explanation =
+        "With num_processes 1 the FSDP world has one rank: every parameter, gradient and optimizer state stays whole "
+        "on "
+        "that GPU, so FSDP adds wrapping and communication overhead but saves no memory. Test configs do this on "
+        "purpose (accelerate's tests/test_configs/latest_fsdp.yaml); in a training config it usually means "
+        "num_processes was not updated for the machine.",
+    .fix = "",
+    .check = fsdp_single_process::check,
+};
 
 namespace fsdp_single_process {
 void check(LintContext& ctx) {

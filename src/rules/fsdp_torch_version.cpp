@@ -10,15 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kFsdpTorchVersion;
 const Rule kFsdpTorchVersion{
-    "fsdp-torch-version",
-    Severity::error,
-    "The installed torch is too old for the FSDP settings",
-    "utils/constants.py (v1.14.0): FSDP_PYTORCH_VERSION = \"2.1.0.a0+32f93b1\" and FSDP2_PYTORCH_VERSION = \"2.6.0\". "
-    "The Accelerator raises `ValueError: FSDP requires PyTorch >= 2.1.0.a0+32f93b1` and the plugin `ImportError: "
-    "FSDP2 requires PyTorch >= 2.6.0`; fsdp_ignored_modules with FSDP2 needs torch 2.7 and is otherwise dropped "
-    "with a warning. Checked only when the torch version is known (--torch-version, or --python-env).",
-    "",
-    fsdp_torch_version::check};
+    .id = "fsdp-torch-version",
+    .severity = Severity::error,
+    .summary = "The installed torch is too old for the FSDP settings",
+    .explanation =
+        "utils/constants.py (v1.14.0): FSDP_PYTORCH_VERSION = \"2.1.0.a0+32f93b1\" and FSDP2_PYTORCH_VERSION = "
+        "\"2.6.0\". "
+        "The Accelerator raises `ValueError: FSDP requires PyTorch >= 2.1.0.a0+32f93b1` and the plugin `ImportError: "
+        "FSDP2 requires PyTorch >= 2.6.0`; fsdp_ignored_modules with FSDP2 needs torch 2.7 and is otherwise dropped "
+        "with a warning. Checked only when the torch version is known (--torch-version, or --python-env).",
+    .fix = "",
+    .check = fsdp_torch_version::check,
+};
 
 namespace fsdp_torch_version {
 void check(LintContext& ctx) {

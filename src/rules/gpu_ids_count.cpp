@@ -10,16 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kGpuIdsCount;
 const Rule kGpuIdsCount{
-    "gpu-ids-count",
-    Severity::error,
-    "gpu_ids does not match the processes per machine",
-    "The launcher exports gpu_ids as CUDA_VISIBLE_DEVICES (utils/launch.py, v1.14.0) and starts num_processes // "
-    "num_machines processes per machine, each using the GPU of its local rank. With fewer ids than processes the "
-    "extra ranks have no device (`CUDA error: invalid device ordinal`); with more, GPUs sit idle. For MULTI_GPU, "
-    "accelerate launch itself refuses fewer than two ids: `Less than two GPU ids were configured and tried to run "
-    "on on multiple GPUs.` (text as of v1.14.0).",
-    "",
-    gpu_ids_count::check};
+    .id = "gpu-ids-count",
+    .severity = Severity::error,
+    .summary = "gpu_ids does not match the processes per machine",
+    .explanation =
+        "The launcher exports gpu_ids as CUDA_VISIBLE_DEVICES (utils/launch.py, v1.14.0) and starts num_processes // "
+        "num_machines processes per machine, each using the GPU of its local rank. With fewer ids than processes the "
+        "extra ranks have no device (`CUDA error: invalid device ordinal`); with more, GPUs sit idle. For MULTI_GPU, "
+        "accelerate launch itself refuses fewer than two ids: `Less than two GPU ids were configured and tried to run "
+        "on on multiple GPUs.` (text as of v1.14.0).",
+    .fix = "",
+    .check = gpu_ids_count::check,
+};
 
 namespace gpu_ids_count {
 void check(LintContext& ctx) {

@@ -10,15 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kHybridShardNoWrap;
 const Rule kHybridShardNoWrap{
-    "hybrid-shard-no-wrap",
-    Severity::error,
-    "A hybrid sharding strategy without an auto-wrap policy",
-    "torch FSDP1 (_init_utils.py) raises `ValueError: ('Manual wrapping with ShardingStrategy.HYBRID_SHARD', "
-    "'requires explicit specification of process group or device_mesh.')` when a hybrid strategy gets no auto-wrap "
-    "policy, no process group and no device mesh. accelerate's FSDP1 path passes neither a process group nor a mesh, "
-    "so HYBRID_SHARD and HYBRID_SHARD_ZERO2 need TRANSFORMER_BASED_WRAP or SIZE_BASED_WRAP (accelerate#2671).",
-    "",
-    hybrid_shard_no_wrap::check};
+    .id = "hybrid-shard-no-wrap",
+    .severity = Severity::error,
+    .summary = "A hybrid sharding strategy without an auto-wrap policy",
+    .explanation =
+        "torch FSDP1 (_init_utils.py) raises `ValueError: ('Manual wrapping with ShardingStrategy.HYBRID_SHARD', "
+        "'requires explicit specification of process group or device_mesh.')` when a hybrid strategy gets no auto-wrap "
+        "policy, no process group and no device mesh. accelerate's FSDP1 path passes neither a process group nor a "
+        "mesh, "
+        "so HYBRID_SHARD and HYBRID_SHARD_ZERO2 need TRANSFORMER_BASED_WRAP or SIZE_BASED_WRAP (accelerate#2671).",
+    .fix = "",
+    .check = hybrid_shard_no_wrap::check,
+};
 
 namespace hybrid_shard_no_wrap {
 void check(LintContext& ctx) {

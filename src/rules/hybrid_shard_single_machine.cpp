@@ -10,16 +10,20 @@ void check(LintContext& ctx);
 
 extern const Rule kHybridShardSingleMachine;
 const Rule kHybridShardSingleMachine{
-    "hybrid-shard-single-machine",
-    Severity::warning,
-    "A hybrid sharding strategy on a single machine",
-    "HYBRID_SHARD shards within a node and replicates across nodes; torch FSDP1 sizes the intra-node group from the "
-    "visible GPU count. With num_machines 1 there is nothing to replicate across, so HYBRID_SHARD behaves like "
-    "FULL_SHARD (HYBRID_SHARD_ZERO2 like SHARD_GRAD_OP) with extra process groups, and when fewer processes run than "
-    "GPUs are visible torch fails with `ValueError: The arg 'group_size' (8) must not exceed the world size (2)` "
-    "(instructlab/training#678).",
-    "",
-    hybrid_shard_single_machine::check};
+    .id = "hybrid-shard-single-machine",
+    .severity = Severity::warning,
+    .summary = "A hybrid sharding strategy on a single machine",
+    .explanation =
+        "HYBRID_SHARD shards within a node and replicates across nodes; torch FSDP1 sizes the intra-node group from "
+        "the "
+        "visible GPU count. With num_machines 1 there is nothing to replicate across, so HYBRID_SHARD behaves like "
+        "FULL_SHARD (HYBRID_SHARD_ZERO2 like SHARD_GRAD_OP) with extra process groups, and when fewer processes run "
+        "than "
+        "GPUs are visible torch fails with `ValueError: The arg 'group_size' (8) must not exceed the world size (2)` "
+        "(instructlab/training#678).",
+    .fix = "",
+    .check = hybrid_shard_single_machine::check,
+};
 
 namespace hybrid_shard_single_machine {
 void check(LintContext& ctx) {

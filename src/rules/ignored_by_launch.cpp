@@ -14,16 +14,19 @@ void check(LintContext& ctx);
 
 extern const Rule kIgnoredByLaunch;
 const Rule kIgnoredByLaunch{
-    "ignored-by-launch",
-    Severity::warning,
-    "A setting that `accelerate launch` never takes from the file",
-    "launch.py::_validate_launch_command copies a top-level scalar from the config only when "
-    "`getattr(args, name, None) is None`. `--rdzv_backend` defaults to \"static\", and `--same_network` and "
-    "`--enable_cpu_affinity` are store_true flags defaulting to False, so the YAML values of these keys never reach "
-    "the launcher (v0.34.0 and v1.14.0). A file that says `rdzv_backend: c10d`, `enable_cpu_affinity: true` or, on "
-    "several machines, `same_network: true` silently gets the defaults. Pass the setting as a command-line flag.",
-    "",
-    ignored_by_launch::check};
+    .id = "ignored-by-launch",
+    .severity = Severity::warning,
+    .summary = "A setting that `accelerate launch` never takes from the file",
+    .explanation =
+        "launch.py::_validate_launch_command copies a top-level scalar from the config only when "
+        "`getattr(args, name, None) is None`. `--rdzv_backend` defaults to \"static\", and `--same_network` and "
+        "`--enable_cpu_affinity` are store_true flags defaulting to False, so the YAML values of these keys never "
+        "reach "
+        "the launcher (v0.34.0 and v1.14.0). A file that says `rdzv_backend: c10d`, `enable_cpu_affinity: true` or, on "
+        "several machines, `same_network: true` silently gets the defaults. Pass the setting as a command-line flag.",
+    .fix = "",
+    .check = ignored_by_launch::check,
+};
 
 namespace ignored_by_launch {
 

@@ -13,19 +13,22 @@ void check(LintContext& ctx);
 
 extern const Rule kInvalidEnumValue;
 const Rule kInvalidEnumValue{
-    "invalid-enum-value",
-    Severity::error,
-    "A value that is not one of the accepted choices",
-    "Choices come from accelerate's enums (utils/dataclasses.py: DistributedType, PrecisionType, ShardingStrategy, "
-    "BackwardPrefetch, StateDictType, FSDP_AUTO_WRAP_POLICY; v1.14.0) as recorded in rules/accelerate/schema.yaml "
-    "with the release that added each. FSDP names are upper-cased by the plugin, so any case works, and the "
-    "sharding strategy, backward prefetch and state-dict type also accept 1-based integers. Top-level enums are "
-    "compared exactly. The plugin raises `KeyError` for an unknown FSDP name and accelerate launch raises "
-    "`Unknown mixed_precision mode: ...`; `fsdp_auto_wrap_policy` raised `AttributeError: 'list' object has no "
-    "attribute 'keys'` from v0.34.0 to v1.7.x (accelerate#3600). Before v0.26.0 the sharding strategy was read with "
-    "int(), so only the integer form works there.",
-    "write the integer form where the targeted release reads only integers",
-    invalid_enum_value::check};
+    .id = "invalid-enum-value",
+    .severity = Severity::error,
+    .summary = "A value that is not one of the accepted choices",
+    .explanation =
+        "Choices come from accelerate's enums (utils/dataclasses.py: DistributedType, PrecisionType, ShardingStrategy, "
+        "BackwardPrefetch, StateDictType, FSDP_AUTO_WRAP_POLICY; v1.14.0) as recorded in rules/accelerate/schema.yaml "
+        "with the release that added each. FSDP names are upper-cased by the plugin, so any case works, and the "
+        "sharding strategy, backward prefetch and state-dict type also accept 1-based integers. Top-level enums are "
+        "compared exactly. The plugin raises `KeyError` for an unknown FSDP name and accelerate launch raises "
+        "`Unknown mixed_precision mode: ...`; `fsdp_auto_wrap_policy` raised `AttributeError: 'list' object has no "
+        "attribute 'keys'` from v0.34.0 to v1.7.x (accelerate#3600). Before v0.26.0 the sharding strategy was read "
+        "with "
+        "int(), so only the integer form works there.",
+    .fix = "write the integer form where the targeted release reads only integers",
+    .check = invalid_enum_value::check,
+};
 
 namespace invalid_enum_value {
 void check(LintContext& ctx) {

@@ -10,19 +10,21 @@ void check(LintContext& ctx);
 
 extern const Rule kKeyNotInVersion;
 const Rule kKeyNotInVersion{
-    "key-not-in-version",
-    Severity::error,
-    "A key that does not exist in the targeted accelerate version",
-    "Keys come and go between releases (rules/accelerate/schema.yaml, from accelerate's git history): "
-    "`enable_cpu_affinity` appeared in v0.29.0 (b8b353b7), `fp8_config` in v0.34.0, `parallelism_config` in "
-    "v1.10.0 (6891c570), `tp_config` lived from v1.4.0 to v1.6.x, `ipex_config` was removed in v1.13.0, "
-    "`fsdp_version` and `fsdp_reshard_after_forward` appeared in v1.6.0. At the top level an unknown key makes "
-    "load_config_from_file raise the 'had unknown keys' ValueError (sd-webui-EasyPhoto#446 with accelerate "
-    "< 0.29), so it is an error; inside fsdp_config the key is silently ignored (a warning): "
-    "`fsdp_version: 2` on accelerate 1.5 quietly runs FSDP1. Pass --accelerate-version (or --python-env) to "
-    "check against the release you run.",
-    "remove a top-level key whose value is the default anyway",
-    key_not_in_version::check};
+    .id = "key-not-in-version",
+    .severity = Severity::error,
+    .summary = "A key that does not exist in the targeted accelerate version",
+    .explanation =
+        "Keys come and go between releases (rules/accelerate/schema.yaml, from accelerate's git history): "
+        "`enable_cpu_affinity` appeared in v0.29.0 (b8b353b7), `fp8_config` in v0.34.0, `parallelism_config` in "
+        "v1.10.0 (6891c570), `tp_config` lived from v1.4.0 to v1.6.x, `ipex_config` was removed in v1.13.0, "
+        "`fsdp_version` and `fsdp_reshard_after_forward` appeared in v1.6.0. At the top level an unknown key makes "
+        "load_config_from_file raise the 'had unknown keys' ValueError (sd-webui-EasyPhoto#446 with accelerate "
+        "< 0.29), so it is an error; inside fsdp_config the key is silently ignored (a warning): "
+        "`fsdp_version: 2` on accelerate 1.5 quietly runs FSDP1. Pass --accelerate-version (or --python-env) to "
+        "check against the release you run.",
+    .fix = "remove a top-level key whose value is the default anyway",
+    .check = key_not_in_version::check,
+};
 
 namespace key_not_in_version {
 std::string history(const KeySpec& k) {

@@ -10,13 +10,15 @@ void check(LintContext& ctx);
 
 extern const Rule kMachineRankOutOfRange;
 const Rule kMachineRankOutOfRange{
-    "machine-rank-out-of-range",
-    Severity::error,
-    "machine_rank is not below num_machines",
-    "machine_rank becomes torchrun's --node_rank (utils/launch.py, v1.14.0), which must lie in [0, nnodes). A rank "
-    "equal to or above num_machines makes the rendezvous wait for a node that never joins, or fail.",
-    "",
-    machine_rank_out_of_range::check};
+    .id = "machine-rank-out-of-range",
+    .severity = Severity::error,
+    .summary = "machine_rank is not below num_machines",
+    .explanation =
+        "machine_rank becomes torchrun's --node_rank (utils/launch.py, v1.14.0), which must lie in [0, nnodes). A rank "
+        "equal to or above num_machines makes the rendezvous wait for a node that never joins, or fail.",
+    .fix = "",
+    .check = machine_rank_out_of_range::check,
+};
 
 namespace machine_rank_out_of_range {
 void check(LintContext& ctx) {

@@ -10,15 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kMinNumParamsWithoutSizeWrap;
 const Rule kMinNumParamsWithoutSizeWrap{
-    "min-num-params-without-size-wrap",
-    Severity::warning,
-    "fsdp_min_num_params is set but the wrap policy is not SIZE_BASED_WRAP",
-    "The plugin reads FSDP_MIN_NUM_PARAMS only for SIZE_BASED_WRAP (utils/dataclasses.py::__post_init__ and "
-    "set_auto_wrap_policy, v1.14.0). With TRANSFORMER_BASED_WRAP or NO_WRAP the threshold is ignored; transformers' "
-    "Trainer even rejects the combination with a class list (`min_num_params and transformer_layer_cls_to_wrap are "
-    "mutually exclusive`).",
-    "",
-    min_num_params_without_size_wrap::check};
+    .id = "min-num-params-without-size-wrap",
+    .severity = Severity::warning,
+    .summary = "fsdp_min_num_params is set but the wrap policy is not SIZE_BASED_WRAP",
+    .explanation =
+        "The plugin reads FSDP_MIN_NUM_PARAMS only for SIZE_BASED_WRAP (utils/dataclasses.py::__post_init__ and "
+        "set_auto_wrap_policy, v1.14.0). With TRANSFORMER_BASED_WRAP or NO_WRAP the threshold is ignored; "
+        "transformers' "
+        "Trainer even rejects the combination with a class list (`min_num_params and transformer_layer_cls_to_wrap are "
+        "mutually exclusive`).",
+    .fix = "",
+    .check = min_num_params_without_size_wrap::check,
+};
 
 namespace min_num_params_without_size_wrap {
 void check(LintContext& ctx) {

@@ -10,14 +10,16 @@ void check(LintContext& ctx);
 
 extern const Rule kMissingDistributedType;
 const Rule kMissingDistributedType{
-    "missing-distributed-type",
-    Severity::error,
-    "distributed_type is missing",
-    "process_config (commands/config/config_args.py, factored out in v0.34.0, commit 1a6af0bd) raises "
-    "`ValueError: A `distributed_type` must be specified in the config file.` when the key is absent. Older "
-    "releases fell back to the dataclass default.",
-    "",
-    missing_distributed_type::check};
+    .id = "missing-distributed-type",
+    .severity = Severity::error,
+    .summary = "distributed_type is missing",
+    .explanation =
+        "process_config (commands/config/config_args.py, factored out in v0.34.0, commit 1a6af0bd) raises "
+        "`ValueError: A `distributed_type` must be specified in the config file.` when the key is absent. Older "
+        "releases fell back to the dataclass default.",
+    .fix = "",
+    .check = missing_distributed_type::check,
+};
 
 namespace missing_distributed_type {
 void check(LintContext& ctx) {

@@ -10,15 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kMultiNodeNoMainIp;
 const Rule kMultiNodeNoMainIp{
-    "multi-node-no-main-ip",
-    Severity::warning,
-    "Several machines but no main_process_ip",
-    "With num_machines > 1 every node must reach the rank-0 machine: the simple launcher asserts `When using multiple "
-    "machines, you need to specify the main process IP.` and torchrun needs --master_addr / --rdzv_endpoint "
-    "(commands/launch.py, utils/launch.py, v1.14.0). It may be passed on the command line "
-    "(--main_process_ip), hence a warning.",
-    "",
-    multi_node_no_main_ip::check};
+    .id = "multi-node-no-main-ip",
+    .severity = Severity::warning,
+    .summary = "Several machines but no main_process_ip",
+    .explanation =
+        "With num_machines > 1 every node must reach the rank-0 machine: the simple launcher asserts `When using "
+        "multiple "
+        "machines, you need to specify the main process IP.` and torchrun needs --master_addr / --rdzv_endpoint "
+        "(commands/launch.py, utils/launch.py, v1.14.0). It may be passed on the command line "
+        "(--main_process_ip), hence a warning.",
+    .fix = "",
+    .check = multi_node_no_main_ip::check,
+};
 
 namespace multi_node_no_main_ip {
 void check(LintContext& ctx) {

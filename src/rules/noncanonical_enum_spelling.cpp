@@ -10,16 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kNoncanonicalEnumSpelling;
 const Rule kNoncanonicalEnumSpelling{
-    "noncanonical-enum-spelling",
-    Severity::note,
-    "An accepted but non-canonical spelling of a choice",
-    "The FSDP plugin (utils/dataclasses.py, v0.26.0+) upper-cases names and maps 1-based integers to "
-    "ShardingStrategy/BackwardPrefetch/StateDictType members, so `fsdp_sharding_strategy: 1` and `full_shard` both "
-    "mean FULL_SHARD. The names are what `accelerate config` writes since v0.26.0 and what readers (and other "
-    "tools, such as transformers' Trainer which maps its own options by name) expect; the integer form is easy to "
-    "misread (3 is NO_SHARD).",
-    "write the canonical name",
-    noncanonical_enum_spelling::check};
+    .id = "noncanonical-enum-spelling",
+    .severity = Severity::note,
+    .summary = "An accepted but non-canonical spelling of a choice",
+    .explanation =
+        "The FSDP plugin (utils/dataclasses.py, v0.26.0+) upper-cases names and maps 1-based integers to "
+        "ShardingStrategy/BackwardPrefetch/StateDictType members, so `fsdp_sharding_strategy: 1` and `full_shard` both "
+        "mean FULL_SHARD. The names are what `accelerate config` writes since v0.26.0 and what readers (and other "
+        "tools, such as transformers' Trainer which maps its own options by name) expect; the integer form is easy to "
+        "misread (3 is NO_SHARD).",
+    .fix = "write the canonical name",
+    .check = noncanonical_enum_spelling::check,
+};
 
 namespace noncanonical_enum_spelling {
 void check(LintContext& ctx) {

@@ -10,14 +10,16 @@ void check(LintContext& ctx);
 
 extern const Rule kNumProcessesUnset;
 const Rule kNumProcessesUnset{
-    "num-processes-unset",
-    Severity::warning,
-    "num_processes is missing or -1",
-    "process_config fills num_processes only for distributed_type NO; otherwise the ClusterConfig default -1 "
-    "stays, and `accelerate launch` (launch.py, v0.34.0 and v1.14.0) stops with `You need to manually pass in "
-    "`--num_processes` using this config yaml.` unless --num_processes is given on the command line.",
-    "",
-    num_processes_unset::check};
+    .id = "num-processes-unset",
+    .severity = Severity::warning,
+    .summary = "num_processes is missing or -1",
+    .explanation =
+        "process_config fills num_processes only for distributed_type NO; otherwise the ClusterConfig default -1 "
+        "stays, and `accelerate launch` (launch.py, v0.34.0 and v1.14.0) stops with `You need to manually pass in "
+        "`--num_processes` using this config yaml.` unless --num_processes is given on the command line.",
+    .fix = "",
+    .check = num_processes_unset::check,
+};
 
 namespace num_processes_unset {
 void check(LintContext& ctx) {

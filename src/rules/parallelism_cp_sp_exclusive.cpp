@@ -10,15 +10,17 @@ void check(LintContext& ctx);
 
 extern const Rule kParallelismCpSpExclusive;
 const Rule kParallelismCpSpExclusive{
-    "parallelism-cp-sp-exclusive",
-    Severity::error,
-    "parallelism_config enables both context and sequence parallelism",
-    "Context parallelism (cp_size) and sequence parallelism (sp_size) split the same sequence dimension in two "
-    "different ways, and ParallelismConfig.__post_init__ (accelerate parallelism_config.py, since 1.13.0) refuses "
-    "both at once: `ValueError: Context Parallelism (CP) and Sequence Parallelism (SP) are mutually exclusive. Got "
-    "cp_size=2 and sp_size=2. Please set either cp_size=1 or sp_size=1.` The Accelerator is never built.",
-    "",
-    parallelism_cp_sp_exclusive::check};
+    .id = "parallelism-cp-sp-exclusive",
+    .severity = Severity::error,
+    .summary = "parallelism_config enables both context and sequence parallelism",
+    .explanation =
+        "Context parallelism (cp_size) and sequence parallelism (sp_size) split the same sequence dimension in two "
+        "different ways, and ParallelismConfig.__post_init__ (accelerate parallelism_config.py, since 1.13.0) refuses "
+        "both at once: `ValueError: Context Parallelism (CP) and Sequence Parallelism (SP) are mutually exclusive. Got "
+        "cp_size=2 and sp_size=2. Please set either cp_size=1 or sp_size=1.` The Accelerator is never built.",
+    .fix = "",
+    .check = parallelism_cp_sp_exclusive::check,
+};
 
 namespace parallelism_cp_sp_exclusive {
 void check(LintContext& ctx) {

@@ -10,16 +10,20 @@ void check(LintContext& ctx);
 
 extern const Rule kParallelismRequiresFsdp2;
 const Rule kParallelismRequiresFsdp2{
-    "parallelism-requires-fsdp2",
-    Severity::error,
-    "parallelism_config with context parallelism but not FSDP2",
-    "A non-empty parallelism_config turns on use_parallelism_config; accelerate launch refuses it on the command line "
-    "without FSDP2 (`You cannot use `--use_parallelism_config` without `--use_fsdp` and `--fsdp_version=2`.`), and "
-    "AcceleratorState (state.py, v1.10.0+) raises `Using `cp_size>1` requires FSDP2, but the provided `fsdp_plugin` "
-    "is using FSDP1.` or, with no FSDP plugin at all, `cp_size > 1 specified in the parallelism_config, but no "
-    "fsdp_plugin was provided.`",
-    "",
-    parallelism_requires_fsdp2::check};
+    .id = "parallelism-requires-fsdp2",
+    .severity = Severity::error,
+    .summary = "parallelism_config with context parallelism but not FSDP2",
+    .explanation =
+        "A non-empty parallelism_config turns on use_parallelism_config; accelerate launch refuses it on the command "
+        "line "
+        "without FSDP2 (`You cannot use `--use_parallelism_config` without `--use_fsdp` and `--fsdp_version=2`.`), and "
+        "AcceleratorState (state.py, v1.10.0+) raises `Using `cp_size>1` requires FSDP2, but the provided "
+        "`fsdp_plugin` "
+        "is using FSDP1.` or, with no FSDP plugin at all, `cp_size > 1 specified in the parallelism_config, but no "
+        "fsdp_plugin was provided.`",
+    .fix = "",
+    .check = parallelism_requires_fsdp2::check,
+};
 
 namespace parallelism_requires_fsdp2 {
 void check(LintContext& ctx) {

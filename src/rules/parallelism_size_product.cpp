@@ -10,16 +10,19 @@ void check(LintContext& ctx);
 
 extern const Rule kParallelismSizeProduct;
 const Rule kParallelismSizeProduct{
-    "parallelism-size-product",
-    Severity::error,
-    "parallelism_config sizes do not multiply to num_processes",
-    "ParallelismConfig (accelerate v1.10.0+) builds one device mesh whose dimensions are dp_replicate x dp_shard x "
-    "tp x cp; every process must sit in exactly one mesh position, so the product must equal num_processes. "
-    "Mismatches surface late and cryptically: `KeyError: \"A parameter in the optimizer couldn't be switched to its "
-    "sharded version.\"` (accelerate#3821) or `KeyError: \"Invalid mesh_dim_names ('dp_shard_cp',) specified.\"` "
-    "(accelerate#3798: 'You had FSDP enabled in the command, but gave all the ranks to TP').",
-    "",
-    parallelism_size_product::check};
+    .id = "parallelism-size-product",
+    .severity = Severity::error,
+    .summary = "parallelism_config sizes do not multiply to num_processes",
+    .explanation =
+        "ParallelismConfig (accelerate v1.10.0+) builds one device mesh whose dimensions are dp_replicate x dp_shard x "
+        "tp x cp; every process must sit in exactly one mesh position, so the product must equal num_processes. "
+        "Mismatches surface late and cryptically: `KeyError: \"A parameter in the optimizer couldn't be switched to "
+        "its "
+        "sharded version.\"` (accelerate#3821) or `KeyError: \"Invalid mesh_dim_names ('dp_shard_cp',) specified.\"` "
+        "(accelerate#3798: 'You had FSDP enabled in the command, but gave all the ranks to TP').",
+    .fix = "",
+    .check = parallelism_size_product::check,
+};
 
 namespace parallelism_size_product {
 void check(LintContext& ctx) {

@@ -10,16 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kParallelismTpWithPureDp;
 const Rule kParallelismTpWithPureDp{
-    "parallelism-tp-with-pure-dp",
-    Severity::error,
-    "Tensor or context parallelism over replicas with a dp_shard of 1",
-    "accelerate composes tensor or context parallelism with FSDP (dp_shard) or HSDP (dp_replicate x dp_shard), "
-    "never with plain replicas: ParallelismConfig.__post_init__ (accelerate parallelism_config.py, since 1.10.0) "
-    "raises `ValueError: Tensor/Context parallelism (tp/cp_size > 1) cannot be used with pure data parallelism "
-    "(dp_replicate_size > 1 and dp_shard_size == 1).` Move the replicas to dp_shard_size (FSDP + TP/CP), or keep "
-    "dp_replicate_size and give dp_shard_size at least 2 (HSDP + TP/CP).",
-    "",
-    parallelism_tp_with_pure_dp::check};
+    .id = "parallelism-tp-with-pure-dp",
+    .severity = Severity::error,
+    .summary = "Tensor or context parallelism over replicas with a dp_shard of 1",
+    .explanation =
+        "accelerate composes tensor or context parallelism with FSDP (dp_shard) or HSDP (dp_replicate x dp_shard), "
+        "never with plain replicas: ParallelismConfig.__post_init__ (accelerate parallelism_config.py, since 1.10.0) "
+        "raises `ValueError: Tensor/Context parallelism (tp/cp_size > 1) cannot be used with pure data parallelism "
+        "(dp_replicate_size > 1 and dp_shard_size == 1).` Move the replicas to dp_shard_size (FSDP + TP/CP), or keep "
+        "dp_replicate_size and give dp_shard_size at least 2 (HSDP + TP/CP).",
+    .fix = "",
+    .check = parallelism_tp_with_pure_dp::check,
+};
 
 namespace parallelism_tp_with_pure_dp {
 void check(LintContext& ctx) {

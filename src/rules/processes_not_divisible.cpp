@@ -10,15 +10,17 @@ void check(LintContext& ctx);
 
 extern const Rule kProcessesNotDivisible;
 const Rule kProcessesNotDivisible{
-    "processes-not-divisible",
-    Severity::error,
-    "num_processes is not a multiple of num_machines",
-    "utils/launch.py (v0.34.0 and v1.14.0) computes `nproc_per_node = num_processes // num_machines` with integer "
-    "division and no check, then starts torchrun with nnodes=num_machines. If the division is not exact the job "
-    "starts fewer processes than num_processes says, and every size computed from num_processes (batch size per "
-    "rank, parallelism sizes) is wrong.",
-    "",
-    processes_not_divisible::check};
+    .id = "processes-not-divisible",
+    .severity = Severity::error,
+    .summary = "num_processes is not a multiple of num_machines",
+    .explanation =
+        "utils/launch.py (v0.34.0 and v1.14.0) computes `nproc_per_node = num_processes // num_machines` with integer "
+        "division and no check, then starts torchrun with nnodes=num_machines. If the division is not exact the job "
+        "starts fewer processes than num_processes says, and every size computed from num_processes (batch size per "
+        "rank, parallelism sizes) is wrong.",
+    .fix = "",
+    .check = processes_not_divisible::check,
+};
 
 namespace processes_not_divisible {
 void check(LintContext& ctx) {

@@ -10,17 +10,19 @@ void check(LintContext& ctx);
 
 extern const Rule kRenamedKey;
 const Rule kRenamedKey{
-    "renamed-key",
-    Severity::warning,
-    "A key under a name that the targeted accelerate deprecated or ignores",
-    "Renames come from rules/accelerate/schema.yaml (`renamed_to`). `fsdp_backward_prefetch_policy` became "
-    "`fsdp_backward_prefetch` in v0.26.0: v0.26.0-v0.34.x still map the old name with `FutureWarning: "
-    "fsdp_backward_prefetch_policy is deprecated and will be removed in version 0.27.0 of Accelerate. Use "
-    "fsdp_backward_prefetch instead`, and from v1.0.0 (79a84264, 'The Great Deprecation') the old key is "
-    "silently ignored, so backward prefetching quietly falls back to the default. The official "
-    "usage_guides/fsdp.md sample still shows the old name. `accelerate config update` does not rename it.",
-    "rename the key (or drop it when the new name is already present)",
-    renamed_key::check};
+    .id = "renamed-key",
+    .severity = Severity::warning,
+    .summary = "A key under a name that the targeted accelerate deprecated or ignores",
+    .explanation =
+        "Renames come from rules/accelerate/schema.yaml (`renamed_to`). `fsdp_backward_prefetch_policy` became "
+        "`fsdp_backward_prefetch` in v0.26.0: v0.26.0-v0.34.x still map the old name with `FutureWarning: "
+        "fsdp_backward_prefetch_policy is deprecated and will be removed in version 0.27.0 of Accelerate. Use "
+        "fsdp_backward_prefetch instead`, and from v1.0.0 (79a84264, 'The Great Deprecation') the old key is "
+        "silently ignored, so backward prefetching quietly falls back to the default. The official "
+        "usage_guides/fsdp.md sample still shows the old name. `accelerate config update` does not rename it.",
+    .fix = "rename the key (or drop it when the new name is already present)",
+    .check = renamed_key::check,
+};
 
 namespace renamed_key {
 void check(LintContext& ctx) {

@@ -12,17 +12,21 @@ void check(LintContext& ctx);
 
 extern const Rule kReshardAfterForwardValue;
 const Rule kReshardAfterForwardValue{
-    "reshard-after-forward-value",
-    Severity::error,
-    "fsdp_reshard_after_forward has the wrong kind of value",
-    "Since v1.6.0 the plugin reads FSDP_RESHARD_AFTER_FORWARD with str_to_bool for FSDP2, so a strategy name left "
-    "over from an FSDP1 file fails with `ValueError: invalid truth value full_shard` (utils/dataclasses.py, "
-    "utils/environment.py). For FSDP1 the setting is a ShardingStrategy name, and a boolean there is not one "
-    "(`reshard_after_forward set to True. This is not supported with FSDP1, please set to a `str` or an instance of "
-    "`torch.distributed.fsdp.fully_sharded_data_parallel.ShardingStrategy``). `accelerate to-fsdp2` maps FULL_SHARD "
-    "and HYBRID_SHARD to true and the other strategies to false; the fix does the same.",
-    "map a strategy name to true/false for FSDP2",
-    reshard_after_forward_value::check};
+    .id = "reshard-after-forward-value",
+    .severity = Severity::error,
+    .summary = "fsdp_reshard_after_forward has the wrong kind of value",
+    .explanation =
+        "Since v1.6.0 the plugin reads FSDP_RESHARD_AFTER_FORWARD with str_to_bool for FSDP2, so a strategy name left "
+        "over from an FSDP1 file fails with `ValueError: invalid truth value full_shard` (utils/dataclasses.py, "
+        "utils/environment.py). For FSDP1 the setting is a ShardingStrategy name, and a boolean there is not one "
+        "(`reshard_after_forward set to True. This is not supported with FSDP1, please set to a `str` or an instance "
+        "of "
+        "`torch.distributed.fsdp.fully_sharded_data_parallel.ShardingStrategy``). `accelerate to-fsdp2` maps "
+        "FULL_SHARD "
+        "and HYBRID_SHARD to true and the other strategies to false; the fix does the same.",
+    .fix = "map a strategy name to true/false for FSDP2",
+    .check = reshard_after_forward_value::check,
+};
 
 namespace reshard_after_forward_value {
 void check(LintContext& ctx) {

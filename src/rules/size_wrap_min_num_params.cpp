@@ -10,15 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kSizeWrapMinNumParams;
 const Rule kSizeWrapMinNumParams{
-    "size-wrap-min-num-params",
-    Severity::error,
-    "SIZE_BASED_WRAP without a usable fsdp_min_num_params",
-    "`accelerate launch` exports FSDP_MIN_NUM_PARAMS always. Before v1.13.0 its default was the float 1e8, exported "
-    "as '100000000.0', and the plugin's int() fails: `ValueError: invalid literal for int() with base 10: "
-    "'100000000.0'` (accelerate#3854, fixed by c7a77460 in v1.13.0). A threshold of 0 makes the size policy None: "
-    "'If zero, we silently ignore it' (utils/dataclasses.py), so nothing is wrapped.",
-    "",
-    size_wrap_min_num_params::check};
+    .id = "size-wrap-min-num-params",
+    .severity = Severity::error,
+    .summary = "SIZE_BASED_WRAP without a usable fsdp_min_num_params",
+    .explanation =
+        "`accelerate launch` exports FSDP_MIN_NUM_PARAMS always. Before v1.13.0 its default was the float 1e8, "
+        "exported "
+        "as '100000000.0', and the plugin's int() fails: `ValueError: invalid literal for int() with base 10: "
+        "'100000000.0'` (accelerate#3854, fixed by c7a77460 in v1.13.0). A threshold of 0 makes the size policy None: "
+        "'If zero, we silently ignore it' (utils/dataclasses.py), so nothing is wrapped.",
+    .fix = "",
+    .check = size_wrap_min_num_params::check,
+};
 
 namespace size_wrap_min_num_params {
 void check(LintContext& ctx) {

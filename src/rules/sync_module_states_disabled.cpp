@@ -10,16 +10,19 @@ void check(LintContext& ctx);
 
 extern const Rule kSyncModuleStatesDisabled;
 const Rule kSyncModuleStatesDisabled{
-    "sync-module-states-disabled",
-    Severity::error,
-    "fsdp_sync_module_states is false while fsdp_cpu_ram_efficient_loading is on",
-    "utils/launch.py::prepare_multi_gpu_env (v0.34.0 and v1.14.0) raises `ValueError: When using "
-    "`--fsdp_cpu_ram_efficient_loading` set `--fsdp_sync_module_states` to `True`` when CPU-RAM-efficient loading is "
-    "on and sync is off. Only rank 0 loads real weights under efficient loading; the others must receive them "
-    "through sync_module_states. The launcher's default for fsdp_cpu_ram_efficient_loading is \"true\", so a file "
-    "that turns sync off and does not mention efficient loading fails too, FSDP2 included.",
-    "",
-    sync_module_states_disabled::check};
+    .id = "sync-module-states-disabled",
+    .severity = Severity::error,
+    .summary = "fsdp_sync_module_states is false while fsdp_cpu_ram_efficient_loading is on",
+    .explanation =
+        "utils/launch.py::prepare_multi_gpu_env (v0.34.0 and v1.14.0) raises `ValueError: When using "
+        "`--fsdp_cpu_ram_efficient_loading` set `--fsdp_sync_module_states` to `True`` when CPU-RAM-efficient loading "
+        "is "
+        "on and sync is off. Only rank 0 loads real weights under efficient loading; the others must receive them "
+        "through sync_module_states. The launcher's default for fsdp_cpu_ram_efficient_loading is \"true\", so a file "
+        "that turns sync off and does not mention efficient loading fails too, FSDP2 included.",
+    .fix = "",
+    .check = sync_module_states_disabled::check,
+};
 
 namespace sync_module_states_disabled {
 void check(LintContext& ctx) {

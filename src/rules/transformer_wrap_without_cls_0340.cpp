@@ -10,16 +10,18 @@ void check(LintContext& ctx);
 
 extern const Rule kTransformerWrapWithoutCls0340;
 const Rule kTransformerWrapWithoutCls0340{
-    "transformer-wrap-without-cls-0340",
-    Severity::error,
-    "TRANSFORMER_BASED_WRAP without a class list on accelerate 0.34.0",
-    "In v0.34.0 only, set_auto_wrap_policy (utils/dataclasses.py) defaults the class list to "
-    "`\",\".join(model._no_split_modules)` and then iterates over that string, i.e. over characters, so a Llama "
-    "model fails with `ValueError: Could not find the transformer layer class L in the model.` (the refactor "
-    "3bde6156, #2998, moved the split; fixed by ab89fc7e, #3075, released in v0.34.1). An explicit "
-    "fsdp_transformer_layer_cls_to_wrap avoids the bug.",
-    "",
-    transformer_wrap_without_cls_0340::check};
+    .id = "transformer-wrap-without-cls-0340",
+    .severity = Severity::error,
+    .summary = "TRANSFORMER_BASED_WRAP without a class list on accelerate 0.34.0",
+    .explanation =
+        "In v0.34.0 only, set_auto_wrap_policy (utils/dataclasses.py) defaults the class list to "
+        "`\",\".join(model._no_split_modules)` and then iterates over that string, i.e. over characters, so a Llama "
+        "model fails with `ValueError: Could not find the transformer layer class L in the model.` (the refactor "
+        "3bde6156, #2998, moved the split; fixed by ab89fc7e, #3075, released in v0.34.1). An explicit "
+        "fsdp_transformer_layer_cls_to_wrap avoids the bug.",
+    .fix = "",
+    .check = transformer_wrap_without_cls_0340::check,
+};
 
 namespace transformer_wrap_without_cls_0340 {
 void check(LintContext& ctx) {

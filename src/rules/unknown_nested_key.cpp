@@ -11,16 +11,18 @@ void check(LintContext& ctx);
 
 extern const Rule kUnknownNestedKey;
 const Rule kUnknownNestedKey{
-    "unknown-nested-key",
-    Severity::warning,
-    "A key inside fsdp_config (or another section) that accelerate ignores",
-    "launch.py::_validate_launch_command (v1.5.0+, and the same loop since v0.34.0) copies every key of "
-    "`fsdp_config` onto the launcher arguments with setattr, adding the `fsdp_` prefix when the key does not start "
-    "with `fsdp`. A key that matches no launcher option becomes an unused attribute: `fsdp_sharding_stratgy: "
-    "SHARD_GRAD_OP` silently runs FULL_SHARD. The load-time unknown-key check in config_args.py covers top-level "
-    "keys only. The same holds for `dynamo_config` and `parallelism_config`.",
-    "",
-    unknown_nested_key::check};
+    .id = "unknown-nested-key",
+    .severity = Severity::warning,
+    .summary = "A key inside fsdp_config (or another section) that accelerate ignores",
+    .explanation =
+        "launch.py::_validate_launch_command (v1.5.0+, and the same loop since v0.34.0) copies every key of "
+        "`fsdp_config` onto the launcher arguments with setattr, adding the `fsdp_` prefix when the key does not start "
+        "with `fsdp`. A key that matches no launcher option becomes an unused attribute: `fsdp_sharding_stratgy: "
+        "SHARD_GRAD_OP` silently runs FULL_SHARD. The load-time unknown-key check in config_args.py covers top-level "
+        "keys only. The same holds for `dynamo_config` and `parallelism_config`.",
+    .fix = "",
+    .check = unknown_nested_key::check,
+};
 
 namespace unknown_nested_key {
 void check(LintContext& ctx) {

@@ -10,17 +10,19 @@ void check(LintContext& ctx);
 
 extern const Rule kUnknownTopLevelKey;
 const Rule kUnknownTopLevelKey{
-    "unknown-top-level-key",
-    Severity::error,
-    "A top-level key accelerate does not know",
-    "load_config_from_file (commands/config/config_args.py, v0.34.0 through v1.14.0) compares the top-level keys "
-    "with the fields of ClusterConfig (compute_environment missing or exactly LOCAL_MACHINE) or SageMakerConfig "
-    "(anything else) and raises `ValueError: The config file at ... had unknown keys ([...]), please try upgrading "
-    "your `accelerate` version or fix (and potentially remove) these keys from your config file.` The check "
-    "covers top-level keys only; SageMaker-only keys in a cluster file (and the reverse) fail the same way "
-    "(gemlab-vt/NoiseCLR#2: a mistyped compute_environment made every cluster key unknown).",
-    "",
-    unknown_top_level_key::check};
+    .id = "unknown-top-level-key",
+    .severity = Severity::error,
+    .summary = "A top-level key accelerate does not know",
+    .explanation =
+        "load_config_from_file (commands/config/config_args.py, v0.34.0 through v1.14.0) compares the top-level keys "
+        "with the fields of ClusterConfig (compute_environment missing or exactly LOCAL_MACHINE) or SageMakerConfig "
+        "(anything else) and raises `ValueError: The config file at ... had unknown keys ([...]), please try upgrading "
+        "your `accelerate` version or fix (and potentially remove) these keys from your config file.` The check "
+        "covers top-level keys only; SageMaker-only keys in a cluster file (and the reverse) fail the same way "
+        "(gemlab-vt/NoiseCLR#2: a mistyped compute_environment made every cluster key unknown).",
+    .fix = "",
+    .check = unknown_top_level_key::check,
+};
 
 namespace unknown_top_level_key {
 bool is_sagemaker(const LintContext& ctx) {

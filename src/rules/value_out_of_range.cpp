@@ -13,17 +13,19 @@ void check(LintContext& ctx);
 
 extern const Rule kValueOutOfRange;
 const Rule kValueOutOfRange{
-    "value-out-of-range",
-    Severity::error,
-    "An integer setting is outside the values accelerate can launch with",
-    "Integers reach torchrun and the FSDP plugin unchecked: accelerate launch passes num_processes // "
-    "num_machines as --nproc_per_node and num_machines as --nnodes (utils/launch.py prepare_multi_gpu_env, "
-    "v1.14.0), so a negative process count or zero machines starts nothing or fails in torchrun; a port must "
-    "be a TCP port; ParallelismConfig raises `ValueError: ... must be at least 1` for a mesh size below 1; a "
-    "negative fsdp_min_num_params silently disables the size policy. The ranges are data (schema.yaml "
-    "`min`/`max`); a key's own default (num_processes: -1, \"unset\") is left to its rule.",
-    "",
-    value_out_of_range::check};
+    .id = "value-out-of-range",
+    .severity = Severity::error,
+    .summary = "An integer setting is outside the values accelerate can launch with",
+    .explanation =
+        "Integers reach torchrun and the FSDP plugin unchecked: accelerate launch passes num_processes // "
+        "num_machines as --nproc_per_node and num_machines as --nnodes (utils/launch.py prepare_multi_gpu_env, "
+        "v1.14.0), so a negative process count or zero machines starts nothing or fails in torchrun; a port must "
+        "be a TCP port; ParallelismConfig raises `ValueError: ... must be at least 1` for a mesh size below 1; a "
+        "negative fsdp_min_num_params silently disables the size policy. The ranges are data (schema.yaml "
+        "`min`/`max`); a key's own default (num_processes: -1, \"unset\") is left to its rule.",
+    .fix = "",
+    .check = value_out_of_range::check,
+};
 
 namespace value_out_of_range {
 void check(LintContext& ctx) {

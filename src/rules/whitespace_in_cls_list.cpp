@@ -10,17 +10,19 @@ void check(LintContext& ctx);
 
 extern const Rule kWhitespaceInClsList;
 const Rule kWhitespaceInClsList{
-    "whitespace-in-cls-list",
-    Severity::error,
-    "Spaces or empty items in the comma-separated class list",
-    "The plugin splits FSDP_TRANSFORMER_CLS_TO_WRAP with `str.split(\",\")` and does not strip "
-    "(utils/dataclasses.py, v0.34.0 through v1.14.0), then looks each name up with get_module_class_from_name, "
-    "which compares `type(module).__name__` exactly. `LlamaDecoderLayer, LlamaMLP` yields ' LlamaMLP', which no "
-    "class is called, and wrapping fails with `ValueError: Could not find the transformer layer class  LlamaMLP "
-    "in the model.` (accelerate#2872; before v0.34.0 the message has no class name). An empty item (a trailing or "
-    "doubled comma) fails the same way.",
-    "remove the spaces and empty items",
-    whitespace_in_cls_list::check};
+    .id = "whitespace-in-cls-list",
+    .severity = Severity::error,
+    .summary = "Spaces or empty items in the comma-separated class list",
+    .explanation =
+        "The plugin splits FSDP_TRANSFORMER_CLS_TO_WRAP with `str.split(\",\")` and does not strip "
+        "(utils/dataclasses.py, v0.34.0 through v1.14.0), then looks each name up with get_module_class_from_name, "
+        "which compares `type(module).__name__` exactly. `LlamaDecoderLayer, LlamaMLP` yields ' LlamaMLP', which no "
+        "class is called, and wrapping fails with `ValueError: Could not find the transformer layer class  LlamaMLP "
+        "in the model.` (accelerate#2872; before v0.34.0 the message has no class name). An empty item (a trailing or "
+        "doubled comma) fails the same way.",
+    .fix = "remove the spaces and empty items",
+    .check = whitespace_in_cls_list::check,
+};
 
 namespace whitespace_in_cls_list {
 std::string trim(std::string_view s) {

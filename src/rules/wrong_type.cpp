@@ -15,17 +15,19 @@ void check(LintContext& ctx);
 
 extern const Rule kWrongType;
 const Rule kWrongType{
-    "wrong-type",
-    Severity::error,
-    "A value of the wrong type",
-    "Top-level values are used as loaded: `use_cpu: 'false'` is a non-empty str, which Python treats as True. "
-    "fsdp_config values bypass argparse `type=` (launch.py sets them with setattr) and reach the FSDP plugin as "
-    "environment variables, str(value): booleans go through str_to_bool (utils/environment.py), which accepts "
-    "y/yes/t/true/on/1 and n/no/f/false/off/0 in any case and raises `ValueError: invalid truth value ...` for "
-    "anything else; integers go through int(). fsdp_transformer_layer_cls_to_wrap is split on commas, so a YAML "
-    "list becomes the string \"['A', 'B']\" and no class matches.",
-    "turn a YAML list of class names into the comma-separated string accelerate expects",
-    wrong_type::check};
+    .id = "wrong-type",
+    .severity = Severity::error,
+    .summary = "A value of the wrong type",
+    .explanation =
+        "Top-level values are used as loaded: `use_cpu: 'false'` is a non-empty str, which Python treats as True. "
+        "fsdp_config values bypass argparse `type=` (launch.py sets them with setattr) and reach the FSDP plugin as "
+        "environment variables, str(value): booleans go through str_to_bool (utils/environment.py), which accepts "
+        "y/yes/t/true/on/1 and n/no/f/false/off/0 in any case and raises `ValueError: invalid truth value ...` for "
+        "anything else; integers go through int(). fsdp_transformer_layer_cls_to_wrap is split on commas, so a YAML "
+        "list becomes the string \"['A', 'B']\" and no class matches.",
+    .fix = "turn a YAML list of class names into the comma-separated string accelerate expects",
+    .check = wrong_type::check,
+};
 
 namespace wrong_type {
 const char* kind_name(const YamlNode& n) {

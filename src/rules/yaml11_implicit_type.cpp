@@ -14,19 +14,21 @@ void check(LintContext& ctx);
 
 extern const Rule kYaml11ImplicitType;
 const Rule kYaml11ImplicitType{
-    "yaml11-implicit-type",
-    Severity::error,
-    "YAML 1.1 turns a plain value into the wrong type",
-    "accelerate loads the file with PyYAML (YAML 1.1): unquoted `no`, `yes`, `on`, `off` (any case) are booleans, "
-    "and a float needs a dot and a signed exponent, so `1e8` stays the string '1e8' while `1.0e+8` is a float. "
-    "`mixed_precision: no` therefore loads as False: v0.19.0 (PR #1386) turned that back into 'no', but v0.34.0 "
-    "(1a6af0bd) dropped the line, and from v0.34.0 `accelerate launch` fails with `AttributeError: 'bool' object "
-    "has no attribute 'lower'` (Ziems/arbor PR #156). `distributed_type: NO` is converted with DistributedType() "
-    "only when it is a str. For integer FSDP settings the value is exported as str(value) and read with int(): "
-    "'1e8' and '100000000.0' both fail with `ValueError: invalid literal for int() with base 10`. The files "
-    "`accelerate config` writes quote these values ('NO', 'no').",
-    "quote YAML-1.1 booleans; write scientific-notation integers out in full",
-    yaml11_implicit_type::check};
+    .id = "yaml11-implicit-type",
+    .severity = Severity::error,
+    .summary = "YAML 1.1 turns a plain value into the wrong type",
+    .explanation =
+        "accelerate loads the file with PyYAML (YAML 1.1): unquoted `no`, `yes`, `on`, `off` (any case) are booleans, "
+        "and a float needs a dot and a signed exponent, so `1e8` stays the string '1e8' while `1.0e+8` is a float. "
+        "`mixed_precision: no` therefore loads as False: v0.19.0 (PR #1386) turned that back into 'no', but v0.34.0 "
+        "(1a6af0bd) dropped the line, and from v0.34.0 `accelerate launch` fails with `AttributeError: 'bool' object "
+        "has no attribute 'lower'` (Ziems/arbor PR #156). `distributed_type: NO` is converted with DistributedType() "
+        "only when it is a str. For integer FSDP settings the value is exported as str(value) and read with int(): "
+        "'1e8' and '100000000.0' both fail with `ValueError: invalid literal for int() with base 10`. The files "
+        "`accelerate config` writes quote these values ('NO', 'no').",
+    .fix = "quote YAML-1.1 booleans; write scientific-notation integers out in full",
+    .check = yaml11_implicit_type::check,
+};
 
 namespace yaml11_implicit_type {
 bool wants_string(const KeySpec& k) {

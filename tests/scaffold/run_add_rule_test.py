@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """scripts/add_rule.py on a scratch copy of the rule sources: the files it promises, the registry's
-two lines, a source that compiles against the real headers, and a refusal to overwrite.
+line, a source that compiles against the real headers, and a refusal to overwrite.
 
     run_add_rule_test.py --source REPO --work DIR
 """
@@ -19,7 +19,7 @@ def main() -> int:
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(os.path.join(a.work, "src", "rules"))
     os.makedirs(os.path.join(a.work, "fixtures", "configs"))
-    shutil.copy(os.path.join(a.source, "src", "rules", "registry.cpp"), os.path.join(a.work, "src", "rules"))
+    shutil.copy(os.path.join(a.source, "src", "rules", "all_rules.def"), os.path.join(a.work, "src", "rules"))
     script = os.path.join(a.source, "scripts", "add_rule.py")
     cmd = [sys.executable, script, "example-new-rule", "--severity", "warning", "--title", "An example",
            "--repo", a.work]
@@ -32,14 +32,14 @@ def main() -> int:
                 "fixtures/configs/example-new-rule.good.expect"):
         if not os.path.isfile(os.path.join(a.work, rel)):
             problems.append(f"missing {rel}")
-    reg = open(os.path.join(a.work, "src", "rules", "registry.cpp")).read()
-    for line in ("extern const Rule kExampleNewRule;", "&rules::kExampleNewRule,"):
-        if reg.count(line) != 1:
-            problems.append(f"registry.cpp holds {reg.count(line)} x `{line}`")
+    reg = open(os.path.join(a.work, "src", "rules", "all_rules.def")).read()
+    if not reg.endswith("SHARDCHECK_RULE(kExampleNewRule)\n") or reg.count("kExampleNewRule") != 1:
+        problems.append("all_rules.def does not end with the one line SHARDCHECK_RULE(kExampleNewRule)")
     source = os.path.join(a.work, "src", "rules", "example_new_rule.cpp")
     if os.path.isfile(source):
         text = open(source).read()
-        for want in ('"example-new-rule", Severity::warning, "An example"', "namespace example_new_rule {"):
+        for want in ('.id = "example-new-rule"', ".severity = Severity::warning", '.summary = "An example"',
+                     "namespace example_new_rule {"):
             if want not in text:
                 problems.append(f"the source lacks {want!r}")
         # It compiles as written, against the project's own headers.
