@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json_fwd.hpp>
 #include <string_view>
 
 #include "shardcheck/dtype.hpp"
 
 namespace shardcheck {
+struct ModelConfig;
 
 struct ModuleTree;
 
@@ -39,7 +39,7 @@ std::uint64_t bnb_4bit_state_bytes(std::int64_t n, bool double_quant);
 // Hub models): from_pretrained builds the model from that config and loads the packed Params4bit
 // bytes as they are. Returns the 4-bit config; nullopt when the checkpoint is not one (`eight_bit`
 // set for a load_in_8bit one, which shardcheck does not lay out).
-std::optional<Bnb4bitConfig> prequantized_bnb_4bit(const nlohmann::json& config, bool& eight_bit);
+std::optional<Bnb4bitConfig> prequantized_bnb_4bit(const ModelConfig& config, bool& eight_bit);
 // The tensors save_pretrained writes beside each packed weight W (bitsandbytes nn/modules.py
 // Params4bit / functional.py QuantState.as_dict(packed=True)): W.absmax, W.quant_map,
 // W.nested_absmax, W.nested_quant_map, W.quant_state.bitsandbytes__<nf4|fp4>; not parameters.

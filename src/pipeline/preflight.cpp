@@ -43,10 +43,9 @@ bool splits_attention_heads(const ModuleTree& tree) {
 
 void check_tp_heads(const ModelConfig& config, const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
   if (!splits_attention_heads(tree)) return;
-  const nlohmann::json& c = config.effective();
   auto integer = [&](const char* a, const char* b) -> std::optional<std::int64_t> {
     for (const char* k : {a, b})
-      if (k && c.contains(k) && c[k].is_number_integer()) return c[k].get<std::int64_t>();
+      if (auto n = k ? config.int_field(config.effective_key(k)) : std::nullopt) return n;
     return std::nullopt;
   };
   const auto heads = integer("num_attention_heads", "n_head");

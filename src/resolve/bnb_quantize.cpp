@@ -3,8 +3,6 @@
 // CPU backend: fixtures/peft-oracle/adapters/*/record-<quant>.json.
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 #include <regex>
 #include <set>
 
@@ -32,13 +30,13 @@ std::int64_t bnb_4bit_rows(std::int64_t n, DType storage) {
   return (n + 1) / per_row;
 }
 
-std::optional<Bnb4bitConfig> prequantized_bnb_4bit(const nlohmann::json& config, bool& eight_bit) {
+std::optional<Bnb4bitConfig> prequantized_bnb_4bit(const ModelConfig& config, bool& eight_bit) {
   eight_bit = false;
-  const auto q = config.find("quantization_config");
-  if (q == config.end() || !q->is_object() || q->value("quant_method", "") != "bitsandbytes") return std::nullopt;
+  const std::string q = "quantization_config.";
+  if (config.string_field(q + "quant_method") != "bitsandbytes") return std::nullopt;
   auto flag = [&](const char* a, const char* b) {
     for (const char* k : {a, b})
-      if (const auto v = q->find(k); v != q->end() && v->is_boolean() && v->get<bool>()) return true;
+      if (config.bool_field(q + k) == true) return true;
     return false;
   };
   if (!flag("load_in_4bit", "_load_in_4bit")) {
@@ -47,20 +45,18 @@ std::optional<Bnb4bitConfig> prequantized_bnb_4bit(const nlohmann::json& config,
   }
   // transformers utils/quantization_config.py BitsAndBytesConfig.to_dict: dtype names without "torch.".
   auto dtype = [&](const char* key, DType fallback) {
-    const auto v = q->find(key);
-    if (v == q->end() || !v->is_string()) return fallback;
-    return parse_torch_dtype(v->get<std::string>()).value_or(fallback);
+    const auto name = config.string_field(q + key);
+    return name ? parse_torch_dtype(*name).value_or(fallback) : fallback;
   };
   Bnb4bitConfig c;
   c.quant_storage = dtype("bnb_4bit_quant_storage", DType::U8);
   c.compute_dtype = dtype("bnb_4bit_compute_dtype", DType::F32);
-  if (const auto v = q->find("bnb_4bit_quant_type"); v != q->end() && v->is_string())
-    c.quant_type = v->get<std::string>();
-  if (const auto v = q->find("bnb_4bit_use_double_quant"); v != q->end() && v->is_boolean())
-    c.double_quant = v->get<bool>();
-  if (const auto v = q->find("llm_int8_skip_modules"); v != q->end() && v->is_array())
-    for (const auto& m : *v)
-      if (m.is_string()) c.skip_modules.push_back(m.get<std::string>());
+  if (auto type = config.string_field(q + "bnb_4bit_quant_type")) c.quant_type = *type;
+  if (auto dq = config.bool_field(q + "bnb_4bit_use_double_quant")) c.double_quant = *dq;
+  if (const ConfigField* skip = config.field(q + "llm_int8_skip_modules"))
+    if (const ValueList* items = skip->value.as_list())
+      for (const Value& m : *items)
+        if (const std::string* name = m.as_string()) c.skip_modules.push_back(*name);
   c.source = "config.json quantization_config";
   return c;
 }

@@ -92,10 +92,9 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
   ModelConfig& config = state->config;
   const ArchSpec* arch = registry.find(config.model_type);
   // Multimodal wrappers keep the language model in text_config (e.g. gemma3 -> gemma3_text).
-  if (!arch && config.raw.contains("text_config") && config.raw["text_config"].is_object()) {
-    const auto& tc = config.raw["text_config"];
-    if (tc.contains("model_type") && tc["model_type"].is_string()) {
-      if (const ArchSpec* inner = registry.find(tc["model_type"].get<std::string>())) {
+  if (!arch) {
+    if (const auto text_type = config.string_field("text_config.model_type")) {
+      if (const ArchSpec* inner = registry.find(*text_type)) {
         arch = inner;
         config.use_text_config = true;
         // Not a note: the vision tower, the projector and their _no_split_modules are missing, so
@@ -143,7 +142,7 @@ std::optional<TreeExpansion> expand_module_tree(const ModelConfig& config_in, co
   // config.json (any quantization_config passed besides is ignored), so the packed shapes are what
   // the checkpoint is matched against.
   bool eight_bit = false;
-  if (auto pre = prequantized_bnb_4bit(config.raw, eight_bit)) {
+  if (auto pre = prequantized_bnb_4bit(config, eight_bit)) {
     state->options.bnb_4bit = pre;
     quantize_bnb_4bit(*state->tree, *pre);
   } else if (eight_bit) {
@@ -164,15 +163,14 @@ std::optional<ModuleTree> complete_module_tree(TreeExpansion expansion, const Ch
     // A config.json with auto_map names classes the repository's own Python files define
     // (from_pretrained(..., trust_remote_code=True)); say so: the layout is not transformers'.
     std::string remote;
-    if (const auto am = config.raw.find("auto_map"); am != config.raw.end() && am->is_object())
-      for (const char* auto_class : {"AutoModelForCausalLM", "AutoModel", "AutoModelForImageTextToText"})
-        if (const auto it = am->find(auto_class); it != am->end() && it->is_string()) {
-          remote = fmt::format(
-              " It is a trust_remote_code model: auto_map gives {} = {} from the repository's own "
-              "code, which transformers does not define.",
-              auto_class, it->get<std::string>());
-          break;
-        }
+    for (const char* auto_class : {"AutoModelForCausalLM", "AutoModel", "AutoModelForImageTextToText"})
+      if (const auto cls = config.string_field(std::string("auto_map.") + auto_class)) {
+        remote = fmt::format(
+            " It is a trust_remote_code model: auto_map gives {} = {} from the repository's own "
+            "code, which transformers does not define.",
+            auto_class, *cls);
+        break;
+      }
     if (ckpt) {
       sink.report(milder(finding("ARCH001", in_file(config.path),
                                  fmt::format("model_type '{}' is not in the registry: module classes are guessed "

@@ -270,13 +270,15 @@ class Expander {
   std::vector<std::string> submodels_used;  // config keys expanded as sub-models, in order
 };
 
-// config.json values become expression values; nested objects are reachable as "a.b".
-void add_json(Frame& frame, const std::string& prefix, const nlohmann::json& j) {
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
-    frame.set(key, json_to_value(it.value()));
-    if (it.value().is_object()) add_json(frame, key, it.value());
-  }
+// The fields of config.json's object `object` ("" = the whole file) as names of `frame`, relative
+// to that object; nested objects are reachable as "a.b".
+void add_fields(Frame& frame, const ModelConfig& config, std::string_view object) {
+  config.for_each_field(object,
+                        [&](std::string_view key, const ConfigField& c) { frame.set(std::string(key), c.value); });
+}
+
+std::string join_key(std::string_view object, std::string_view key) {
+  return object.empty() ? std::string(key) : std::string(object) + "." + std::string(key);
 }
 
 // A derived field of the config class that cannot be computed on this config.
@@ -317,33 +319,6 @@ void set_run_fields(Frame& globals, const ResolveOptions& options, DType default
 
 }  // namespace
 
-Value json_to_value(const nlohmann::json& j) {
-  switch (j.type()) {
-    case nlohmann::json::value_t::boolean:
-      return Value(j.get<bool>());
-    case nlohmann::json::value_t::number_integer:
-      return Value(j.get<std::int64_t>());
-    case nlohmann::json::value_t::number_unsigned: {
-      auto u = j.get<std::uint64_t>();
-      return u <= static_cast<std::uint64_t>(INT64_MAX) ? Value(static_cast<std::int64_t>(u))
-                                                        : Value(static_cast<double>(u));
-    }
-    case nlohmann::json::value_t::number_float:
-      return Value(j.get<double>());
-    case nlohmann::json::value_t::string:
-      return Value(j.get<std::string>());
-    case nlohmann::json::value_t::array: {
-      ValueList items;
-      for (const auto& x : j) items.push_back(json_to_value(x));
-      return Value(std::move(items));
-    }
-    case nlohmann::json::value_t::object:
-      return Value(true);  // present; fields via "a.b"
-    default:
-      return Value();
-  }
-}
-
 std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const ArchSpec& arch, const Registry& reg,
                                            const ResolveOptions& options, const std::string& root_cls,
                                            DType default_dtype, Frame& globals,
@@ -370,7 +345,7 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   };
 
   // Globals: config.json fields, then the registry's defaults for absent ones, then derived fields.
-  add_json(globals, "", config.effective());
+  add_fields(globals, config, config.effective_object());
   set_run_fields(globals, options, default_dtype);
   // --dequantize: from_pretrained(..., quantization_config=<its config with dequantize=True>), e.g.
   // FineGrainedFP8Config(dequantize=True). transformers 5.x also turns it on by itself when no GPU
@@ -388,11 +363,12 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   // and seen so completed from this scope ("text_config.hidden_size" with LlamaConfig's default when
   // the file leaves it out), as the composite's config object holds them.
   SubModels subs;
-  auto add_sub = [&](const std::string& key, const nlohmann::json& obj, const ArchSpec* sub_arch) {
+  // `object`: the config.json object holding the sub-config's fields (absent: the class's defaults).
+  auto add_sub = [&](const std::string& key, std::optional<std::string_view> object, const ArchSpec* sub_arch) {
     SubModel& sm = subs[key];
     sm.arch = sub_arch;
     sm.frame = std::make_unique<Frame>();
-    add_json(*sm.frame, "", obj);
+    if (object) add_fields(*sm.frame, config, *object);
     set_run_fields(*sm.frame, options, default_dtype);
     apply_config_class(*sm.frame, *sub_arch);
     sm.frame->for_each_own([&](const std::string& name, const Value& v) {
@@ -400,25 +376,29 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     });
   };
   try {
-    const nlohmann::json& cfg = config.effective();
+    const std::string_view top = config.effective_object();
     // Declared sub-configs first: the config class decides their type, not the nested model_type.
     for (const auto& sc : arch.sub_configs) {
       const ArchSpec* sub_arch = reg.find(sc.model_type);
       if (!sub_arch) continue;  // its file is missing: the child reports the missing sub-model
-      const auto it = cfg.find(sc.key);
-      if (it != cfg.end() && it->is_object())
-        add_sub(sc.key, *it, sub_arch);
+      const std::string object = join_key(top, sc.key);
+      if (config.has_object(object))
+        add_sub(sc.key, object, sub_arch);
       else if (sc.flat)
-        add_sub(sc.key, cfg, sub_arch);
+        add_sub(sc.key, top, sub_arch);
       else
-        add_sub(sc.key, nlohmann::json::object(), sub_arch);  // the sub-config class's defaults
+        add_sub(sc.key, std::nullopt, sub_arch);  // the sub-config class's defaults
     }
-    for (const auto& [key, obj] : cfg.items()) {
-      if (subs.count(key) || !obj.is_object() || !obj.contains("model_type") || !obj["model_type"].is_string())
-        continue;
-      const ArchSpec* sub_arch = reg.find(obj["model_type"].get<std::string>());
+    // Then any other object with a model_type the registry knows.
+    std::vector<std::pair<std::string, std::string>> typed;  // (key, model_type)
+    config.for_each_field(top, [&](std::string_view key, const ConfigField& c) {
+      if (!c.object || key.find('.') != std::string_view::npos || subs.count(std::string(key))) return;
+      if (auto type = config.string_field(join_key(top, key) + ".model_type")) typed.emplace_back(key, *type);
+    });
+    for (const auto& [key, type] : typed) {
+      const ArchSpec* sub_arch = reg.find(type);
       if (!sub_arch || sub_arch == &arch) continue;
-      add_sub(key, obj, sub_arch);
+      add_sub(key, join_key(top, key), sub_arch);
     }
   } catch (const DerivedFieldError& e) {
     report_missing_field(

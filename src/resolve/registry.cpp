@@ -679,10 +679,10 @@ std::optional<std::string> undo_checkpoint_rename(const std::string& name, std::
 std::optional<Registry> Registry::load_for(const fs::path& rules_dir, const ModelConfig& config, DiagnosticSink& sink) {
   // Its model_type and every sub-config's (text_config, vision_config, ... of composite models).
   std::vector<std::string> wanted{config.model_type};
-  if (config.raw.is_object())
-    for (const auto& [key, sub] : config.raw.items())
-      if (sub.is_object() && sub.contains("model_type") && sub["model_type"].is_string())
-        wanted.push_back(sub["model_type"].get<std::string>());
+  config.for_each_field("", [&](std::string_view key, const ConfigField& c) {
+    if (!c.object || key.find('.') != std::string_view::npos) return;
+    if (auto type = config.string_field(std::string(key) + ".model_type")) wanted.push_back(*type);
+  });
   return load(rules_dir, sink, wanted);
 }
 

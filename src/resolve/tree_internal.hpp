@@ -7,8 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "resolve/scope.hpp"
 #include "shardcheck/module_tree.hpp"
 
@@ -25,8 +23,6 @@ struct ExpandError : std::runtime_error {
 
 // (module index, param index) -> checkpoint globs fused into that parameter (MoE experts in 5.x).
 using FusedSources = std::map<std::pair<int, int>, std::vector<std::string>>;
-
-Value json_to_value(const nlohmann::json& j);
 
 std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const ArchSpec& arch, const Registry& reg,
                                            const ResolveOptions& options, const std::string& root_cls,

@@ -217,8 +217,10 @@ TEST_CASE("registry models: _no_split_modules and tied weights (hf-architectures
       int layers = 0;
       const std::string layer_class = std::string(r.no_split).substr(0, std::string(r.no_split).find(','));
       for (const auto& m : t.modules) layers += t.is_instance(m, layer_class);
-      CHECK(layers ==
-            b.inputs->config.effective().value(std::string(r.fixture) == "gpt2" ? "n_layer" : "num_hidden_layers", -1));
+      CHECK(layers == b.inputs->config
+                          .int_field(b.inputs->config.effective_key(
+                              std::string(r.fixture) == "gpt2" ? "n_layer" : "num_hidden_layers"))
+                          .value_or(-1));
     }
   }
 }
