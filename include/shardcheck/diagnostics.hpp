@@ -69,6 +69,11 @@ struct Diagnostic {
   ExitCode exit_code = ExitCode::findings;  // the process exit code this problem maps to
 };
 
+// A diagnostic from its parts. Stages do not call this: they report a catalogued code with finding()
+// (finding_codes.hpp), a lint rule through LintContext; those look severity and exit code up.
+Diagnostic make_diagnostic(std::string_view code, Severity severity, ExitCode exit_code, SourceLocation where,
+                           std::string message, std::string help);
+
 class DiagnosticSink {
  public:
   void report(Diagnostic d);

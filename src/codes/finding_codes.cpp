@@ -17,14 +17,8 @@ Severity catalogued_severity(std::string_view id) {
 
 Diagnostic finding(std::string_view code, SourceLocation where, std::string message, std::string help) {
   const FindingCode* c = find_finding_code(code);
-  Diagnostic d;
-  d.code = std::string(code);
-  d.severity = c ? c->severity : Severity::error;
-  d.location = std::move(where);
-  d.message = std::move(message);
-  d.help = std::move(help);
-  d.exit_code = c ? c->exit_code : ExitCode::findings;
-  return d;
+  return make_diagnostic(code, c ? c->severity : Severity::error, c ? c->exit_code : ExitCode::findings,
+                         std::move(where), std::move(message), std::move(help));
 }
 
 Diagnostic milder(Diagnostic d, Severity severity) {

@@ -189,14 +189,11 @@ Diagnostic& LintContext::report(const Rule& rule, SourceLocation where, std::str
 
 Diagnostic& LintContext::report(const Rule& rule, Severity severity, SourceLocation where, std::string message,
                                 std::string help, std::vector<TextEdit> fix) {
-  Diagnostic d;
-  d.code = rule.id;
-  d.severity = severity;
-  d.location = std::move(where);
-  d.message = std::move(message);
-  d.help = std::move(help);
+  // A rule's finding may be milder than the rule's severity, never harsher (lint.hpp).
+  if (severity > rule.severity) severity = rule.severity;
+  Diagnostic d = make_diagnostic(rule.id, severity, severity == Severity::error ? ExitCode::findings : ExitCode::ok,
+                                 std::move(where), std::move(message), std::move(help));
   d.fix = std::move(fix);
-  d.exit_code = ExitCode::findings;
   sink_.report(std::move(d));
   return sink_.items().back();
 }

@@ -21,14 +21,8 @@ const std::vector<const Rule*>& all_rules() {
 
 Diagnostic loader_finding(std::string_view rule_id, SourceLocation where, std::string message, std::string help) {
   const Rule* rule = find_rule(rule_id);
-  Diagnostic d;
-  d.code = std::string(rule_id);
-  d.severity = rule ? rule->severity : Severity::error;
-  d.location = std::move(where);
-  d.message = std::move(message);
-  d.help = std::move(help);
-  d.exit_code = ExitCode::bad_accelerate_config;
-  return d;
+  return make_diagnostic(rule_id, rule ? rule->severity : Severity::error, ExitCode::bad_accelerate_config,
+                         std::move(where), std::move(message), std::move(help));
 }
 
 const Rule* find_rule(std::string_view id) {

@@ -19,21 +19,26 @@ const char* severity_name(Severity s) {
   return "error";
 }
 
-Diagnostic setting_finding(std::string code, const std::string& source, const std::string& fallback_file,
+Diagnostic make_diagnostic(std::string_view code, Severity severity, ExitCode exit_code, SourceLocation where,
                            std::string message, std::string help) {
   Diagnostic d;
-  d.severity = catalogued_severity(code);
-  d.code = std::move(code);
+  d.code = std::string(code);
+  d.severity = severity;
+  d.location = std::move(where);
+  d.message = std::move(message);
+  d.help = std::move(help);
+  d.exit_code = exit_code;
+  return d;
+}
+
+Diagnostic setting_finding(std::string code, const std::string& source, const std::string& fallback_file,
+                           std::string message, std::string help) {
+  const Severity severity = catalogued_severity(code);
   const bool flag = source.starts_with("--");
   std::string from;
-  if (flag)
-    d.location.file = source;
-  else
-    d.location = setting_location(source, fallback_file, &from);
-  d.message = std::move(message) + from;
-  d.help = std::move(help);
-  d.exit_code = d.severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
-  return d;
+  const SourceLocation where = flag ? in_file(source) : setting_location(source, fallback_file, &from);
+  const ExitCode exit_code = severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
+  return make_diagnostic(code, severity, exit_code, where, std::move(message) + from, std::move(help));
 }
 
 Diagnostic model_setting_finding(std::string_view code, const std::string& source, const std::string& model_config,
