@@ -5,6 +5,11 @@
 // largest peak RSS of the children.
 //   bench_plan [SHARDCHECK_BINARY] [MODEL_DIR] [N] [PLAN FLAGS...]
 // Plan flags default to `--world-size 8 --no-env`; output goes to /dev/null in JSON.
+// With BENCH_BASELINE=plan in the environment the baseline is `plan --world-size 8 --no-env` instead
+// of inspect, and BENCH_FORMAT=text times the text output: the LoRA goal (plan with an all-linear
+// r=64 adapter within 1.3x of the plain plan) is
+//   BENCH_BASELINE=plan bench_plan shardcheck llama-3.1-405b 31 --world-size 8 --no-env
+//     --lora-target-modules all-linear --lora-r 64
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -25,8 +30,13 @@ int main(int argc, char** argv) {
   for (int i = 4; i < argc; ++i) plan_flags.emplace_back(argv[i]);
   if (plan_flags.empty()) plan_flags = {"--world-size", "8", "--no-env"};
 
-  std::vector<std::string> inspect_cmd = {binary, "inspect", "--format", "json", model};
-  std::vector<std::string> plan_cmd = {binary, "plan", "--format", "json"};
+  const char* baseline_env = std::getenv("BENCH_BASELINE");
+  const char* format_env = std::getenv("BENCH_FORMAT");
+  const bool versus_plan = baseline_env && std::string(baseline_env) == "plan";
+  const std::string format = format_env ? format_env : "json";
+  std::vector<std::string> inspect_cmd = {binary, "inspect", "--format", format, model};
+  if (versus_plan) inspect_cmd = {binary, "plan", "--format", format, "--world-size", "8", "--no-env", model};
+  std::vector<std::string> plan_cmd = {binary, "plan", "--format", format};
   plan_cmd.insert(plan_cmd.end(), plan_flags.begin(), plan_flags.end());
   plan_cmd.push_back(model);
 
@@ -52,11 +62,12 @@ int main(int argc, char** argv) {
   const double t_inspect = median(inspect_ms), t_plan = median(plan_ms);
   fmt::print("model: {}\n", model);
   fmt::print("median over {} runs each, whole process, warm page cache:\n", n);
-  fmt::print("  inspect --format json   {:8.2f} ms  peak RSS {:6.1f} MB  (goal < 30 ms)\n", t_inspect,
+  const std::string base = versus_plan ? "plain plan" : "inspect";
+  fmt::print("  {:<24}{:8.2f} ms  peak RSS {:6.1f} MB  (goal < 30 ms)\n", base + " --format " + format, t_inspect,
              inspect_rss_kb / 1024.0);
-  fmt::print("  plan --format json      {:8.2f} ms  peak RSS {:6.1f} MB  (goal < 30 ms)\n", t_plan,
+  fmt::print("  {:<24}{:8.2f} ms  peak RSS {:6.1f} MB  (goal < 30 ms)\n", "plan --format " + format, t_plan,
              plan_rss_kb / 1024.0);
-  fmt::print("  plan / inspect          {:8.2f}     (goal <= 1.5)\n", t_plan / t_inspect);
+  fmt::print("  plan / {:<17}{:8.2f}     (goal <= {})\n", base, t_plan / t_inspect, versus_plan ? "1.3" : "1.5");
   fmt::print("  plan flags: {}\n", fmt::join(plan_flags, " "));
   return 0;
 }

@@ -14,6 +14,7 @@
 #include "shardcheck/report.hpp"
 #include "platform/huge_pages.hpp"
 #include "platform/mapped_reads.hpp"
+#include "platform/exit_without_free.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -104,7 +105,9 @@ int run_check(CheckFlags f, const CliContext& ctx) {
     }
     std::printf("\n%zu error(s), %zu warning(s)\n", r.sink.count(Severity::error), r.sink.count(Severity::warning));
   }
-  return exit_code(r, f.strict);
+  const int code = exit_code(r, f.strict);
+  platform::keep_until_exit(std::move(r));  // the exit frees it (platform/exit_without_free.hpp)
+  return code;
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "platform/huge_pages.hpp"
 #include "platform/mapped_reads.hpp"
 #include "util/stage_timer.hpp"
+#include "platform/exit_without_free.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -44,7 +45,9 @@ int run_plan(const PlanFlags& f, const CliContext& ctx) {
                  stdout);
     std::fputs(render_diagnostics_text(r.sink.items()).c_str(), stderr);
   }
-  return to_int(r.sink.first_error_exit_code());
+  const int code = to_int(r.sink.first_error_exit_code());
+  platform::keep_until_exit(std::move(r));  // the exit frees it (platform/exit_without_free.hpp)
+  return code;
 }
 
 }  // namespace

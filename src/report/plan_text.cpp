@@ -2,6 +2,12 @@
 // consecutive units collapsed ("model.layers.{0-31}  32 x LlamaDecoderLayer").
 #include <fmt/format.h>
 
+#include <iterator>
+#include <map>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+
 #include "shardcheck/report.hpp"
 
 namespace shardcheck {
@@ -51,20 +57,40 @@ std::string range_label(const std::string& first, const std::string& last) {
 // What makes rows collapsible: the path with its first numeric component (the layer index) as "*",
 // and the unit's shape.
 std::string unit_key(const ShardUnit& u) {
-  std::string path;
+  std::string key;
+  key.reserve(u.path.size() + u.cls.size() + 64);
   bool replaced = false;
-  for (const auto& part : split_path(u.path)) {
-    const bool number = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
-    path += (path.empty() ? "" : ".") + (number && !replaced ? std::string("*") : part);
+  for (std::size_t start = 0; start <= u.path.size();) {
+    std::size_t dot = u.path.find('.', start);
+    if (dot == std::string::npos) dot = u.path.size();
+    const std::string_view part(u.path.data() + start, dot - start);
+    const bool number = !part.empty() && part.find_first_not_of("0123456789") == std::string_view::npos;
+    if (start > 0) key += '.';
+    if (number && !replaced)
+      key += '*';
+    else
+      key += part;
     replaced = replaced || number;
+    start = dot + 1;
   }
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}", path, u.cls, u.numel, u.shard_numel, fmt::join(u.rank_pad, ","),
-                     dtype_name(u.dtype), u.reshard_after_forward ? int(*u.reshard_after_forward) : -1);
+  fmt::format_to(std::back_inserter(key), "|{}|{}|{}|{}|{}|{}", u.cls, u.numel, u.shard_numel,
+                 fmt::join(u.rank_pad, ","), dtype_name(u.dtype),
+                 u.reshard_after_forward ? int(*u.reshard_after_forward) : -1);
+  return key;
+}
+
+// Each unit's key as a small number: equal numbers, collapsible rows.
+std::vector<int> unit_keys(const std::vector<ShardUnit>& units) {
+  std::unordered_map<std::string, int> ids;
+  std::vector<int> keys;
+  keys.reserve(units.size());
+  for (const auto& u : units) keys.push_back(ids.emplace(unit_key(u), static_cast<int>(ids.size())).first->second);
+  return keys;
 }
 
 // The longest repetition starting at i of a block of `period` units (a decoder layer followed by its
 // LoRA units repeats with period 1 + adapters per layer): {period, repetitions}.
-std::pair<std::size_t, std::size_t> repetition_at(const std::vector<std::string>& keys, std::size_t i) {
+std::pair<std::size_t, std::size_t> repetition_at(const std::vector<int>& keys, std::size_t i) {
   std::size_t best_p = 1, best_r = 1;
   for (std::size_t p = 1; p <= 64 && i + 2 * p <= keys.size(); ++p) {
     std::size_t r = 1;
@@ -84,12 +110,19 @@ std::pair<std::size_t, std::size_t> repetition_at(const std::vector<std::string>
 
 std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan, const TextStyle& style) {
   std::vector<std::string> marks(tree.modules.size());
+  // A LoRA plan has ~2,000 units in a few dozen shapes: each mark is formatted once per shape.
+  using MarkKey = std::tuple<std::int64_t, std::int64_t, std::vector<std::int64_t>, DType, bool, int>;
+  std::map<MarkKey, std::string> formatted;
   for (const auto& u : plan.units) {
     const std::string what = plan.fsdp_version == 1 ? "FSDP unit" : "fully_shard";
-    std::string mark =
-        fmt::format("<{} {} -> {}/rank, pad {}, {}{}>", what, fmt::group_digits(u.numel),
-                    fmt::group_digits(u.shard_numel), pads(u.rank_pad), u.params.empty() ? "-" : dtype_name(u.dtype),
-                    u.reshard_after_forward && !*u.reshard_after_forward ? ", kept after forward" : "");
+    const bool kept = u.reshard_after_forward && !*u.reshard_after_forward;
+    auto [at, fresh] = formatted.try_emplace(
+        MarkKey{u.numel, u.shard_numel, u.rank_pad, u.dtype, u.params.empty(), kept}, std::string());
+    if (fresh)
+      at->second = fmt::format("<{} {} -> {}/rank, pad {}, {}{}>", what, fmt::group_digits(u.numel),
+                               fmt::group_digits(u.shard_numel), pads(u.rank_pad),
+                               u.params.empty() ? "-" : dtype_name(u.dtype), kept ? ", kept after forward" : "");
+    const std::string& mark = at->second;
     // A fully_shard([a, b]) group is marked on every module it lists.
     if (u.modules.size() > 1) {
       for (std::size_t k = 0; k < tree.modules.size(); ++k)
@@ -165,8 +198,7 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                        fmt::group_digits(u.shard_numel), u.params.empty() ? "-" : dtype_name(u.dtype), pads(u.rank_pad),
                        u.reshard_after_forward && !*u.reshard_after_forward ? "  (kept after forward)" : "");
   };
-  std::vector<std::string> keys;
-  for (const auto& u : plan.units) keys.push_back(unit_key(u));
+  const std::vector<int> keys = unit_keys(plan.units);
   for (std::size_t i = 0; i < plan.units.size();) {
     // Identical consecutive units, or a repeated block of them (a layer and its LoRA units), collapse.
     std::size_t run = 1;

@@ -3,7 +3,7 @@
 // with parameter counts, shapes and dtypes.
 #include <fmt/format.h>
 
-#include <unordered_map>
+#include <vector>
 
 #include "shardcheck/report.hpp"
 
@@ -16,28 +16,35 @@ std::string shape_str(const std::vector<std::int64_t>& s) {
   return out + "]";
 }
 
-// Structural signature id per module: equal ids = identical subtrees (class, params, children).
-std::vector<int> signatures(const ModuleTree& tree, const std::vector<std::string>* marks) {
-  std::vector<int> sig(tree.modules.size(), 0);
-  std::unordered_map<std::string, int> ids;
-  for (std::size_t i = tree.modules.size(); i-- > 0;) {
-    const Module& m = tree.modules[i];
-    std::string key = m.cls;
-    if (marks) key += "#" + (*marks)[i];  // units with different shards never collapse together
-    for (const auto& p : m.params) {
-      key += fmt::format("|{}{}{}{}", p.name, shape_str(p.shape), dtype_name(p.dtype), p.tied_to.empty() ? "" : "T");
-      if (p.buffer) key += "B";
-    }
-    for (int c : m.children) key += fmt::format("/{}={}", tree.modules[c].name, sig[c]);
-    sig[i] = ids.emplace(std::move(key), static_cast<int>(ids.size())).first->second;
+// Whether modules a and b have identical subtrees (class, mark, parameters with their names,
+// shapes, dtypes, ties and buffer flags, children with their names), as PyTorch's ModuleList repr
+// compares the repr strings of consecutive items. A walk of both subtrees, no allocation.
+bool same_structure(const ModuleTree& tree, const std::vector<std::string>* marks, int a, int b) {
+  const Module& x = tree.modules[static_cast<std::size_t>(a)];
+  const Module& y = tree.modules[static_cast<std::size_t>(b)];
+  if (x.cls != y.cls || x.params.size() != y.params.size() || x.children.size() != y.children.size()) return false;
+  if (marks && (*marks)[static_cast<std::size_t>(a)] != (*marks)[static_cast<std::size_t>(b)]) return false;
+  for (std::size_t k = 0; k < x.params.size(); ++k) {
+    const ParamInfo& p = x.params[k];
+    const ParamInfo& q = y.params[k];
+    if (p.name != q.name || p.shape != q.shape || p.dtype != q.dtype || p.tied_to.empty() != q.tied_to.empty() ||
+        p.buffer != q.buffer)
+      return false;
   }
-  return sig;
+  for (std::size_t k = 0; k < x.children.size(); ++k) {
+    const int c = x.children[k];
+    const int d = y.children[k];
+    if (tree.modules[static_cast<std::size_t>(c)].name != tree.modules[static_cast<std::size_t>(d)].name ||
+        !same_structure(tree, marks, c, d))
+      return false;
+  }
+  return true;
 }
 
 class TextTree {
  public:
   TextTree(const ModuleTree& tree, const TextStyle& style, const std::vector<std::string>* marks = nullptr)
-      : tree_(tree), style_(style), marks_(marks), sig_(signatures(tree, marks)) {}
+      : tree_(tree), style_(style), marks_(marks) {}
 
   std::string render() {
     header();
@@ -56,7 +63,6 @@ class TextTree {
   const ModuleTree& tree_;
   const TextStyle& style_;
   const std::vector<std::string>* marks_;
-  std::vector<int> sig_;
   std::string out_;
 
   std::string bold(const std::string& s) const { return style_.color ? "\x1b[1m" + s + "\x1b[0m" : s; }
@@ -122,7 +128,7 @@ class TextTree {
       std::size_t run = 1;
       const bool numeric =
           !tree_.modules[c].name.empty() && std::isdigit(static_cast<unsigned char>(tree_.modules[c].name[0]));
-      while (numeric && k + run < m.children.size() && sig_[m.children[k + run]] == sig_[c]) ++run;
+      while (numeric && k + run < m.children.size() && same_structure(tree_, marks_, c, m.children[k + run])) ++run;
       const std::string child_label =
           run > 1 ? fmt::format("{}-{}", tree_.modules[c].name, tree_.modules[m.children[k + run - 1]].name)
                   : tree_.modules[c].name;

@@ -36,6 +36,15 @@ class Fsdp1Wrapper {
       bn_override_ = tv >= Version{2, 1, 0} || has_bn;
     }
     orig_params_ = s.use_orig_params.value && tv >= Version{2, 0, 0};
+    // isinstance(module, wrap classes) once per distinct class (a PeftModel has ~12k modules of ~30).
+    std::unordered_map<std::string_view, bool> by_class;
+    wrap_class_.reserve(tree.modules.size());
+    for (const Module& m : tree.modules) {
+      auto [at, fresh] = by_class.try_emplace(m.cls, false);
+      if (fresh)
+        for (const auto& cls : s.wrap_classes.value) at->second = at->second || tree.is_instance(m, cls);
+      wrap_class_.push_back(at->second);
+    }
   }
 
   std::vector<std::vector<int>> run() {
@@ -55,6 +64,7 @@ class Fsdp1Wrapper {
   std::vector<int> unit_modules_;              // creation order (post-order)
   std::vector<std::vector<int>> unit_params_;  // param-table indices per unit, flat order
   std::vector<char> flattened_;                // storage -> use_orig_params=True: _fsdp_flattened mark
+  std::vector<char> wrap_class_;               // module -> an instance of one of the wrap classes
   // Storage -> the last walk that counted it, so that one walk counts a shared storage once
   // without a set per walk (recursive_wrap walks every subtree it asks about: DeepSeek-V3's ~1.2k
   // modules cost a hash set and its allocations each; now a compare per parameter).
@@ -86,22 +96,19 @@ class Fsdp1Wrapper {
         // peft utils/other.py fsdp_auto_wrap_policy: _or_policy(lambda_auto_wrap_policy(leaf with a
         // trainable `weight`), transformer_auto_wrap_policy(classes)); both answer True to recurse.
         if (recurse) return true;
-        if (mod.children.empty()) {
-          const std::string weight = mod.path.empty() ? "weight" : mod.path + ".weight";
-          for (int pidx : params_.by_module(m))
-            if (params_[pidx].fqn == weight && params_[pidx].requires_grad) return true;
-        }
-        for (const auto& cls : s_.wrap_classes.value)
-          if (tree_.is_instance(mod, cls)) return true;
-        return false;
+        if (mod.children.empty())
+          for (int pidx : params_.by_module(m)) {
+            // Its own `weight`: the fqn is the module's path and ".weight" (or "weight" at the root).
+            const std::string& fqn = params_[pidx].fqn;
+            if (fqn.size() == mod.path.size() + (mod.path.empty() ? 6 : 7) && fqn.ends_with("weight") &&
+                params_[pidx].requires_grad)
+              return true;
+          }
+        return wrap_class_[static_cast<std::size_t>(m)] != 0;
       }
-      case WrapPolicyKind::transformer: {
+      case WrapPolicyKind::transformer:
         // transformer_auto_wrap_policy: recurse always; wrap iff isinstance(module, classes).
-        if (recurse) return true;
-        for (const auto& cls : s_.wrap_classes.value)
-          if (tree_.is_instance(mod, cls)) return true;
-        return false;
-      }
+        return recurse || wrap_class_[static_cast<std::size_t>(m)] != 0;
       case WrapPolicyKind::size: {
         // size_based_auto_wrap_policy: is_large = n >= min_num_params; never recurse into
         // FORCE_LEAF_MODULES (MultiheadAttention), never wrap EXCLUDE_WRAP_MODULES (containers).
