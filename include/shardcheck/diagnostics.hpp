@@ -102,7 +102,7 @@ Diagnostic model_setting_finding(std::string_view code, const std::string& sourc
 // (setting_location, " (from SOURCE)" appended when that has no line) and exits with `findings`.
 // Notes and warnings exit 0 either way.
 // Its severity is the catalogue's (finding_codes.hpp).
-Diagnostic setting_finding(std::string code, const std::string& source, const std::string& fallback_file,
+Diagnostic setting_finding(std::string_view code, const std::string& source, const std::string& fallback_file,
                            std::string message, std::string help);
 
 }  // namespace shardcheck

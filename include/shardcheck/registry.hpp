@@ -125,8 +125,10 @@ struct ArchSpec {
   std::optional<CheckpointDequantize> dequantize;
   std::map<std::string, ClassSpec> classes;  // this file's classes (builtins live in Registry)
   // Activation model (elements per token, see rules/models/README.md "activations"): `layer` saved
-  // for backward by one block, `layers` blocks, `checkpointed` kept per block under activation
-  // checkpointing, `logits` per token of the LM head. Empty: no estimate for this architecture.
+  // for backward by one block at the compute dtype and `layer_fp32` in float32 whatever it is,
+  // `layers` blocks, `checkpointed` kept per block under activation checkpointing, `logits` per token
+  // of the LM head; `tp_split` / `tp_split_fp32`: the widths among them that tensor parallelism cuts
+  // (lists). Empty: no estimate for this architecture.
   std::vector<NamedExpr> activations;
   // transformers' native FSDP2 plan (main, PR #46707/#47165): module-name pattern -> strategy
   // ("free_full_weight" | "keep_full_weight"). `base`: the config's base_model_fsdp_plan (nullopt:

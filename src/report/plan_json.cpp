@@ -100,6 +100,10 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
     w.key("recompute_bytes").value(a.recompute);
     w.key("logits_bytes").value(a.logits);
     w.key("total_bytes").value(a.total());
+    if (a.tp_size > 1) {
+      w.key("tp_size").value(a.tp_size);
+      w.key("tp_upper_bound").value(a.tp_upper_bound);
+    }
   } else {
     w.key("why_not").value(a.why_not);
   }

@@ -239,9 +239,16 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                                      ? fmt::format("checkpointed block inputs {} + one recomputed block {}",
                                                    human_bytes(act.blocks), human_bytes(act.recompute))
                                      : fmt::format("blocks {}", human_bytes(act.blocks));
-      out += fmt::format("  {:<34} {:>14}   estimate: {} tokens in {}; {}; logits {}\n", "activations",
+      const std::string tp = act.tp_size <= 1 ? ""
+                             : act.tp_upper_bound
+                                 ? fmt::format(
+                                       " (tp {}: the unsplit model's, an upper bound: no TP model for this "
+                                       "architecture)",
+                                       act.tp_size)
+                                 : fmt::format(" (this TP rank's pieces of {} ranks)", act.tp_size);
+      out += fmt::format("  {:<34} {:>14}   estimate: {} tokens in {}; {}; logits {}{}\n", "activations",
                          human_bytes(r.activations), fmt::group_digits(act.tokens), dtype_name(act.dtype), blocks,
-                         human_bytes(act.logits));
+                         human_bytes(act.logits), tp);
     }
     if (r.ignored)
       out += fmt::format("  {:<34} {:>14}   {} parameters of ignored modules, whole on every rank\n",

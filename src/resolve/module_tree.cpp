@@ -435,6 +435,17 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     }
     for (const auto& a : arch.activations) {
       const Value v = a.expr.evaluate(globals.lookup());
+      if (a.name.starts_with("tp_")) {  // tp_split, tp_split_fp32, tp_added: lists of feature widths
+        const ValueList* items = v.as_list();
+        std::vector<std::int64_t> widths;
+        for (std::size_t i = 0; items && i < items->size(); ++i)
+          if (const std::int64_t* w = (*items)[i].as_int(); w && *w >= 0) widths.push_back(*w);
+        if (!items || widths.size() != items->size())
+          throw ExprError(
+              fmt::format("activations.{} must be a list of non-negative integers, got {}", a.name, v.repr()));
+        tree.activation_tp_split[a.name] = std::move(widths);
+        continue;
+      }
       if (!v.as_int()) throw ExprError(fmt::format("activations.{} must be an integer, got {}", a.name, v.repr()));
       tree.activations[a.name] = *v.as_int();
     }

@@ -517,13 +517,14 @@ class Reader {
     }
     if (const Node* act = root.get("activations")) {
       a.activations = named_exprs(act, "activations");
-      static const std::set<std::string, std::less<>> fields = {"layer", "layers", "checkpointed", "logits",
-                                                                "experts_per_token"};
+      static const std::set<std::string, std::less<>> fields = {"layer",        "layer_fp32",    "layers",
+                                                                "checkpointed", "logits",        "experts_per_token",
+                                                                "tp_split",     "tp_split_fp32", "tp_added"};
       for (const auto& [k, v] : act->entries)
         if (!fields.count(key(*k)))
           fail(file_, k,
-               fmt::format("unknown activations field '{}' (expected layer, layers, checkpointed, logits, "
-                           "experts_per_token)",
+               fmt::format("unknown activations field '{}' (expected layer, layer_fp32, layers, checkpointed, "
+                           "logits, experts_per_token, tp_split, tp_split_fp32, tp_added)",
                            key(*k)));
     }
     // Both plans map name patterns to a value: fsdp_plan to a strategy, tp_plan to a style name

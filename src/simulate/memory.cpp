@@ -197,16 +197,45 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   a.checkpointing = s.activation_checkpointing.value;
   const std::uint64_t t = static_cast<std::uint64_t>(a.tokens);
   const std::uint64_t size = static_cast<std::uint64_t>(dtype_bits(a.dtype)) / 8;
-  const auto field = [&](const char* name) { return static_cast<std::uint64_t>(tree.activations.at(name)); };
+  const auto field = [&](const char* name) {
+    const auto it = tree.activations.find(name);
+    return it == tree.activations.end() ? std::uint64_t{0} : static_cast<std::uint64_t>(it->second);
+  };
+  // Tensor parallelism cuts some saved tensors along their features (a colwise projection's output, the
+  // attention heads, the MLP's intermediates): this TP rank keeps its torch.chunk piece of each width
+  // the registry lists (transformers 5.12.1 get_tensor_shard: ceil pieces, the last ones smaller),
+  // and the rest whole (the residual stream and the norms around rowwise outputs that are all-reduced).
+  a.tp_size = plan.tensor_parallel ? s.tp_size.value : 1;
+  // Elements per token of this TP rank's pieces of the widths listed under `name` (`piece`), or of
+  // what the split removes from them (`!piece`).
+  auto tp_widths = [&](const char* name, bool piece) {
+    std::uint64_t sum = 0;
+    if (a.tp_size <= 1) return sum;
+    const auto it = tree.activation_tp_split.find(name);
+    if (it == tree.activation_tp_split.end()) return sum;
+    for (const std::int64_t w : it->second) {
+      const std::int64_t mine = chunk_real(w, chunk_size(w, a.tp_size), plan.tp_rank);
+      sum += static_cast<std::uint64_t>(piece ? mine : w - mine);
+    }
+    return sum;
+  };
+  a.tp_upper_bound = a.tp_size > 1 && !tree.activation_tp_split.count("tp_split");
+  // One block's bytes per token: `layer` at the compute dtype, `layer_fp32` in float32 (RMSNorm's
+  // upcast input and rsqrt, attention's logsumexp: docs/activations.md); under TP less what the split
+  // removes, plus the pieces of tensors only TP creates (`tp_added`).
+  const std::uint64_t compute =
+      field("layer") - std::min(field("layer"), tp_widths("tp_split", false)) + tp_widths("tp_added", true);
+  const std::uint64_t fp32 = field("layer_fp32") - std::min(field("layer_fp32"), tp_widths("tp_split_fp32", false));
+  const std::uint64_t layer = compute * size + fp32 * 4;
   // accelerate applies checkpoint_wrapper to the auto-wrap policy's modules (accelerator.py
   // prepare_model, `apply_activation_checkpointing(..., auto_wrap_policy=fsdp_plugin.auto_wrap_policy)`):
   // each block then keeps only its input, and one block's activations exist again while it is
   // recomputed in backward.
   if (a.checkpointing) {
     a.blocks = t * field("checkpointed") * field("layers") * size;
-    a.recompute = t * field("layer") * size;
+    a.recompute = t * layer;
   } else {
-    a.blocks = t * field("layer") * field("layers") * size;
+    a.blocks = t * layer * field("layers");
   }
   // transformers loss_utils.py ForCausalLMLoss: `logits = logits.float()` before cross_entropy,
   // which saves its fp32 log-softmax: the head output (compute dtype) + two fp32 copies.

@@ -31,7 +31,7 @@ Diagnostic make_diagnostic(std::string_view code, Severity severity, ExitCode ex
   return d;
 }
 
-Diagnostic setting_finding(std::string code, const std::string& source, const std::string& fallback_file,
+Diagnostic setting_finding(std::string_view code, const std::string& source, const std::string& fallback_file,
                            std::string message, std::string help) {
   const Severity severity = catalogued_severity(code);
   const bool flag = source.starts_with("--");

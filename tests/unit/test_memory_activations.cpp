@@ -26,7 +26,8 @@ FsdpSettings llama_settings(int world) {
 
 TEST_CASE("activations: tiny llama fixture, with and without checkpointing") {
   // hidden 20, 4 heads of dim 5, 2 KV heads, intermediate 52, 3 layers, vocab 37, bf16:
-  // layer = 4*20 + 2*4*5 + 2*2*5 + 4*52 = 80 + 40 + 20 + 208 = 348 elements per token.
+  // layer = 4*20 + 2*4*5 + 2*2*5 + 4*52 = 80 + 40 + 20 + 208 = 348 elements per token at bf16, and
+  // layer_fp32 = 2*20 + 4 + 2 = 46 in float32 (norm inputs, logsumexp, rsqrt): 696 + 184 = 880 bytes.
   const ModuleTree tree = fixture_tree("llama");
   FsdpSettings s = llama_settings(3);
   DiagnosticSink sink;
@@ -39,22 +40,23 @@ TEST_CASE("activations: tiny llama fixture, with and without checkpointing") {
   REQUIRE(a.available);
   CHECK(a.tokens == 16);
   CHECK(a.dtype == DType::BF16);
-  CHECK(a.blocks == 3u * 348 * 16 * 2);  // 33,408
+  CHECK(a.blocks == 3u * 880 * 16);  // 42,240
   CHECK(a.recompute == 0u);
   CHECK(a.logits == 37u * 16 * (2 + 4 + 4));  // 5,920: bf16 logits, fp32 copy, fp32 log-softmax
   const MemoryEstimate m = estimate_memory(plan, tree, s, opts);
-  CHECK(m.ranks[0].activations == 33'408u + 5'920u);
+  CHECK(m.ranks[0].activations == 42'240u + 5'920u);
 
   s.activation_checkpointing.value = true;
   a = estimate_activations(plan, tree, s, opts);
   CHECK(a.blocks == 3u * 20 * 16 * 2);  // each block keeps its 20-wide input: 1,920
-  CHECK(a.recompute == 348u * 16 * 2);  // one block recomputed in backward: 11,136
+  CHECK(a.recompute == 880u * 16);      // one block recomputed in backward: 14,080
   CHECK(a.logits == 5'920u);
 }
 
 TEST_CASE("activations: Meta-Llama-3-8B config, seq 4096, micro-batch 1, bf16 mixed precision") {
   // hidden 4096, 32 heads x 128, 8 KV heads, intermediate 14336, 32 layers, vocab 128256 (config.json):
-  // layer = 16384 + 8192 + 2048 + 57344 = 83,968 elements per token.
+  // layer = 16384 + 8192 + 2048 + 57344 = 83,968 elements per token at bf16 (167,936 bytes), and
+  // layer_fp32 = 2*4096 + 32 + 2 = 8,226 in float32 (32,904 bytes): 200,840 bytes per token and layer.
   const ModuleTree tree = clean_tree(model_fixtures::corpus_dir() / "meta-llama__Meta-Llama-3-8B.json", true);
   FsdpSettings s = llama_settings(8);
   s.mixed_precision.value = MixedPrecision::bf16;
@@ -65,7 +67,7 @@ TEST_CASE("activations: Meta-Llama-3-8B config, seq 4096, micro-batch 1, bf16 mi
   opts.micro_batch = 1;
   const ActivationEstimate a = estimate_activations(plan, tree, s, opts);
   REQUIRE(a.available);
-  CHECK(a.blocks == 22'011'707'392ull);  // 83968 * 32 * 4096 * 2
+  CHECK(a.blocks == 26'324'500'480ull);  // 200840 * 32 * 4096
   CHECK(a.logits == 5'253'365'760ull);   // 128256 * 4096 * 10
 }
 

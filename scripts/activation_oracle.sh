@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Records what autograd really saves per decoder layer (scripts/activation_probe.py) for the tiny models
+# of fixtures/oracle2/models, into OUT (default fixtures/oracle2/activations): per model float32 and
+# bfloat16 on one rank, and float32 on 2 tensor-parallel ranks (gloo has no bfloat16 all-reduce).
+#   scripts/activation_oracle.sh [OUT] MODEL...
+# Runs inside the torch 2.x chroot (scripts/oracle2_run.sh); tests/unit/test_activation_oracle.cpp
+# compares each record with the registry's activation model.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=fixtures/oracle2/activations
+if [[ ${1:-} == */* || ${1:-} == build* ]]; then out=$1; shift; fi
+mkdir -p "$out"
+for model in "$@"; do
+  for cfg in "1 float32" "1 bfloat16" "2 float32"; do
+    set -- $cfg
+    scripts/oracle2_run.sh python3 scripts/activation_probe.py "$model" "$1" 16 "$2" "/repo/$out/$model-tp$1-$2.json" \
+      2>/dev/null | grep '^{' || echo "activation_oracle: $model tp $1 $2: no record (see the probe's output)" >&2
+  done
+done

@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""Probe: what autograd really keeps for backward in one decoder layer, per rank, with and without
+tensor parallelism.
+
+  scripts/oracle2_run.sh python3 scripts/activation_probe.py MODEL TP TOKENS DTYPE [OUT.json]
+
+Loads fixtures/oracle2/models/MODEL in DTYPE (float32 or bfloat16: the compute dtype of a run with
+mixed precision bf16) on CPU (TP > 1: transformers' tp_plan="auto" on a
+1-D "tp" mesh of TP gloo ranks, as scripts/tp_traffic_probe.py does), and records every tensor
+autograd saves during one forward of input_ids 1 x TOKENS (torch.autograd.graph.saved_tensors_hooks),
+attributed to the decoder layer whose forward is running. Each storage is counted once, parameters
+and buffers not at all (they are parameter memory, not activations). Rank 0's elements per token of
+layer 1 (a middle layer: its input is the previous layer's output) are printed and written to
+OUT.json: what a model's `activations.layer` (and, under TP, `layer_tp_split`) in rules/models/ must
+give (tests/unit/test_activation_oracle.cpp reads fixtures/oracle2/activations/*.json).
+"""
+import json, os, sys, tempfile, multiprocessing as mp
+os.environ["USE_LIBUV"] = "0"
+import torch, torch.distributed as dist
+
+
+def run(rank, W, store, model, tokens, dtype, out):
+    os.environ.update(LOCAL_RANK=str(rank), RANK=str(rank), WORLD_SIZE=str(W))
+    try:
+        _run(rank, W, store, model, tokens, dtype, out)
+    except BaseException:
+        import traceback; traceback.print_exc()
+    os._exit(0)
+
+
+def _run(rank, W, store, model, tokens, dtype, out):
+    from transformers import AutoModelForCausalLM
+    import transformers
+    kwargs = {"experts_implementation": "eager"} if "moe" in model else {}
+    if W > 1:
+        dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)
+        from torch.distributed.device_mesh import init_device_mesh
+        mesh = init_device_mesh("cpu", (W,), mesh_dim_names=("tp",))
+        kwargs.update(tp_plan="auto", device_mesh=mesh["tp"])
+    m = AutoModelForCausalLM.from_pretrained("fixtures/oracle2/models/" + model, dtype=getattr(torch, dtype),
+                                             attn_implementation="sdpa", **kwargs)
+    m.train()
+    held = {t.untyped_storage().data_ptr() for t in list(m.parameters()) + list(m.buffers())}
+    layers = m.model.layers
+    current = [None]
+    for i, layer in enumerate(layers):
+        layer.register_forward_pre_hook(lambda mod, args, i=i: current.__setitem__(0, i))
+        layer.register_forward_hook(lambda mod, args, res: current.__setitem__(0, None))
+    seen = {}  # storage -> (layer, bytes, shape)
+
+    def pack(t):
+        s = t.untyped_storage()
+        key = s.data_ptr()
+        if current[0] is not None and key not in held and key not in seen and s.nbytes() > 0:
+            seen[key] = (current[0], s.nbytes(), list(t.shape), str(t.dtype))
+        return t
+
+    ids = torch.arange(tokens).remainder(m.config.vocab_size - 3).add(3).unsqueeze(0)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = m(input_ids=ids, labels=ids).loss
+    loss.backward()
+    per_layer = {}
+    for layer, nbytes, shape, kind in seen.values():
+        per_layer.setdefault(layer, []).append({"bytes": nbytes, "shape": shape, "dtype": kind})
+    mid = per_layer.get(1, [])
+    total = sum(x["bytes"] for x in mid)
+    if rank == 0:
+        res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": "sdpa",
+               "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+               "layer1_bytes": total, "layer1_bytes_per_token": total / tokens,
+               "layer1_tensors": sorted(mid, key=lambda x: -x["bytes"])}
+        print(json.dumps({k: v for k, v in res.items() if k != "layer1_tensors"}), flush=True)
+        if out:
+            with open(out, "w") as f:
+                json.dump(res, f, indent=1)
+                f.write("\n")
+    if W > 1:
+        dist.barrier()
+
+
+def main():
+    model, W, tokens, dtype = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    out = sys.argv[5] if len(sys.argv) > 5 else ""
+    store = tempfile.mktemp(prefix="actprobe-")
+    if W == 1:
+        run(0, 1, store, model, tokens, dtype, out)
+        return
+    ctx = mp.get_context("fork")
+    procs = [ctx.Process(target=run, args=(r, W, store, model, tokens, dtype, out)) for r in range(W)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(300)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+// Activation memory against REAL torch 2.14.1 and transformers 5.12.1: every
+// fixtures/oracle2/activations/<model>-tp<T>-<dtype>.json was written by scripts/activation_probe.py,
+// which records each tensor autograd saves in one forward of a tiny saved model (SDPA attention, CPU),
+// on TP rank 0 of T tensor-parallel ranks (transformers' tp_plan="auto"). The bytes per token of a
+// middle decoder layer must be exactly what shardcheck's estimate gives per layer and token, from the
+// registry's `activations` model of that architecture.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "oracle_case.hpp"
+#include "shardcheck/memory.hpp"
+#include "shardcheck/preflight.hpp"
+#include "test_files.hpp"
+
+using namespace shardcheck;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kActivationRecords = fs::path(SHARDCHECK_FIXTURES_DIR) / "oracle2";
+std::uint64_t layers_of_last = 1;  // num_hidden_layers of the last model estimated
+
+// The estimate on TP rank 0 for the run the record describes.
+ActivationEstimate estimate_for(const json& c) {
+  const int tp = c.at("tp").get<int>();
+  json versions = c.at("versions");
+  versions["accelerate"] = "1.14.0";
+  const json flat = {{"versions", versions},
+                     {"fsdp_version", 2},
+                     {"world_size", 2 * tp},
+                     {"policy", {{"kind", "none"}}},
+                     {"mixed_precision", c.at("dtype") == "bfloat16" ? "bf16" : "no"}};
+  PreflightRequest req;
+  req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
+  req.model = (kActivationRecords / "models" / c.at("model").get<std::string>()).string();
+  req.defaults = test::settings_for(flat);
+  req.defaults.tp_size = {tp, "oracle"};
+  const json& v = c.at("versions");
+  req.versions.torch = Setting<Version>{test::parse_version(v.at("torch").get<std::string>()), "oracle"};
+  req.versions.transformers = Setting<Version>{test::parse_version(v.at("transformers").get<std::string>()), "oracle"};
+  req.versions.accelerate = Setting<Version>{Version{1, 14, 0}, "oracle"};
+  const std::int64_t tokens = c.at("tokens").get<std::int64_t>();
+  req.memory.seq_len = tokens;
+  req.memory.micro_batch = 1;
+  PreflightResult r = run_preflight(req);
+  REQUIRE(r.tree.has_value());
+  REQUIRE(r.plan.has_value());
+  ShardPlan plan = *r.plan;
+  plan.tp_rank = 0;  // the probe reports rank 0
+  const ActivationEstimate a = estimate_activations(plan, *r.tree, r.settings, req.memory);
+  REQUIRE_MESSAGE(a.available, a.why_not);
+  CHECK(a.tp_size == tp);
+  layers_of_last = static_cast<std::uint64_t>(r.tree->activations.at("layers"));
+  return a;
+}
+
+// One layer's estimated bytes per token.
+std::uint64_t estimated_layer_bytes(const json& c) {
+  const ActivationEstimate a = estimate_for(c);
+  CHECK_FALSE(a.tp_upper_bound);
+  const auto tokens = c.at("tokens").get<std::uint64_t>();
+  CHECK(a.blocks % (layers_of_last * tokens) == 0);
+  return a.blocks / layers_of_last / tokens;
+}
+
+}  // namespace
+
+TEST_CASE("activation oracle: a decoder layer's saved bytes per token match the real forward") {
+  int compared = 0;
+  for (const auto& path : test::json_files(kActivationRecords / "activations")) {
+    const json c = test::read_json(path);
+    CAPTURE(path.filename().string());
+    const double real = c.at("layer1_bytes_per_token").get<double>();
+    CHECK(static_cast<double>(estimated_layer_bytes(c)) == real);
+    ++compared;
+  }
+  CHECK(compared >= 3);  // llama_tp in float32 and bfloat16 on one rank, float32 on two
+}
+
+TEST_CASE("activations under TP without a TP model: the unsplit estimate, flagged as an upper bound") {
+  // Gemma-3's activation model lists no tp_split (its q/k norms and sliding masks are not matched yet):
+  // with two TP ranks the block is the one-rank block, and the estimate says it is a bound.
+  const json versions = {{"torch", "2.14.1"}, {"transformers", "5.12.1"}};
+  json one = {{"model", "gemma3_text"}, {"tp", 1}, {"tokens", 16}, {"dtype", "bfloat16"}, {"versions", versions}};
+  json two = one;
+  two["tp"] = 2;
+  const ActivationEstimate a1 = estimate_for(one);
+  const ActivationEstimate a2 = estimate_for(two);
+  CHECK_FALSE(a1.tp_upper_bound);
+  CHECK(a2.tp_upper_bound);
+  CHECK(a2.blocks == a1.blocks);
+  // Llama's model does cut under TP: rank 0 keeps less than one rank alone.
+  one["model"] = two["model"] = "llama_tp";
+  CHECK(estimate_for(two).blocks < estimate_for(one).blocks);
+}
