@@ -93,9 +93,17 @@ def load_kwargs(name: str) -> dict:
     return kw
 
 
+def auto_class(name: str):
+    """The auto class that loads the model: image-text-to-text for a vision-language model."""
+    if hasattr(AutoConfig.from_pretrained(model_dir(name)), "vision_config"):
+        from transformers import AutoModelForImageTextToText
+        return AutoModelForImageTextToText
+    return AutoModelForCausalLM
+
+
 def reference(name: str) -> dict:
     """What a plain (non-TP) load gives: parameter name -> full shape, plus the model's TP plan."""
-    model = AutoModelForCausalLM.from_pretrained(model_dir(name), **load_kwargs(name))
+    model = auto_class(name).from_pretrained(model_dir(name), **load_kwargs(name))
     return {"full_shapes": {n: list(p.shape) for n, p in model.named_parameters()},
             "tp_plan": dict(model.tp_plan or {}), "class": type(model).__name__,
             # The ForCausalLM class's own plan ({"lm_head": ...}); post_init replaces the instance's
@@ -219,8 +227,8 @@ def tp_rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
         capture = ReportCapture()
         mu_logger.addHandler(capture)
         mu_logger.setLevel(logging.WARNING)
-        model = AutoModelForCausalLM.from_pretrained(model_dir(c["model"]), tp_plan="auto", device_mesh=mesh["tp"],
-                                                     **load_kwargs(c["model"]))
+        model = auto_class(c["model"]).from_pretrained(model_dir(c["model"]), tp_plan="auto", device_mesh=mesh["tp"],
+                                                       **load_kwargs(c["model"]))
         rec["model_tp_size"] = getattr(model, "tp_size", None)
         rec["tp"] = {n: tensor_info(p) for n, p in model.named_parameters()}
         # nn.Linear / nn.Embedding attributes transformers rewrites after sharding (update_module_attributes).
@@ -370,6 +378,10 @@ def all_cases() -> list:
                  ("qwen3_moe_tp", 2), ("qwen3_moe_tp", 4), ("llama_tp_kv2", 4),
                  ("qwen3_moe_tp_i16", 4)):
         cs.append(tp_case(m, 1, T, mode="tponly"))
+    # Vision-language models: the plan post_init gathers from the language model (no plan of their own).
+    for m in ("llava", "llava_next", "llava_onevision", "qwen2_vl", "qwen2_5_vl", "mllama", "idefics3", "smolvlm",
+              "paligemma", "gemma3"):
+        cs.append(tp_case(m, 1, 2, mode="tponly"))
     return o.unique(cs)
 
 

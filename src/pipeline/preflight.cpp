@@ -43,9 +43,13 @@ bool splits_attention_heads(const ModuleTree& tree) {
 
 void check_tp_heads(const ModelConfig& config, const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
   if (!splits_attention_heads(tree)) return;
+  // The model's own head counts, else (a vision-language model, whose plan is its language model's)
+  // its text_config's.
   auto integer = [&](const char* a, const char* b) -> std::optional<std::int64_t> {
     for (const char* k : {a, b})
       if (auto n = k ? config.int_field(config.effective_key(k)) : std::nullopt) return n;
+    for (const char* k : {a, b})
+      if (auto n = k ? config.int_field(std::string("text_config.") + k) : std::nullopt) return n;
     return std::nullopt;
   };
   const auto heads = integer("num_attention_heads", "n_head");

@@ -224,6 +224,8 @@ class Expander {
     }
     for (auto& [k, v] : inner.fused_sources) fused_sources[k] = std::move(v);
     submodels_used.push_back(child.submodel);
+    submodel_roots.emplace_back(child.submodel, path);
+    for (auto& nested : inner.submodel_roots) submodel_roots.push_back(std::move(nested));
   }
 
   std::vector<std::pair<std::string, Value>> evaluate_args(const std::vector<NamedExpr>& args, const Frame& frame,
@@ -268,6 +270,8 @@ class Expander {
  public:
   std::map<std::pair<int, int>, std::vector<std::string>> fused_sources;
   std::vector<std::string> submodels_used;  // config keys expanded as sub-models, in order
+  // (config key, module path) of every sub-model's root, nested ones included, in order.
+  std::vector<std::pair<std::string, std::string>> submodel_roots;
 };
 
 // The fields of config.json's object `object` ("" = the whole file) as names of `frame`, relative
@@ -535,11 +539,22 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   // name. The head class's own `_tp_plan` ({"lm_head": "colwise_gather_output"}) is not applied: post_init
   // replaces it with {} on the instance before merging the children's plans, so lm_head stays whole on
   // every TP rank (seen in fixtures/oracle2/tp/: lm_head [37, 24] on every rank).
+  // A composite model (a VLM) has no base plan of its own: post_init gathers each child's `_tp_plan`
+  // under the child's name, so every sub-model that is a base model brings its config's plan under its
+  // own path (real load of fixtures/oracle2/models/llava with tp_plan="auto": the plan is the
+  // language model's, as "model.language_model.layers.*.self_attn.q_proj" and so on).
   if (arch.tp_plan) {
     tree.tp_plan.emplace();
     for (const auto& [pattern, style] : arch.tp_plan->base)
       if (const TpStyle* st = reg.find_tp_style(style))
         tree.tp_plan->push_back({has_head ? tree.base_model_path + "." + pattern : pattern, *st});
+  }
+  for (const auto& [key, root] : ex.submodel_roots) {
+    const ArchSpec* sub = subs.count(key) ? subs.at(key).arch : nullptr;
+    if (!sub || !sub->tp_plan) continue;
+    if (!tree.tp_plan) tree.tp_plan.emplace();
+    for (const auto& [pattern, style] : sub->tp_plan->base)
+      if (const TpStyle* st = reg.find_tp_style(style)) tree.tp_plan->push_back({root + "." + pattern, *st});
   }
 
   // Tied weights (tie_word_embeddings): the alias keeps its place in the tree, shares the storage.

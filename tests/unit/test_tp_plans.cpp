@@ -36,12 +36,22 @@ TEST_CASE("registry tp_plan: each architecture's plan is transformers 5.12.1's")
     CAPTURE(model_type);
     const ArchSpec* arch = reg->find(model_type);
     REQUIRE(arch != nullptr);
-    if (r.value("head_class", json()).is_null()) continue;  // a sub-model type: its parent model's plan applies
+    if (r.value("head_class", json()).is_null()) {
+      // A sub-model type (a VLM's text or vision model): its config's base plan, which the composite
+      // gathers under the sub-model's path.
+      if (r.at("base").is_null()) {
+        CHECK((!arch->tp_plan.has_value() || arch->tp_plan->base.empty()));
+      } else {
+        REQUIRE(arch->tp_plan.has_value());
+        CHECK(as_map(arch->tp_plan->base) == r.at("base").get<Plan>());
+      }
+      continue;
+    }
     // A vision-language model (its registry root is a *ForConditionalGeneration).
     const bool composite_model =
         !arch->architectures.empty() && arch->architectures.front().ends_with("ForConditionalGeneration");
     if (composite_model) {
-      // Composite models collect their sub-models' plans; the registry says it does not lay them out.
+      // Composite models have no plan of their own: they collect their sub-models' (module_tree.cpp).
       CHECK_FALSE(arch->tp_plan.has_value());
       ++composite;
       continue;
