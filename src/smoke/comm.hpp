@@ -29,14 +29,21 @@ enum class Collective { all_gather, reduce_scatter, all_reduce };
 // (torch/distributed/fsdp/_init_utils.py _init_intra_and_inter_node_groups) and FSDP2's 2-D mesh
 // arange(W).view(R, S) does (DeviceMesh, shard dim last). S = W is plain sharding (one replica);
 // S = 1 is NO_SHARD (every rank its own "shard group", gradients all-reduced across all ranks).
+// With tensor parallelism (T > 1) the mesh is arange(W).view(R, S, T), tp innermost as accelerate's
+// ParallelismConfig orders it: a shard group holds the ranks of one TP rank (stride T), and the FSDP
+// collectives never cross TP ranks.
 class Comm {
  public:
   virtual ~Comm() = default;
   virtual int rank() const = 0;
   virtual int world() const = 0;
   virtual int shard_size() const { return world(); }
-  int shard_rank() const { return rank() % shard_size(); }
-  int replicas() const { return world() / shard_size(); }
+  virtual int tp_size() const { return 1; }
+  int tp_rank() const { return rank() % tp_size(); }
+  // This rank among the data-parallel ranks of its TP rank (0 .. S*R-1).
+  int dp_rank() const { return rank() / tp_size(); }
+  int shard_rank() const { return dp_rank() % shard_size(); }
+  int replicas() const { return world() / (shard_size() * tp_size()); }
   virtual std::string backend() const = 0;  // "gloo", "nccl", "loopback"
   virtual std::string device() const = 0;   // "cpu", "cuda:0"
   // Blocking, within this rank's shard group. `in` holds `count` elements of d; `out` receives
@@ -69,7 +76,8 @@ struct RendezvousSpec {
   int rank = 0, world = 1, local_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
-  int shard_size = 0;  // S ranks per shard group (0: the whole world); must divide world
+  int shard_size = 0;  // S ranks per shard group (0: the whole world); S * tp must divide world
+  int tp = 1;          // T tensor-parallel ranks, innermost on the mesh
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   bool cuda = false;  // NCCL on cuda:LOCAL_RANK (only in a CUDA build)
 };

@@ -27,6 +27,7 @@ struct UnitLayout {
   DType reduce_dtype = DType::F32;  // what the gradient reduction sums
   int world = 1;                    // S: the shard group the unit is sharded over
   int replicas = 1;                 // R: shard groups whose gradients are all-reduced (HSDP, NO_SHARD)
+  int tp_rank = 0;                  // the TP rank whose pieces the unit holds (its pattern differs per TP rank)
   int fsdp_version = 1;
   bool requires_grad = true;
   std::int64_t numel = 0;         // real elements

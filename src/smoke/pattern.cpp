@@ -46,7 +46,10 @@ void materialize(const UnitLayout& u, std::int64_t lo, std::int64_t numel, const
     if (real) {
       (*real)(s.param, s.param_offset + (a - s.offset), b - a, out);
     } else {
-      for (std::int64_t g = a; g < b; ++g, out += w) put_bits(out, pattern_bits(u.index, g), w);
+      // Each TP rank's pieces get their own pattern, so that a shard group that mixed TP ranks would
+      // gather elements it cannot verify.
+      const int seed = u.index + 4099 * u.tp_rank;
+      for (std::int64_t g = a; g < b; ++g, out += w) put_bits(out, pattern_bits(seed, g), w);
     }
   });
 }

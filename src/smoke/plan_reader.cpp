@@ -81,6 +81,7 @@ std::optional<ReadPlan> parse_plan_json(const std::string& text, const std::stri
                         : p.world_size;
     p.fsdp_version = static_cast<int>(integer(doc, "$", "fsdp_version", 1, 2));
     out.strategy = field<std::string>(doc, "$", "sharding_strategy");
+    out.tensor_parallel = doc.contains("tensor_parallel") && doc.at("tensor_parallel").is_object();
     const auto& units = doc.at("units");
     for (std::size_t i = 0; i < units.size(); ++i) {
       const json& u = units[i];

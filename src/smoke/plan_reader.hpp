@@ -12,6 +12,7 @@ namespace shardcheck::smoke {
 struct ReadPlan {
   ShardPlan plan;
   std::string strategy;
+  bool tensor_parallel = false;  // the plan has a tensor-parallel layout (its units are one TP rank's)
 };
 
 // nullopt with `error` naming the file and the field (or JSON byte position) on bad input.

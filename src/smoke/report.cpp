@@ -62,6 +62,11 @@ std::string render_smoke_text(const RunHeader& h, const RunResult& r, const Verd
         "  {} replicas x {}-rank shard groups: shards gathered and gradients reduce-scattered within "
         "a group, each slice all-reduced across the replicas\n",
         h.replicas, h.shard_size);
+  if (h.tp > 1)
+    out += fmt::format(
+        "  {} tensor-parallel ranks: each verifies its own pieces in its own {}-rank shard groups (ranks t, t + {}, "
+        "...), which never cross TP ranks\n",
+        h.tp, h.shard_size, h.tp);
   std::set<std::string> paths;
   for (const auto& u : r.units) {
     paths.insert(fmt::format("all_gather ({}): {}", dtype_name(u.dtype), u.ag_path));
@@ -123,6 +128,7 @@ std::string render_smoke_json(const RunHeader& h, const RunResult& r, const Verd
   w.key("world_size").value(h.world);
   w.key("shard_group_size").value(h.shard_size);
   w.key("replicas").value(h.replicas);
+  w.key("tp_size").value(h.tp);
   w.key("backend").value(h.backend);
   w.key("device").value(h.device);
   w.key("torch_version").value(h.torch_version);

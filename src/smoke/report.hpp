@@ -13,7 +13,8 @@ namespace shardcheck::smoke {
 struct RunHeader {
   int world = 1;
   int shard_size = 1;  // S: ranks a unit is sharded over
-  int replicas = 1;    // R = world / S: shard groups whose gradients are all-reduced
+  int replicas = 1;    // R = world / (S * T): shard groups whose gradients are all-reduced
+  int tp = 1;          // T: tensor-parallel ranks, each with its own pieces and its own shard groups
   std::string backend, device, torch_version;
   std::string model;  // model directory or plan file
   int fsdp_version = 1;

@@ -51,7 +51,7 @@ Checked check_unit(Comm& comm, const UnitLayout& u, const RealBytes* real, std::
   out.ag = verify_gathered(u, real, gathered.data());
   if (u.requires_grad && comm.can_sum(u.reduce_dtype)) {
     auto grad = buffer(u.padded_numel, u.reduce_dtype), slice = buffer(u.shard_numel, u.reduce_dtype);
-    fill_grad(u, comm.rank(), grad.data());
+    fill_grad(u, comm.dp_rank(), grad.data());
     comm.set_phase(fmt::format("unit {} reduce_scatter", u.index));
     comm.reduce_scatter_sum(u.reduce_dtype, grad.data(), u.shard_numel, slice.data());
     if (comm.replicas() > 1) {
@@ -187,7 +187,7 @@ RunResult run_rank(Comm& comm, const RunOptions& opt) {
         UnitLayout u = sweep_layout(1000000 + sweep_index++, 1, t.count, t.type);
         u.replicas = R;
         auto buf = buffer(t.count, t.type);
-        fill_grad(u, comm.rank() / S, buf.data());  // the replica's index: sums run over 0..R-1
+        fill_grad(u, comm.dp_rank() / S, buf.data());  // the replica's index: sums run over 0..R-1
         comm.all_reduce_replicas(t.type, buf.data(), t.count);
         wrongs.push_back(static_cast<double>(verify_reduced(u, 0, buf.data()).total()));
       } else {

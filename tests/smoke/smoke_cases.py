@@ -37,6 +37,24 @@ def units_check(world, pads):
 
 
 LAYERS = ["model.layers.0", "model.layers.1", "model.layers.2"]
+TP_LLAMA = "{src}/fixtures/oracle2/models/llama_tp"
+
+
+def tp_check(tp, units):
+    """Tensor parallelism: rank 0's units (TP rank 0's pieces), every element exact in every group."""
+    def check(doc):
+        if (doc["tp_size"], doc["shard_group_size"], doc["replicas"]) != (tp, 2, 1):
+            return f"topology tp {doc['tp_size']} shard {doc['shard_group_size']} replicas {doc['replicas']}"
+        got = [(u["path"], u["shard_numel"], u["pad_elements"]) for u in doc["units"]]
+        if got != units:
+            return f"units {got}, expected {units}"
+        if doc["wrong_elements"] != 0 or doc["verdict"] != "ok":
+            return f"verdict {doc['verdict']} wrong {doc['wrong_elements']}"
+        for u in doc["units"]:
+            if not u["reduce_scatter"]["ran"] or u["reduce_scatter"]["wrong"] != 0:
+                return f"reduce_scatter of {u['path']}: {u['reduce_scatter']}"
+        return None
+    return check
 
 
 def replicated_check(shard, replicas, units, weight_bytes=None):
@@ -142,6 +160,27 @@ CASES = [
      "stdout": ["2 replicas x 2-rank shard groups", "all_reduce (BF16): allreduce (sum) across 2 replicas",
                 "OK: 5 units all-gathered and reduce-scattered in 2-rank shard groups and all-reduced across 2 "
                 "replicas exactly on 4 ranks"]},
+    # Tensor parallelism (FSDP2, dp_shard 2 x tp 2) on the TP Llama (hidden 24, 4 heads of 6, 4 KV heads,
+    # intermediate 52, vocab 37, 2 layers, untied): TP rank 0 holds q/k/v [12, 24], o [24, 12], gate/up
+    # [26, 24], down [24, 26] and whole norms: 3072 elements a layer; FSDP2 cuts each on dim 0 over 2
+    # ranks: 3*6*24 + 12*12 + 2*13*24 + 12*26 + 2*12 = 1536 per rank, no padding. The embedding
+    # [37, 24] is whole under TP: 19 rows = 456 per rank, 24 padding; lm_head [37, 24] with the final
+    # norm: 456 + 12 = 468 per rank, 24 padding. Shard groups {0, 2} and {1, 3} (tp innermost), each
+    # with its own pieces and pattern: a group that mixed TP ranks would count wrong elements.
+    {"name": "smoke TP dp_shard 2 x tp 2 json", "quick": True,
+     "args": ["smoke", TP_LLAMA, "--nproc", "4", "--fsdp-version", "2", "--tp-size", "2", "--format", "json"] + QUICK,
+     "exit": 0, "json": tp_check(2, [("model.embed_tokens", 456, 24), ("model.layers.0", 1536, 0),
+                                     ("model.layers.1", 1536, 0), ("model.norm", 468, 24)])},
+    # Rank 1 (TP rank 1, data-parallel rank 0) sends its shards one element off: every element of its
+    # shards is wrong, seen by both ranks of its group {1, 3} and by no one else:
+    # 2 * (456 + 1536 + 1536 + 468) = 7992.
+    {"name": "smoke TP shifted shard caught in its own TP group",
+     "args": ["smoke", TP_LLAMA, "--nproc", "4", "--fsdp-version", "2", "--tp-size", "2",
+              "--test-shift-shard", "1"] + QUICK,
+     "exit": 20, "stdout": ["2 tensor-parallel ranks", "FAILED: 7992 wrong elements in 4 of 4 units on 4 ranks"]},
+    {"name": "smoke TP --weights not yet", "args": ["smoke", TP_LLAMA, "--nproc", "4", "--fsdp-version", "2",
+                                                    "--tp-size", "2", "--weights"] + QUICK,
+     "exit": 2, "stderr": ["--weights with tensor parallelism is not supported yet"]},
     # Mixed precision: torchtitan's FSDP2 policy gathers bf16 and reduces in fp32 (the plan's
     # compute_dtype / reduce_dtype), and so does the run.
     {"name": "smoke torchtitan mixed precision reduces in F32",

@@ -99,6 +99,7 @@ class C10dComm final : public Comm {
   int rank() const override { return spec_.rank; }
   int world() const override { return spec_.world; }
   int shard_size() const override { return shard_.size; }
+  int tp_size() const override { return std::max(1, spec_.tp); }
   std::string backend() const override { return backend_; }
   std::string device() const override { return device_.str(); }
 
@@ -560,21 +561,26 @@ std::unique_ptr<Comm> connect_c10d(const RendezvousSpec& spec) {
   auto pg_store = c10::make_intrusive<c10d::PrefixStore>("shardcheck/pg", store);
   // Shard groups: ranks [i*S, (i+1)*S); replica groups: {j, j+S, j+2S, ...}. Each rank builds only
   // the two it belongs to, every rank in the same order (shard, then replica), each over its own
-  // key prefix, as torch.distributed.new_group does with a PrefixStore per group.
-  const int S = spec.shard_size > 0 ? spec.shard_size : spec.world;
-  if (spec.world % S != 0)
-    throw SmokeFault(ExitCode::usage,
-                     fmt::format("shard groups of {} ranks do not divide WORLD_SIZE={}", S, spec.world));
-  const int shard_index = spec.rank / S, shard_rank = spec.rank % S, R = spec.world / S;
+  // key prefix, as torch.distributed.new_group does with a PrefixStore per group. With T TP ranks
+  // (innermost on the mesh) the same holds among the ranks of each TP rank t: data-parallel rank
+  // rank / T, one shard and one replica group per t.
+  const int T = std::max(1, spec.tp);
+  const int S = spec.shard_size > 0 ? spec.shard_size : spec.world / T;
+  if (spec.world % (S * T) != 0)
+    throw SmokeFault(ExitCode::usage, fmt::format("shard groups of {} ranks x {} TP ranks do not divide WORLD_SIZE={}",
+                                                  S, T, spec.world));
+  const int t = spec.rank % T, dp = spec.rank / T;
+  const int shard_index = dp / S, shard_rank = dp % S, R = spec.world / (S * T);
+  const std::string tp_suffix = T > 1 ? fmt::format("/tp{}", t) : "";
   auto groups = [&](auto make) {
     using G = typename decltype(make(std::string(), 0, 0))::element_type;
     Group<G> world{make("world", spec.rank, spec.world), spec.rank, spec.world};
     Group<G> shard = S == spec.world ? world : Group<G>{{}, 0, 1};
     if (S > 1 && S < spec.world)
-      shard = Group<G>{make(fmt::format("shard/{}", shard_index), shard_rank, S), shard_rank, S};
+      shard = Group<G>{make(fmt::format("shard/{}{}", shard_index, tp_suffix), shard_rank, S), shard_rank, S};
     Group<G> replica = R == spec.world ? world : Group<G>{{}, 0, 1};
     if (R > 1 && R < spec.world)
-      replica = Group<G>{make(fmt::format("replica/{}", shard_rank), shard_index, R), shard_index, R};
+      replica = Group<G>{make(fmt::format("replica/{}{}", shard_rank, tp_suffix), shard_index, R), shard_index, R};
     return std::tuple{world, shard, replica};
   };
   try {

@@ -20,6 +20,7 @@
 #include "shardcheck/peft_model.hpp"
 #include "shardcheck/registry.hpp"
 #include "shardcheck/report.hpp"
+#include "shardcheck/tensor_parallel.hpp"
 #include "shardcheck/rules_dir.hpp"
 #include "smoke/launcher.hpp"
 #include "smoke/plan_reader.hpp"
@@ -47,10 +48,12 @@ struct SmokeFlags {
 };
 
 struct Planned {
-  ShardPlan plan;
+  ShardPlan plan;  // this rank's: with tensor parallelism, the plan of its TP rank's pieces
   std::string strategy;
-  std::map<std::string, std::string> aliases;                // tied parameter -> stored tensor
-  std::string base_prefix;                                   // the base model's attribute ("model", "transformer")
+  int tp = 1;                                  // tensor-parallel ranks, innermost on the mesh
+  std::vector<std::int64_t> tp0_bytes;         // TP rank 0's padded unit bytes: every TP rank selects the same units
+  std::map<std::string, std::string> aliases;  // tied parameter -> stored tensor
+  std::string base_prefix;                     // the base model's attribute ("model", "transformer")
   std::vector<std::pair<std::string, std::string>> renames;  // checkpoint renames in force (disk, model)
   std::map<std::string, std::vector<std::string>> fused;     // fused parameter -> its checkpoint globs
   std::string checkpoint_dir;                                // the base model's directory ("" : MODEL)
@@ -85,12 +88,17 @@ std::vector<std::pair<std::string, std::string>> checkpoint_renames(const std::s
 }
 
 // The plan this rank verifies: from --plan, or computed exactly as `shardcheck plan` would.
-Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
+Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world, int rank) {
   Planned out;
   if (!f.plan_file.empty()) {
     std::string error;
     auto read = read_plan_json(f.plan_file, error);
     if (!read) throw SmokeFault(ExitCode::usage, error);
+    if (read->tensor_parallel)
+      throw SmokeFault(ExitCode::usage,
+                       fmt::format("{} is a tensor-parallel plan: give the model instead of --plan, so that every "
+                                   "TP rank verifies its own pieces",
+                                   f.plan_file));
     if (read->plan.world_size != world)
       throw SmokeFault(ExitCode::smoke_world_mismatch,
                        fmt::format("{} is a plan for world size {}, this job has WORLD_SIZE={}", f.plan_file,
@@ -115,6 +123,26 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
   }
   out.plan = std::move(*r.plan);
   out.strategy = strategy_name(out.plan.strategy);
+  if (out.plan.tensor_parallel && r.tree) {
+    // Tensor parallelism: each TP rank loads other pieces (transformers' ceil split), so each plans
+    // its own FSDP2 units, exactly as the pipeline does for the memory of every TP rank.
+    if (f.weights)
+      throw SmokeFault(ExitCode::usage,
+                       "--weights with tensor parallelism is not supported yet: the TP pieces are verified with the "
+                       "synthetic pattern (drop --weights)");
+    out.tp = r.settings.tp_size.value;
+    const TensorParallelLayout layout = *out.plan.tensor_parallel;
+    auto plan_of = [&](int t) {
+      DiagnosticSink scratch;
+      ShardPlan p = plan_fsdp2(tp_local_tree(*r.tree, layout, t), r.settings, scratch);
+      p.tp_rank = t;
+      p.tensor_parallel = layout;
+      return p;
+    };
+    const ShardPlan first = plan_of(0);
+    for (const auto& u : first.units) out.tp0_bytes.push_back(u.padded_numel * element_bytes(u.dtype));
+    out.plan = plan_of(rank % out.tp);
+  }
   if (r.tree && r.tree->peft) {
     // A PeftModel: its frozen parameters are the base model's under new names (".base_layer",
     // "original_module", "base_model.model."); the checkpoint has the old ones.
@@ -152,24 +180,29 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world) {
 // dimension; the replicas all-reduce.
 int shard_group_size(const Planned& p, int world) {
   const int s = p.strategy == "NO_SHARD" ? 1 : p.plan.shard_group;
-  if (s < 1 || world % s != 0)
-    throw SmokeFault(ExitCode::usage, fmt::format("the plan shards over groups of {} ranks ({}), which does not "
-                                                  "divide the job's {} ranks",
-                                                  s, p.strategy, world));
+  if (s < 1 || world % (s * p.tp) != 0)
+    throw SmokeFault(ExitCode::usage,
+                     fmt::format("the plan shards over groups of {} ranks ({}{}), which does not divide the job's {} "
+                                 "ranks",
+                                 s, p.strategy, p.tp > 1 ? fmt::format(", x {} TP ranks", p.tp) : "", world));
   return s;
 }
 
 std::vector<UnitLayout> layouts(const Planned& p, const SmokeFlags& f, int world) {
   const int shard = shard_group_size(p, world);
-  std::vector<std::int64_t> bytes;
-  for (const auto& u : p.plan.units) bytes.push_back(u.padded_numel * element_bytes(u.dtype));
+  std::vector<std::int64_t> bytes = p.tp0_bytes;
+  if (bytes.size() != p.plan.units.size()) {
+    bytes.clear();
+    for (const auto& u : p.plan.units) bytes.push_back(u.padded_numel * element_bytes(u.dtype));
+  }
   std::vector<UnitLayout> out;
   for (int i : select_units(bytes, f.units.value_or(-1), f.units ? f.sample : 0)) {
     const auto& u = p.plan.units[i];
     if (element_bytes(u.dtype) == 0) continue;  // packed sub-byte kinds are never a flat parameter
     std::string error;
     UnitLayout l = unit_layout(u, i, p.plan.fsdp_version, shard, error);
-    l.replicas = world / shard;
+    l.replicas = world / (shard * p.tp);
+    l.tp_rank = p.plan.tp_rank;
     if (!error.empty())  // a hand-edited --plan file; from the planner it would be a bug
       throw SmokeFault(f.plan_file.empty() ? ExitCode::internal : ExitCode::usage,
                        fmt::format("{}: inconsistent plan: {}", f.plan_file.empty() ? "planner" : f.plan_file, error));
@@ -180,7 +213,7 @@ std::vector<UnitLayout> layouts(const Planned& p, const SmokeFlags& f, int world
 
 int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env) {
   const auto timeout = std::chrono::milliseconds(static_cast<std::int64_t>(f.timeout * 1000));
-  Planned planned = make_plan(f, ctx, env.world);
+  Planned planned = make_plan(f, ctx, env.world, env.rank);
   std::vector<UnitLayout> units = layouts(planned, f, env.world);
 
   RunOptions opt;
@@ -188,7 +221,9 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
   opt.shift_rank = f.test_shift_rank;
   opt.iters = f.iters;
   opt.warmup = f.warmup;
-  opt.time_units = !f.no_unit_timing;
+  // TP ranks may hold units of other sizes: the timing rows are summed over all ranks, so with
+  // tensor parallelism only the sweep (the same sizes everywhere) is timed.
+  opt.time_units = !f.no_unit_timing && planned.tp == 1;
   if (!f.no_sweep) {
     auto lo = parse_nccl_size(f.min_bytes), hi = parse_nccl_size(f.max_bytes);
     if (!lo || !hi)
@@ -247,6 +282,7 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
   spec.master_addr = env.master_addr;
   spec.master_port = env.master_port;
   spec.shard_size = shard_group_size(planned, env.world);
+  spec.tp = planned.tp;
   spec.timeout = timeout;
   spec.cuda = f.backend == "nccl" || (f.backend == "auto" && c10d_has_nccl());
   auto comm = connect_c10d(spec);
@@ -258,6 +294,7 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
   h.world = env.world;
   h.shard_size = comm->shard_size();
   h.replicas = comm->replicas();
+  h.tp = comm->tp_size();
   h.backend = comm->backend();
   h.device = comm->device();
   h.torch_version = c10d_torch_version();
@@ -281,7 +318,7 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
 int run_launcher(SmokeFlags& f, const cli::CliContext& ctx, char** argv, int argc) {
   const int n = *f.nproc;
   // Fail fast, before starting anyone, on a plan that cannot be verified.
-  Planned planned = make_plan(f, ctx, n);
+  Planned planned = make_plan(f, ctx, n, 0);
   (void)layouts(planned, f, n);
   SuperviseOptions opt;
   opt.nproc = n;
