@@ -97,8 +97,8 @@ std::pair<const CheckpointMeta*, const TensorInfo*> WeightReader::find_stored(co
 // transformers 5.x core_model_loading.py (MergeModulelist(dim=0) then Concatenate(dim=1)): per
 // expert index, the tensor of each glob in turn, stacked by index. Checkpoint names are matched the
 // way from_pretrained renames them (the version's renames applied, the base-model prefix added).
-bool WeightReader::bind_fused(const UnitLayout& u, std::size_t i, const std::vector<std::string>& globs, Bound& out,
-                              std::string& error) {
+bool WeightReader::bind_fused(const UnitLayout& u, std::size_t i, const std::vector<std::string>& globs,
+                              std::int64_t expected, Bound& out, std::string& error) {
   // Under its name in the model the checkpoint belongs to (a PeftModel's base parameter has another).
   const auto alias = aliases_.find(u.params[i]);
   const std::string& param = alias == aliases_.end() ? u.params[i] : alias->second;
@@ -136,9 +136,9 @@ bool WeightReader::bind_fused(const UnitLayout& u, std::size_t i, const std::vec
     numel += s.tensor->numel();
     out.push_back(piece_of(meta_, *s.tensor));
   }
-  if (sources.empty() || numel != u.param_numels[i]) {
+  if (sources.empty() || numel != expected) {
     error = fmt::format("unit '{}': '{}' fuses {} checkpoint tensors ({}) with {} elements, the plan expects {}",
-                        u.path, param, sources.size(), fmt::join(globs, ", "), numel, u.param_numels[i]);
+                        u.path, param, sources.size(), fmt::join(globs, ", "), numel, expected);
     return false;
   }
   return true;
@@ -146,57 +146,124 @@ bool WeightReader::bind_fused(const UnitLayout& u, std::size_t i, const std::vec
 
 bool WeightReader::bind(const UnitLayout& u, std::string& error) {
   bound_.clear();
+  bound_tp_.clear();
   width_ = element_bytes(u.dtype);
   for (std::size_t i = 0; i < u.params.size(); ++i) {
     Bound b;
+    // A TP piece is read from the whole stored tensor.
+    const auto tp = tp_pieces_.find(u.params[i]);
+    std::int64_t expected = u.param_numels[i];
+    if (tp != tp_pieces_.end()) {
+      expected = 1;
+      for (const std::int64_t d : tp->second.full_shape) expected *= d;
+    }
     if (const auto [meta, found] = find_stored(u.params[i]); found) {
-      if (found->dtype != u.dtype || found->numel() != u.param_numels[i]) {
+      if (found->dtype != u.dtype || found->numel() != expected) {
         error = fmt::format("unit '{}': parameter '{}' is {} x {} in {}, the plan expects {} x {}", u.path, u.params[i],
-                            found->numel(), dtype_name(found->dtype), meta->files[found->file].path, u.param_numels[i],
+                            found->numel(), dtype_name(found->dtype), meta->files[found->file].path, expected,
                             dtype_name(u.dtype));
         return false;
       }
       b.push_back(piece_of(*meta, *found));
     } else if (auto fused = fused_.find(u.params[i]); fused != fused_.end()) {
-      if (!bind_fused(u, i, fused->second, b, error)) return false;
+      if (!bind_fused(u, i, fused->second, expected, b, error)) return false;
     } else {
       error = fmt::format("unit '{}': parameter '{}' is not in the checkpoint at {}", u.path, u.params[i],
                           meta_.dir.string());
       return false;
     }
     bound_.push_back(std::move(b));
+    bound_tp_.push_back(tp == tp_pieces_.end() ? nullptr : &tp->second);
   }
   return true;
 }
 
+std::map<std::string, TpPiece> tp_pieces(const ModuleTree& tree, const TensorParallelLayout& layout, int tp_rank) {
+  std::map<std::string, TpPiece> out;
+  for (const TpPlacement& p : layout.params) {
+    if (!p.dim) continue;
+    const auto d = static_cast<std::size_t>(*p.dim);
+    TpPiece piece;
+    piece.dim = *p.dim;
+    const ModuleTree::TpEntry* entry = tp_entry_for(tree, p.fqn);
+    piece.blocks = entry && entry->style.packed > 1 ? entry->style.packed : 1;
+    // The pieces of all TP ranks, in rank order, make up the whole dimension.
+    std::int64_t before = 0, total = 0;
+    for (std::size_t k = 0; k < p.shapes.size(); ++k) {
+      if (static_cast<int>(k) < tp_rank) before += p.shapes[k][d];
+      total += p.shapes[k][d];
+    }
+    piece.full_shape = p.shapes[0];
+    piece.full_shape[d] = total;
+    piece.start = before / piece.blocks;
+    piece.length = p.shapes[static_cast<std::size_t>(tp_rank)][d] / piece.blocks;
+    out[p.fqn] = std::move(piece);
+  }
+  return out;
+}
+
+void for_tp_runs(const TpPiece& piece, std::int64_t local_offset, std::int64_t numel,
+                 const std::function<void(std::int64_t, std::int64_t, std::int64_t)>& read) {
+  // Row-major: elements after the split dimension form `inner` runs; `n` is the full dimension, each
+  // block of n / blocks holds this rank's `length` indices from `start`; the local dimension is
+  // blocks * length.
+  std::int64_t inner = 1;
+  for (std::size_t k = static_cast<std::size_t>(piece.dim) + 1; k < piece.full_shape.size(); ++k)
+    inner *= piece.full_shape[k];
+  const std::int64_t n = piece.full_shape[static_cast<std::size_t>(piece.dim)];
+  const std::int64_t block = n / piece.blocks, local_dim = piece.blocks * piece.length;
+  std::int64_t k = local_offset, done = 0;
+  while (done < numel) {
+    const std::int64_t outer = k / (local_dim * inner);
+    const std::int64_t i = (k / inner) % local_dim, in = k % inner;
+    const std::int64_t b = i / piece.length, within = i % piece.length;
+    const std::int64_t full = (outer * n + b * block + piece.start + within) * inner + in;
+    const std::int64_t run = std::min(numel - done, (piece.length - within) * inner - in);
+    read(full, run, done);
+    done += run;
+    k += run;
+  }
+}
+
 RealBytes WeightReader::source() {
   return [this](int param, std::int64_t param_offset, std::int64_t numel, std::byte* dst) {
-    const Bound& pieces = bound_.at(static_cast<std::size_t>(param));
-    std::int64_t skip = param_offset;  // elements before the wanted range, over the pieces in order
-    for (const Piece& p : pieces) {
-      if (numel == 0) break;
-      if (skip >= p.numel) {
-        skip -= p.numel;
-        continue;
-      }
-      const std::int64_t take = std::min(numel, p.numel - skip);
-      std::size_t want = static_cast<std::size_t>(take * width_);
-      off_t at = static_cast<off_t>(p.data_start + static_cast<std::uint64_t>(skip * width_));
-      while (want > 0) {
-        const ssize_t got = ::pread(p.fd, dst, want, at);
-        if (got <= 0)
-          throw std::runtime_error(fmt::format("short read of {} at byte {}: {}", p.file, at,
-                                               got == 0 ? "end of file" : std::strerror(errno)));
-        bytes_read_ += got;
-        dst += got;
-        at += got;
-        want -= static_cast<std::size_t>(got);
-      }
-      numel -= take;
-      skip = 0;
+    const TpPiece* tp = bound_tp_.at(static_cast<std::size_t>(param));
+    if (!tp) {
+      read_stored(param, param_offset, numel, dst);
+      return;
     }
-    if (numel > 0) throw std::runtime_error(fmt::format("read past the end of parameter #{}", param));
+    for_tp_runs(*tp, param_offset, numel, [&](std::int64_t full, std::int64_t run, std::int64_t at) {
+      read_stored(param, full, run, dst + at * width_);
+    });
   };
+}
+
+void WeightReader::read_stored(int param, std::int64_t param_offset, std::int64_t numel, std::byte* dst) {
+  const Bound& pieces = bound_.at(static_cast<std::size_t>(param));
+  std::int64_t skip = param_offset;  // elements before the wanted range, over the pieces in order
+  for (const Piece& p : pieces) {
+    if (numel == 0) break;
+    if (skip >= p.numel) {
+      skip -= p.numel;
+      continue;
+    }
+    const std::int64_t take = std::min(numel, p.numel - skip);
+    std::size_t want = static_cast<std::size_t>(take * width_);
+    off_t at = static_cast<off_t>(p.data_start + static_cast<std::uint64_t>(skip * width_));
+    while (want > 0) {
+      const ssize_t got = ::pread(p.fd, dst, want, at);
+      if (got <= 0)
+        throw std::runtime_error(fmt::format("short read of {} at byte {}: {}", p.file, at,
+                                             got == 0 ? "end of file" : std::strerror(errno)));
+      bytes_read_ += got;
+      dst += got;
+      at += got;
+      want -= static_cast<std::size_t>(got);
+    }
+    numel -= take;
+    skip = 0;
+  }
+  if (numel > 0) throw std::runtime_error(fmt::format("read past the end of parameter #{}", param));
 }
 
 }  // namespace shardcheck::smoke

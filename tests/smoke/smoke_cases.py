@@ -178,9 +178,19 @@ CASES = [
      "args": ["smoke", TP_LLAMA, "--nproc", "4", "--fsdp-version", "2", "--tp-size", "2",
               "--test-shift-shard", "1"] + QUICK,
      "exit": 20, "stdout": ["2 tensor-parallel ranks", "FAILED: 7992 wrong elements in 4 of 4 units on 4 ranks"]},
-    {"name": "smoke TP --weights not yet", "args": ["smoke", TP_LLAMA, "--nproc", "4", "--fsdp-version", "2",
-                                                    "--tp-size", "2", "--weights"] + QUICK,
-     "exit": 2, "stderr": ["--weights with tensor parallelism is not supported yet"]},
+    # --weights: each rank reads its TP rank's piece of every tensor (rows of q/k/v/gate/up, columns of
+    # o/down; tests/unit/test_smoke_tp_values.cpp holds the mapping to real transformers TP tensors),
+    # then its FSDP2 shard of that piece. The shards of one TP rank's group partition its real
+    # elements, 888 + 3072 + 3072 + 912 = 7944 (embedding, two layers, lm_head and norm), so the ranks
+    # read 2 TP ranks x 7944 x 4 bytes = 63552.
+    {"name": "smoke TP --weights bit for bit", "quick": True,
+     "args": ["smoke", TP_LLAMA, "--nproc", "4", "--fsdp-version", "2", "--tp-size", "2", "--weights"] + QUICK,
+     "exit": 0, "stdout": ["2 tensor-parallel ranks", "equal to the checkpoint's bytes bit for bit",
+                           "shard reads from the checkpoint: 63552 bytes over all ranks"]},
+    {"name": "smoke TP packed MoE experts --weights bit for bit",
+     "args": ["smoke", "{src}/fixtures/oracle2/models/qwen3_moe_tp", "--nproc", "4", "--fsdp-version", "2",
+              "--tp-size", "2", "--weights"] + QUICK,
+     "exit": 0, "stdout": ["equal to the checkpoint's bytes bit for bit"]},
     # Mixed precision: torchtitan's FSDP2 policy gathers bf16 and reduces in fp32 (the plan's
     # compute_dtype / reduce_dtype), and so does the run.
     {"name": "smoke torchtitan mixed precision reduces in F32",

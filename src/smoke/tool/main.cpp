@@ -52,6 +52,7 @@ struct Planned {
   std::string strategy;
   int tp = 1;                                  // tensor-parallel ranks, innermost on the mesh
   std::vector<std::int64_t> tp0_bytes;         // TP rank 0's padded unit bytes: every TP rank selects the same units
+  std::map<std::string, TpPiece> tp_pieces;    // this rank's piece of every parameter TP cuts
   std::map<std::string, std::string> aliases;  // tied parameter -> stored tensor
   std::string base_prefix;                     // the base model's attribute ("model", "transformer")
   std::vector<std::pair<std::string, std::string>> renames;  // checkpoint renames in force (disk, model)
@@ -126,12 +127,10 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world, int rank
   if (out.plan.tensor_parallel && r.tree) {
     // Tensor parallelism: each TP rank loads other pieces (transformers' ceil split), so each plans
     // its own FSDP2 units, exactly as the pipeline does for the memory of every TP rank.
-    if (f.weights)
-      throw SmokeFault(ExitCode::usage,
-                       "--weights with tensor parallelism is not supported yet: the TP pieces are verified with the "
-                       "synthetic pattern (drop --weights)");
     out.tp = r.settings.tp_size.value;
     const TensorParallelLayout layout = *out.plan.tensor_parallel;
+    const int t = rank % out.tp;
+    out.tp_pieces = tp_pieces(*r.tree, layout, t);  // --weights: where this rank's pieces lie
     auto plan_of = [&](int t) {
       DiagnosticSink scratch;
       ShardPlan p = plan_fsdp2(tp_local_tree(*r.tree, layout, t), r.settings, scratch);
@@ -141,7 +140,7 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world, int rank
     };
     const ShardPlan first = plan_of(0);
     for (const auto& u : first.units) out.tp0_bytes.push_back(u.padded_numel * element_bytes(u.dtype));
-    out.plan = plan_of(rank % out.tp);
+    out.plan = plan_of(t);
   }
   if (r.tree && r.tree->peft) {
     // A PeftModel: its frozen parameters are the base model's under new names (".base_layer",
@@ -272,6 +271,7 @@ int run_as_rank(SmokeFlags& f, const cli::CliContext& ctx, const LaunchEnv& env)
     reader = std::make_unique<WeightReader>(std::move(*meta), planned.aliases, planned.base_prefix, planned.renames,
                                             planned.fused);
     if (adapter) reader->add_adapter(std::move(*adapter), std::move(adapter_keys));
+    reader->set_tp_pieces(planned.tp_pieces);
     opt.weights = reader.get();
   }
 
