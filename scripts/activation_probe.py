@@ -63,11 +63,14 @@ def _run(rank, W, store, model, tokens, dtype, out):
     for layer, nbytes, shape, kind in seen.values():
         per_layer.setdefault(layer, []).append({"bytes": nbytes, "shape": shape, "dtype": kind})
     mid = per_layer.get(1, [])
-    total = sum(x["bytes"] for x in mid)
+    # Tensors without a token dimension (Gemma's 1 + weight) do not grow with the sequence: kept
+    # apart, as the estimate is per token.
+    fixed = sum(x["bytes"] for x in mid if tokens not in x["shape"])
+    total = sum(x["bytes"] for x in mid) - fixed
     if rank == 0:
         res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": "sdpa",
                "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-               "layer1_bytes": total, "layer1_bytes_per_token": total / tokens,
+               "layer1_bytes": total, "layer1_bytes_per_token": total / tokens, "layer1_fixed_bytes": fixed,
                "layer1_tensors": sorted(mid, key=lambda x: -x["bytes"])}
         print(json.dumps({k: v for k, v in res.items() if k != "layer1_tensors"}), flush=True)
         if out:
