@@ -122,6 +122,7 @@ void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
     DiagnosticSink scratch;
     ShardPlan plan = plan_fsdp2(local, r.settings, t == 0 ? r.sink : scratch);
     plan.tp_rank = t;
+    plan.tensor_parallel = layout;  // the estimate cuts this TP rank's activations by it
     MemoryEstimate memory = estimate_memory(plan, local, r.settings, opts);
     const RankMemory& peak = memory.ranks[static_cast<std::size_t>(memory.peak_rank)];
     // The tp index varies fastest on the mesh: TP rank t of rank 0's shard-group member k is that

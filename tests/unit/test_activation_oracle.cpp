@@ -53,6 +53,9 @@ ActivationEstimate estimate_for(const json& c) {
   const ActivationEstimate a = estimate_activations(plan, *r.tree, r.settings, req.memory);
   REQUIRE_MESSAGE(a.available, a.why_not);
   CHECK(a.tp_size == tp);
+  // The pipeline's own estimate (the one the fit verdict uses) is that of the largest TP rank, rank 0.
+  CHECK(r.memory.activations.blocks == a.blocks);
+  CHECK(r.memory.activations.tp_size == tp);
   layers_of_last = static_cast<std::uint64_t>(r.tree->activations.at("layers"));
   return a;
 }
