@@ -14,9 +14,10 @@ layer 1 (a middle layer: its input is the previous layer's output) are printed a
 OUT.json: what a model's `activations.layer` (and, under TP, `layer_tp_split`) in rules/models/ must
 give (tests/unit/test_activation_oracle.cpp reads fixtures/oracle2/activations/*.json).
 """
-import json, os, sys, tempfile, multiprocessing as mp
+import json, os, sys
 os.environ["USE_LIBUV"] = "0"
 import torch, torch.distributed as dist
+from tp_probe_ranks import run_ranks
 
 
 def run(rank, W, store, model, tokens, dtype, out):
@@ -84,16 +85,7 @@ def _run(rank, W, store, model, tokens, dtype, out):
 def main():
     model, W, tokens, dtype = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     out = sys.argv[5] if len(sys.argv) > 5 else ""
-    store = tempfile.mktemp(prefix="actprobe-")
-    if W == 1:
-        run(0, 1, store, model, tokens, dtype, out)
-        return
-    ctx = mp.get_context("fork")
-    procs = [ctx.Process(target=run, args=(r, W, store, model, tokens, dtype, out)) for r in range(W)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(300)
+    run_ranks(W, run, model, tokens, dtype, out)
 
 
 if __name__ == "__main__":

@@ -8,9 +8,10 @@ ranks (float32, CPU) and writes TP rank RANK's local tensor of each PARAM (name,
 row-major order) to OUT.json. tests/unit/test_smoke_tp_values.cpp reads the same elements from the
 checkpoint through smoke's TP piece mapping and requires them bit for bit.
 """
-import json, os, sys, tempfile, multiprocessing as mp
+import json, os, sys
 os.environ["USE_LIBUV"] = "0"
 import torch, torch.distributed as dist
+from tp_probe_ranks import run_ranks
 
 
 def run(rank, W, store, model, want_rank, out, params):
@@ -42,13 +43,7 @@ def run(rank, W, store, model, want_rank, out, params):
 
 def main():
     model, W, want, out, params = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
-    store = tempfile.mktemp(prefix="tpvalues-")
-    ctx = mp.get_context("fork")
-    procs = [ctx.Process(target=run, args=(r, W, store, model, want, out, params)) for r in range(W)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(300)
+    run_ranks(W, run, model, want, out, params)
 
 
 if __name__ == "__main__":

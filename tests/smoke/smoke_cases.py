@@ -40,16 +40,23 @@ LAYERS = ["model.layers.0", "model.layers.1", "model.layers.2"]
 TP_LLAMA = "{src}/fixtures/oracle2/models/llama_tp"
 
 
+def exact_units(doc, units):
+    """The run's units (path, shard, padding) are `units` and every element of them was exact."""
+    got = [(u["path"], u["shard_numel"], u["pad_elements"]) for u in doc["units"]]
+    if got != units:
+        return f"units {got}, expected {units}"
+    if doc["wrong_elements"] != 0 or doc["verdict"] != "ok":
+        return f"verdict {doc['verdict']} wrong {doc['wrong_elements']}"
+    return None
+
+
 def tp_check(tp, units):
     """Tensor parallelism: rank 0's units (TP rank 0's pieces), every element exact in every group."""
     def check(doc):
         if (doc["tp_size"], doc["shard_group_size"], doc["replicas"]) != (tp, 2, 1):
             return f"topology tp {doc['tp_size']} shard {doc['shard_group_size']} replicas {doc['replicas']}"
-        got = [(u["path"], u["shard_numel"], u["pad_elements"]) for u in doc["units"]]
-        if got != units:
-            return f"units {got}, expected {units}"
-        if doc["wrong_elements"] != 0 or doc["verdict"] != "ok":
-            return f"verdict {doc['verdict']} wrong {doc['wrong_elements']}"
+        if error := exact_units(doc, units):
+            return error
         for u in doc["units"]:
             if not u["reduce_scatter"]["ran"] or u["reduce_scatter"]["wrong"] != 0:
                 return f"reduce_scatter of {u['path']}: {u['reduce_scatter']}"
@@ -62,11 +69,8 @@ def replicated_check(shard, replicas, units, weight_bytes=None):
     def check(doc):
         if (doc["shard_group_size"], doc["replicas"]) != (shard, replicas):
             return f"topology {doc['shard_group_size']} x {doc['replicas']}, expected {shard} x {replicas}"
-        got = [(u["path"], u["shard_numel"], u["pad_elements"]) for u in doc["units"]]
-        if got != units:
-            return f"units {got}, expected {units}"
-        if doc["wrong_elements"] != 0 or doc["verdict"] != "ok":
-            return f"verdict {doc['verdict']} wrong {doc['wrong_elements']}"
+        if error := exact_units(doc, units):
+            return error
         for u in doc["units"]:
             if not u["all_reduce"]["ran"] or u["reduce_scatter"]["wrong"] != 0:
                 return f"gradient of {u['path']}: {u['reduce_scatter']} {u['all_reduce']}"
