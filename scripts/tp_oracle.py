@@ -106,6 +106,8 @@ def reference(name: str) -> dict:
     model = auto_class(name).from_pretrained(model_dir(name), **load_kwargs(name))
     return {"full_shapes": {n: list(p.shape) for n, p in model.named_parameters()},
             "tp_plan": dict(model.tp_plan or {}), "class": type(model).__name__,
+            # What model.tp_plan becomes with DistributedConfig(enable_expert_parallel=True).
+            "ep_plan": dict(getattr(model, "_ep_plan", None) or {}),
             # The ForCausalLM class's own plan ({"lm_head": ...}); post_init replaces the instance's
             # _tp_plan with the merged children's plans, so this one never reaches model.tp_plan.
             "class_tp_plan": dict(type(model).__dict__.get("_tp_plan") or {}),
@@ -227,8 +229,14 @@ def tp_rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
         capture = ReportCapture()
         mu_logger.addHandler(capture)
         mu_logger.setLevel(logging.WARNING)
+        kwargs = load_kwargs(c["model"])
+        if c.get("expert_parallel"):
+            # Expert parallelism: the EP plan replaces the TP plan; the experts run transformers' default
+            # grouped_mm (its eager loop does not handle a rank's share of the experts).
+            from transformers.distributed import DistributedConfig
+            kwargs = {"dtype": torch.float32, "distributed_config": DistributedConfig(enable_expert_parallel=True)}
         model = auto_class(c["model"]).from_pretrained(model_dir(c["model"]), tp_plan="auto", device_mesh=mesh["tp"],
-                                                       **load_kwargs(c["model"]))
+                                                       **kwargs)
         rec["model_tp_size"] = getattr(model, "tp_size", None)
         rec["tp"] = {n: tensor_info(p) for n, p in model.named_parameters()}
         # nn.Linear / nn.Embedding attributes transformers rewrites after sharding (update_module_attributes).
@@ -300,7 +308,8 @@ def tp_merge(c: dict, per_rank: list) -> dict:
                 distinct.append(x)
         if len(distinct) > 1:
             out["errors_distinct"] = distinct
-    out["tp_plan"] = ref["tp_plan"]
+    plan = ref["ep_plan"] if c.get("expert_parallel") else ref["tp_plan"]
+    out["tp_plan"] = plan
     out["class_tp_plan"] = ref["class_tp_plan"]
     out["no_split_modules"] = ref["no_split_modules"]
 
@@ -311,7 +320,7 @@ def tp_merge(c: dict, per_rank: list) -> dict:
     for n, full in ref["full_shapes"].items():
         from transformers.integrations.tensor_parallel import _get_parameter_tp_plan
         p = {"name": n, "full_shape": full, "checkpoint_shape": ckpt.get(n),
-             "tp_style": _get_parameter_tp_plan(n, ref["tp_plan"], is_weight=True)}
+             "tp_style": _get_parameter_tp_plan(n, plan, is_weight=True)}
         p["tp_is_dtensor"] = per("tp", n, "is_dtensor")
         p["tp_local_shape"] = per("tp", n, "local_shape")
         if any(p["tp_is_dtensor"]):
@@ -350,14 +359,17 @@ def tp_merge(c: dict, per_rank: list) -> dict:
 # Cases
 # --------------------------------------------------------------------------------------------
 
-def tp_case(model: str, D: int, T: int, R: int = 1, mode: str = "fsdp2") -> dict:
+def tp_case(model: str, D: int, T: int, R: int = 1, mode: str = "fsdp2", ep: bool = False) -> dict:
     W = R * D * T
     if mode == "fsdp2":
         name = f"{model}-fsdp2-tf" + (f"-r{R}" if R > 1 else "") + f"-d{D}-t{T}-w{W}"
     else:
         name = f"{model}-tponly-t{T}-w{W}"
-    return {"case": name, "model": model, "mode": mode, "world_size": W, "fsdp_version": 2,
-            "policy": o.TF(), "mesh": {"dp_replicate": R, "dp_shard": D, "tp": T}}
+    c = {"case": name + ("-ep" if ep else ""), "model": model, "mode": mode, "world_size": W, "fsdp_version": 2,
+         "policy": o.TF(), "mesh": {"dp_replicate": R, "dp_shard": D, "tp": T}}
+    if ep:
+        c["expert_parallel"] = True
+    return c
 
 
 def all_cases() -> list:
@@ -378,6 +390,9 @@ def all_cases() -> list:
                  ("qwen3_moe_tp", 2), ("qwen3_moe_tp", 4), ("llama_tp_kv2", 4),
                  ("qwen3_moe_tp_i16", 4)):
         cs.append(tp_case(m, 1, T, mode="tponly"))
+    # Expert parallelism: whole experts per TP rank (base_model_ep_plan), attention whole.
+    cs.append(tp_case("qwen3_moe_tp_i16", 1, 2, mode="tponly", ep=True))
+    cs.append(tp_case("qwen3_moe_tp_i16", 2, 2, ep=True))
     # Vision-language models: the plan post_init gathers from the language model (no plan of their own).
     for m in ("llava", "llava_next", "llava_onevision", "qwen2_vl", "qwen2_5_vl", "mllama", "idefics3", "smolvlm",
               "paligemma", "gemma3"):

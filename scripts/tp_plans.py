@@ -5,9 +5,10 @@ Dev-time tool, run in the torch 2.x oracle chroot (scripts/oracle2_setup.sh):
 
   scripts/oracle2_run.sh python3 scripts/tp_plans.py fixtures/oracle2/tp/plans.json
 
-For each registry model_type: the config class's `base_model_tp_plan` (None when it has none) and
-the `_tp_plan` of the head class transformers' auto mapping gives it (causal LM, else image-text-to-text), read from the
-installed transformers. tests/unit/test_tp_plans.cpp requires rules/models/<type>.yaml's `tp_plan`
+For each registry model_type: the config class's `base_model_tp_plan` (None when it has none), the
+`_tp_plan` of the head class transformers' auto mapping gives it (causal LM, else image-text-to-text),
+and the config class's `base_model_ep_plan` where it has one (`ep_base`), read from the installed
+transformers. tests/unit/test_tp_plans.cpp requires rules/models/<type>.yaml's `tp_plan`
 to say the same.
 """
 import glob
@@ -40,6 +41,11 @@ for path in sorted(glob.glob(os.path.join(REPO, "rules", "models", "*.yaml"))):
         cfg_cls = type(AutoConfig.for_model(stem))
         plan = getattr(cfg_cls, "base_model_tp_plan", None)
         rec["base"] = dict(plan) if plan else None
+        # Expert parallelism (DistributedConfig(enable_expert_parallel=True)): model.tp_plan is then
+        # this plan instead (modeling_utils.py PreTrainedModel.tp_plan, 5.12.1).
+        ep = getattr(cfg_cls, "base_model_ep_plan", None)
+        if ep:
+            rec["ep_base"] = dict(ep)
     except Exception as e:  # noqa: BLE001 - a sub-config type without its own AutoConfig entry
         rec["error"] = f"{type(e).__name__}: {e}"
     arch = head_class(stem)

@@ -113,6 +113,9 @@ struct ModuleTree {
     TpStyle style;
   };
   std::optional<std::vector<TpEntry>> tp_plan;
+  // The expert-parallel plan (base_model_ep_plan under the base model), which replaces tp_plan when
+  // the model is loaded with DistributedConfig(enable_expert_parallel=True); empty: none.
+  std::vector<TpEntry> ep_plan;
 
   bool is_instance(const Module& m, const std::string& cls) const;
 };

@@ -142,6 +142,8 @@ struct ArchSpec {
     std::vector<std::pair<std::string, std::string>> base, head;
   };
   std::optional<TpPlanSpec> tp_plan;
+  // The config's base_model_ep_plan (expert parallelism), `base` only; nullopt: the architecture has none.
+  std::optional<TpPlanSpec> ep_plan;
 };
 
 // How one tensor-parallel style places a parameter on the TP ranks (transformers'

@@ -88,6 +88,9 @@ struct FsdpSettings {
   Setting<int> tp_size{1};
   Setting<int> cp_size{1};  // context parallelism: FSDP2 shards over dp_shard x cp (dp_shard_cp)
   Setting<int> sp_size{1};  // sequence parallelism: its own mesh dim, outside FSDP's
+  // from_pretrained(..., distributed_config=DistributedConfig(enable_expert_parallel=True)): the TP
+  // ranks split the model's expert-parallel plan instead of its TP plan (whole experts per rank).
+  Setting<bool> expert_parallel{false};
   // plan --frozen: a regex searched in parameter FQNs; the parameters it finds are frozen
   // (requires_grad=False).
   Setting<std::string> frozen;

@@ -123,6 +123,9 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
       ->check(CLI::IsMember({"trainer", "accelerate"}));
   cmd->add_option("--dp-replicate", f.dp_replicate, "FSDP2 HSDP: replicas of the shard group (2-D mesh)")
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--expert-parallel", f.expert_parallel,
+                  "true/false: the model is loaded with DistributedConfig(enable_expert_parallel=True): the TP ranks "
+                  "split its expert-parallel plan (whole experts per rank) instead of its TP plan");
   cmd->add_option("--tp-size", f.tp_size,
                   "FSDP2: tensor-parallel ranks (accelerate parallelism_config tp_size); the rest are data parallel")
       ->check(CLI::Range(1, 1 << 20));
@@ -291,6 +294,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     from_cli(s.activation_checkpointing, f.activation_checkpointing, "--activation-checkpointing");
     from_cli(s.dp_replicate, f.dp_replicate, "--dp-replicate");
     from_cli(s.tp_size, f.tp_size, "--tp-size");
+    from_cli(s.expert_parallel, f.expert_parallel, "--expert-parallel");
     from_cli(s.cp_size, f.cp_size, "--cp-size");
     from_cli(s.sp_size, f.sp_size, "--sp-size");
     if (!f.backward_prefetch.empty())

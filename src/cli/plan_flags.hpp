@@ -29,6 +29,7 @@ struct PlanFlags {
   std::string bus_bandwidth, inter_node_bandwidth, fsdp2_caller, backward_prefetch, ignored_modules;
   std::optional<int> dp_replicate;
   std::optional<int> tp_size;
+  std::optional<bool> expert_parallel;
   std::optional<int> cp_size;
   std::optional<int> sp_size;
   AdapterFlags adapter;

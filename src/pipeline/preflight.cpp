@@ -270,6 +270,9 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   timer.lap("plan: simulate");
   const bool wrap_failed = r.sink.count(Severity::error) > errors_before;  // accelerate would stop here
   const bool tp = r.settings.fsdp_version.value == 2 && r.settings.tp_size.value > 1;
+  // Expert parallelism: the model's tp_plan property returns the EP plan instead (modeling_utils.py
+  // PreTrainedModel.tp_plan, transformers 5.12.1), empty for an architecture without one.
+  if (tp && r.settings.expert_parallel.value) r.tree->tp_plan = r.tree->ep_plan;
   const std::string tp_gap = tp ? tp_not_simulated(*r.tree, r.settings) : "";
   if (tp && tp_gap.empty()) {
     plan_tensor_parallel(r, req.memory);

@@ -41,6 +41,7 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
   setting(w, "fsdp2_caller", s.fsdp2_caller, [&](Fsdp2Caller v) { w.value(caller_name(v)); });
   setting(w, "dp_replicate", s.dp_replicate, integer);
   setting(w, "tp_size", s.tp_size, integer);
+  setting(w, "expert_parallel", s.expert_parallel, boolean);
   setting(w, "cp_size", s.cp_size, integer);
   setting(w, "sp_size", s.sp_size, integer);
   setting(w, "frozen", s.frozen, text);

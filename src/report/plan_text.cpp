@@ -160,9 +160,10 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     if (plan.tensor_parallel) {
       const TensorParallelLayout& tp = *plan.tensor_parallel;
       out += fmt::format(
-          ": tensor parallelism splits {} of {} parameters (transformers {} layout); the units below "
+          ": tensor parallelism splits {} of {} parameters (transformers {} layout{}); the units below "
           "hold TP rank {}'s pieces",
-          tp.split, tp.params.size(), s.transformers_version.value.str(), plan.tp_rank);
+          tp.split, tp.params.size(), s.transformers_version.value.str(),
+          s.expert_parallel.value ? ", expert-parallel plan: whole experts per rank" : "", plan.tp_rank);
     }
     out += "\n";
     const auto ranks = [](const std::vector<int>& v) {

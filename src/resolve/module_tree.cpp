@@ -549,6 +549,10 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       if (const TpStyle* st = reg.find_tp_style(style))
         tree.tp_plan->push_back({has_head ? tree.base_model_path + "." + pattern : pattern, *st});
   }
+  if (arch.ep_plan)
+    for (const auto& [pattern, style] : arch.ep_plan->base)
+      if (const TpStyle* st = reg.find_tp_style(style))
+        tree.ep_plan.push_back({has_head ? tree.base_model_path + "." + pattern : pattern, *st});
   for (const auto& [key, root] : ex.submodel_roots) {
     const ArchSpec* sub = subs.count(key) ? subs.at(key).arch : nullptr;
     if (!sub || !sub->tp_plan) continue;

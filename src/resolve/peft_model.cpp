@@ -892,6 +892,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   for (auto& [path, style] : tree.fsdp_plan) path = moved(path);
   if (tree.tp_plan)
     for (auto& entry : *tree.tp_plan) entry.pattern = moved(entry.pattern);
+  for (auto& entry : tree.ep_plan) entry.pattern = moved(entry.pattern);
   tree.class_chains["lora.Linear"] = {"lora.Linear", "LoraLayer", "BaseTunerLayer", "Module"};
   tree.class_chains["lora.Embedding"] = {"lora.Embedding", "LoraLayer", "BaseTunerLayer", "Module"};
   tree.class_chains["lora.Linear4bit"] = {"lora.Linear4bit", "LoraLayer", "BaseTunerLayer", "Module"};

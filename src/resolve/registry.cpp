@@ -467,6 +467,7 @@ class Reader {
                                                              "activations",
                                                              "fsdp_plan",
                                                              "tp_plan",
+                                                             "ep_plan",
                                                              "sub_configs",
                                                              "embeddings"};
     for (const auto& [k, v] : root.entries)
@@ -562,6 +563,13 @@ class Reader {
           a.tp_plan->head = plan_entries(*v, "tp_plan.head", "tensor-parallel styles", nullptr);
         else
           fail(file_, k, fmt::format("unknown tp_plan field '{}' (expected base, head)", field));
+      }
+    }
+    if (const Node* plan = optional_map(root.get("ep_plan"), "ep_plan")) {
+      a.ep_plan.emplace();
+      for (const auto& [k, v] : plan->entries) {
+        if (key(*k) != "base") fail(file_, k, fmt::format("unknown ep_plan field '{}' (expected base)", key(*k)));
+        a.ep_plan->base = plan_entries(*v, "ep_plan.base", "tensor-parallel styles", nullptr);
       }
     }
     if (const Node* emb = optional_map(root.get("embeddings"), "embeddings")) {
@@ -783,14 +791,15 @@ std::optional<Registry> Registry::load(const fs::path& rules_dir, DiagnosticSink
       }
       // Every style a tp_plan names is described in a shared `_*.yaml` (read first: "_" sorts
       // before every model_type).
-      if (arch.tp_plan)
-        for (const auto* plan : {&arch.tp_plan->base, &arch.tp_plan->head})
-          for (const auto& [pattern, style] : *plan)
-            if (!reg.tp_styles_.count(style))
-              fail(file.path, merged->get("tp_plan"),
-                   fmt::format("tp_plan entry '{}': unknown tensor-parallel style '{}' (described in "
-                               "models/_tensor_parallel.yaml)",
-                               pattern, style));
+      for (const auto& [what, spec] : {std::pair{"tp_plan", &arch.tp_plan}, std::pair{"ep_plan", &arch.ep_plan}})
+        if (*spec)
+          for (const auto* plan : {&(*spec)->base, &(*spec)->head})
+            for (const auto& [pattern, style] : *plan)
+              if (!reg.tp_styles_.count(style))
+                fail(file.path, merged->get(what),
+                     fmt::format("{} entry '{}': unknown tensor-parallel style '{}' (described in "
+                                 "models/_tensor_parallel.yaml)",
+                                 what, pattern, style));
       reg.archs_[arch.model_type] = std::move(arch);
     } catch (const RulesError& e) {
       report(e);

@@ -512,6 +512,17 @@ CASES += [
     {"name": "plan --inter-node-bandwidth: a value that is no bandwidth is a usage error",
      "args": ["plan", TP_MODEL, "--inter-node-bandwidth", "fast", "--no-env"], "exit": 2,
      "stderr": ["expected a bandwidth like 350GB/s for --inter-node-bandwidth, found 'fast'"]},
+    # Expert parallelism: the EP plan (experts only) replaces the TP plan: 2 layers x (gate_up_proj,
+    # down_proj) = 4 parameters split, whole experts per rank; fixtures/oracle2/tp/*-ep.json run it for real.
+    {"name": "plan --expert-parallel: whole experts per TP rank",
+     "args": ["plan", "{src}/fixtures/oracle2/models/qwen3_moe_tp_i16", "--world-size", "4", "--fsdp-version", "2",
+              "--tp-size", "2", "--expert-parallel", "true", "--no-env", "--no-tree"], "exit": 0,
+     "stdout": ["tensor parallelism splits 4 of ", "expert-parallel plan: whole experts per rank"]},
+    # Llama has no expert-parallel plan: transformers splits nothing (PLAN024).
+    {"name": "plan --expert-parallel on a model without an EP plan splits nothing",
+     "args": ["plan", LLAMA, "--world-size", "4", "--fsdp-version", "2", "--tp-size", "2", "--expert-parallel",
+              "true", "--no-env", "--no-tree"],
+     "stderr": ["[PLAN024]"]},
     # A composite model has no plan of its own: its language model's (3 Llama layers x 7 projections = 21
     # parameters split), as a real tp_plan="auto" load of Llava gathers it (fixtures/oracle2/tp/llava-*).
     {"name": "plan: a composite model's TP plan is its language model's",

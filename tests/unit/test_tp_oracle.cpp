@@ -31,6 +31,7 @@ FsdpSettings tp_settings_for(const json& c) {
   flat["dp_replicate"] = c.at("mesh").at("dp_replicate");
   FsdpSettings s = test::settings_for(flat);
   s.tp_size = {c.at("mesh").at("tp").get<int>(), "oracle"};
+  s.expert_parallel = {c.value("expert_parallel", false), "oracle"};
   s.transformers_version.value = test::parse_version(c.at("versions").at("transformers").get<std::string>());
   return s;
 }

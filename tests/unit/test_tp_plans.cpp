@@ -31,11 +31,19 @@ TEST_CASE("registry tp_plan: each architecture's plan is transformers 5.12.1's")
   DiagnosticSink sink;
   const auto reg = Registry::load(SHARDCHECK_SOURCE_DIR "/rules", sink);
   REQUIRE(reg.has_value());
-  int with_plan = 0, composite = 0;
+  int with_plan = 0, composite = 0, with_ep = 0;
   for (const auto& [model_type, r] : rec.at("models").items()) {
     CAPTURE(model_type);
     const ArchSpec* arch = reg->find(model_type);
     REQUIRE(arch != nullptr);
+    // The expert-parallel plan (base_model_ep_plan), where the config class has one.
+    if (r.contains("ep_base")) {
+      REQUIRE(arch->ep_plan.has_value());
+      CHECK(as_map(arch->ep_plan->base) == r.at("ep_base").get<Plan>());
+      ++with_ep;
+    } else {
+      CHECK_FALSE(arch->ep_plan.has_value());
+    }
     if (r.value("head_class", json()).is_null()) {
       // A sub-model type (a VLM's text or vision model): its config's base plan, which the composite
       // gathers under the sub-model's path.
@@ -65,4 +73,5 @@ TEST_CASE("registry tp_plan: each architecture's plan is transformers 5.12.1's")
   }
   CHECK(with_plan >= 29);  // the loop really compared the plans (29 model_types have one in 5.12.1)
   CHECK(composite >= 8);
+  CHECK(with_ep == 2);  // gpt_oss and qwen3_moe
 }
