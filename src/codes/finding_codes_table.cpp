@@ -523,6 +523,13 @@ constexpr FindingCode kCodes[] = {
      "warning: the plan assumes the newest known behaviour. When only torch is given and the default "
      "transformers cannot run on it, the transformers of that torch's time is assumed and the output says "
      "so."},
+    {"SET006", Severity::error, ExitCode::findings, "Expert parallelism without tensor-parallel ranks",
+     "--expert-parallel true stands for from_pretrained(..., distributed_config=DistributedConfig("
+     "enable_expert_parallel=True)): the model's base_model_ep_plan replaces its TP plan (modeling_utils.py "
+     "PreTrainedModel.tp_plan, transformers 5.12.1) and the experts are shared out over the tensor-parallel "
+     "ranks of the mesh. shardcheck lays that out for FSDP2 with tp_size above 1 (accelerate's "
+     "parallelism_config); with FSDP1 or tp_size 1 there is no TP dimension to split the experts over, so "
+     "the setting is refused rather than ignored. From the command line it is a usage error (exit 2)."},
 
     {"PLAN021", Severity::error, ExitCode::findings, "Tensor parallelism over a head count it does not divide",
      "With tp_size above 1 transformers shards the attention projections' output rows over the TP ranks "

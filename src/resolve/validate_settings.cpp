@@ -85,6 +85,15 @@ struct Validator {
   }
 
   void mesh() {
+    // Expert parallelism shares the experts out over the TP ranks (transformers' EP plan replaces the
+    // TP plan): without FSDP2 and a tp dimension there is nothing it could apply to.
+    if (s.expert_parallel.value && (s.fsdp_version.value != 2 || s.tp_size.value <= 1))
+      report("SET006", s.expert_parallel,
+             fmt::format("expected FSDP2 with tp_size above 1 for expert parallelism, found fsdp_version {} and "
+                         "tp_size {}",
+                         s.fsdp_version.value, s.tp_size.value),
+             "expert parallelism splits the experts over the tensor-parallel ranks: give --fsdp-version 2 and "
+             "--tp-size (parallelism_config_tp_size), or drop --expert-parallel");
     if (s.fsdp_version.value != 2) return;
     Setting<int>& r = s.dp_replicate;
     if (r.value < 1 || r.value > kMaxRanks) {

@@ -518,6 +518,10 @@ CASES += [
      "args": ["plan", "{src}/fixtures/oracle2/models/qwen3_moe_tp_i16", "--world-size", "4", "--fsdp-version", "2",
               "--tp-size", "2", "--expert-parallel", "true", "--no-env", "--no-tree"], "exit": 0,
      "stdout": ["tensor parallelism splits 4 of ", "expert-parallel plan: whole experts per rank"]},
+    {"name": "plan --expert-parallel without TP ranks is refused (SET006)",
+     "args": ["plan", LLAMA, "--world-size", "4", "--fsdp-version", "2", "--expert-parallel", "true", "--no-env"],
+     "exit": 2, "stderr": ["[SET006]", "expected FSDP2 with tp_size above 1 for expert parallelism, found "
+                                       "fsdp_version 2 and tp_size 1"]},
     # Llama has no expert-parallel plan: transformers splits nothing (PLAN024).
     {"name": "plan --expert-parallel on a model without an EP plan splits nothing",
      "args": ["plan", LLAMA, "--world-size", "4", "--fsdp-version", "2", "--tp-size", "2", "--expert-parallel",

@@ -138,9 +138,9 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world, int rank
       p.tensor_parallel = layout;
       return p;
     };
-    const ShardPlan first = plan_of(0);
-    for (const auto& u : first.units) out.tp0_bytes.push_back(u.padded_numel * element_bytes(u.dtype));
     out.plan = plan_of(t);
+    const ShardPlan first = t == 0 ? out.plan : plan_of(0);
+    for (const auto& u : first.units) out.tp0_bytes.push_back(u.padded_numel * element_bytes(u.dtype));
   }
   if (r.tree && r.tree->peft) {
     // A PeftModel: its frozen parameters are the base model's under new names (".base_layer",
@@ -189,11 +189,14 @@ int shard_group_size(const Planned& p, int world) {
 
 std::vector<UnitLayout> layouts(const Planned& p, const SmokeFlags& f, int world) {
   const int shard = shard_group_size(p, world);
+  // Units are selected by TP rank 0's sizes (with tensor parallelism), so that every rank runs the same
+  // collectives; the TP ranks' plans have the same units, only their sizes may differ.
   std::vector<std::int64_t> bytes = p.tp0_bytes;
-  if (bytes.size() != p.plan.units.size()) {
-    bytes.clear();
+  if (bytes.empty())
     for (const auto& u : p.plan.units) bytes.push_back(u.padded_numel * element_bytes(u.dtype));
-  }
+  if (bytes.size() != p.plan.units.size())
+    throw SmokeFault(ExitCode::internal, fmt::format("planner: TP rank {} has {} units, TP rank 0 {}", p.plan.tp_rank,
+                                                     p.plan.units.size(), bytes.size()));
   std::vector<UnitLayout> out;
   for (int i : select_units(bytes, f.units.value_or(-1), f.units ? f.sample : 0)) {
     const auto& u = p.plan.units[i];
