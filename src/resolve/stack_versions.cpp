@@ -5,6 +5,7 @@
 
 #include "resolve/registry_yaml.hpp"
 #include "shardcheck/config_doc.hpp"
+#include "shardcheck/finding_codes.hpp"
 
 namespace shardcheck {
 namespace {
