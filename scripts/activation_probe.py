@@ -2,7 +2,7 @@
 """Probe: what autograd really keeps for backward in one decoder layer, per rank, with and without
 tensor parallelism.
 
-  scripts/oracle2_run.sh python3 scripts/activation_probe.py MODEL TP TOKENS DTYPE [OUT.json]
+  scripts/oracle2_run.sh python3 scripts/activation_probe.py MODEL TP TOKENS DTYPE [OUT.json] [ATTN]
 
 Loads fixtures/oracle2/models/MODEL in DTYPE (float32 or bfloat16: the compute dtype of a run with
 mixed precision bf16) on CPU (TP > 1: transformers' tp_plan="auto" on a
@@ -14,7 +14,8 @@ layer 1 (a middle layer: its input is the previous layer's output) are printed a
 OUT.json: what a model's `activations.layer` (and, under TP, `layer_tp_split`) in rules/models/ must
 give (tests/unit/test_activation_oracle.cpp reads fixtures/oracle2/activations/*.json), and the bytes of
 every layer's seq x seq attention masks (`masks_bytes`: the masks-*.json records). MODEL is a folder of
-fixtures/oracle2/models, or a path with a slash.
+fixtures/oracle2/models, or a path with a slash. ATTN is the attention implementation (default sdpa);
+with eager, the seq x seq tensors each layer keeps (scores, probabilities) are `square_bytes`.
 """
 import json, os, sys
 os.environ["USE_LIBUV"] = "0"
@@ -22,26 +23,26 @@ import torch, torch.distributed as dist
 from tp_probe_ranks import run_ranks
 
 
-def run(rank, W, store, model, tokens, dtype, out):
+def run(rank, W, store, model, tokens, dtype, out, attn):
     os.environ.update(LOCAL_RANK=str(rank), RANK=str(rank), WORLD_SIZE=str(W))
     try:
-        _run(rank, W, store, model, tokens, dtype, out)
+        _run(rank, W, store, model, tokens, dtype, out, attn)
     except BaseException:
         import traceback; traceback.print_exc()
     os._exit(0)
 
 
-def _run(rank, W, store, model, tokens, dtype, out):
+def _run(rank, W, store, model, tokens, dtype, out, attn):
     from transformers import AutoModelForCausalLM
     import transformers
-    kwargs = {"experts_implementation": "eager"} if "moe" in model else {}
+    kwargs = {"experts_implementation": "eager"} if "moe" in model or "gpt_oss" in model else {}
     if W > 1:
         dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)
         from torch.distributed.device_mesh import init_device_mesh
         mesh = init_device_mesh("cpu", (W,), mesh_dim_names=("tp",))
         kwargs.update(tp_plan="auto", device_mesh=mesh["tp"])
     m = AutoModelForCausalLM.from_pretrained(model if "/" in model else "fixtures/oracle2/models/" + model, dtype=getattr(torch, dtype),
-                                             attn_implementation="sdpa", **kwargs)
+                                             attn_implementation=attn, **kwargs)
     m.train()
     held = {t.untyped_storage().data_ptr() for t in list(m.parameters()) + list(m.buffers())}
     layers = m.model.layers
@@ -71,14 +72,22 @@ def _run(rank, W, store, model, tokens, dtype, out):
     # Tensors without a token dimension (Gemma's 1 + weight) do not grow with the sequence: kept
     # apart, as the estimate is per token.
     fixed = sum(x["bytes"] for x in mid if tokens not in x["shape"])
-    # A seq x seq mask grows with the square of the tokens: counted apart (masks_bytes), not per token.
-    square = sum(x["bytes"] for x in mid if x["shape"].count(tokens) >= 2)
+    # A seq x seq mask (or eager attention's probabilities) grows with the square of the tokens: counted
+    # apart (square_bytes), not per token. GPT-OSS's probabilities are seq x (seq + 1) (a sink column):
+    # their seq x seq part is square, the extra column per token.
+    def square_part(x):
+        if x["shape"].count(tokens) >= 2:
+            return x["bytes"]
+        if len(x["shape"]) >= 2 and x["shape"][-2:] == [tokens, tokens + 1]:
+            return x["bytes"] * tokens // (tokens + 1)
+        return 0
+    square = sum(square_part(x) for x in mid)
     total = sum(x["bytes"] for x in mid) - fixed - square
     if rank == 0:
-        res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": "sdpa",
+        res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": attn,
                "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
                "layer1_bytes": total, "layer1_bytes_per_token": total / tokens, "layer1_fixed_bytes": fixed,
-               "masks_bytes": sum(x["bytes"] for x in masks), "masks": len(masks),
+               "masks_bytes": sum(x["bytes"] for x in masks), "masks": len(masks), "square_bytes": square,
                "layer1_tensors": sorted(mid, key=lambda x: -x["bytes"])}
         print(json.dumps({k: v for k, v in res.items() if k != "layer1_tensors"}), flush=True)
         if out:
@@ -92,7 +101,8 @@ def _run(rank, W, store, model, tokens, dtype, out):
 def main():
     model, W, tokens, dtype = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     out = sys.argv[5] if len(sys.argv) > 5 else ""
-    run_ranks(W, run, model, tokens, dtype, out)
+    attn = sys.argv[6] if len(sys.argv) > 6 else "sdpa"
+    run_ranks(W, run, model, tokens, dtype, out, attn)
 
 
 if __name__ == "__main__":

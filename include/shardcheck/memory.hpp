@@ -41,12 +41,15 @@ struct ActivationEstimate {
   std::uint64_t recompute = 0;  // one block's full activations while it is recomputed
   std::uint64_t logits = 0;     // LM head output, its fp32 copy and the saved log-softmax
   std::uint64_t masks = 0;      // sliding-window layers' attention masks (batch x seq x seq each)
+  // Eager attention: the seq x seq probabilities (and softcapped scores) each layer keeps, per head.
+  bool eager = false;
+  std::uint64_t scores = 0;
   // Tensor parallelism: the block's saved tensors as this TP rank holds them (the registry's
   // `tp_split` widths cut into torch.chunk pieces), or, without a `tp_split` model, the unsplit
   // model's (an upper bound).
   int tp_size = 1;
   bool tp_upper_bound = false;
-  std::uint64_t total() const { return blocks + recompute + logits + masks; }
+  std::uint64_t total() const { return blocks + recompute + logits + masks + scores; }
 };
 
 struct RankMemory {

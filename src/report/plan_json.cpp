@@ -103,6 +103,7 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
     w.key("recompute_bytes").value(a.recompute);
     w.key("logits_bytes").value(a.logits);
     w.key("masks_bytes").value(a.masks);
+    if (a.eager) w.key("eager_scores_bytes").value(a.scores);
     w.key("total_bytes").value(a.total());
     if (a.tp_size > 1) {
       w.key("tp_size").value(a.tp_size);

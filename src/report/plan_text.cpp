@@ -256,9 +256,12 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
           act.cp_size > 1 ? fmt::format(" (this rank's piece of the sequence over {} CP ranks)", act.cp_size) : "";
       const std::string masks =
           act.masks ? fmt::format("; sliding-window masks {}", human_bytes(act.masks)) : std::string();
-      out += fmt::format("  {:<34} {:>14}   estimate: {} tokens{} in {}; {}; logits {}{}{}\n", "activations",
+      const std::string scores =
+          act.eager ? fmt::format("; eager attention's seq x seq probabilities {}", human_bytes(act.scores))
+                    : std::string();
+      out += fmt::format("  {:<34} {:>14}   estimate: {} tokens{} in {}; {}; logits {}{}{}{}\n", "activations",
                          human_bytes(r.activations), fmt::group_digits(act.tokens), cp, dtype_name(act.dtype), blocks,
-                         human_bytes(act.logits), masks, tp);
+                         human_bytes(act.logits), masks, scores, tp);
     }
     if (r.ignored)
       out += fmt::format("  {:<34} {:>14}   {} parameters of ignored modules, whole on every rank\n",

@@ -467,6 +467,7 @@ class Reader {
                                                              "abstract",
                                                              "activations",
                                                              "attention_masks",
+                                                             "eager_attention",
                                                              "fsdp_plan",
                                                              "tp_plan",
                                                              "ep_plan",
@@ -546,6 +547,21 @@ class Reader {
                fmt::format("unknown attention_masks field '{}' (expected masked_layers, from_tokens)", key(*k)));
       for (NamedExpr& e : named_exprs(masks, "attention_masks"))
         a.activations.push_back({e.name == "masked_layers" ? "mask_layers" : "mask_from_tokens", std::move(e.expr)});
+    }
+    // What eager attention keeps beside the SDPA model above (its seq x seq probabilities, repeat_kv's
+    // copies, no logsumexp): evaluated beside the activation model as `eager_<field>`, a top-level key
+    // so that a child inherits or replaces it whole (docs/activations.md).
+    if (const Node* eager = root.get("eager_attention")) {
+      static const std::set<std::string, std::less<>> fields = {"layer",       "layer_fp32", "kv_repeat",  "kv_heads",
+                                                                "scores_fp32", "scores",     "scores_cast"};
+      for (const auto& [k, v] : optional_map(eager, "eager_attention")->entries)
+        if (!fields.count(key(*k)))
+          fail(file_, k,
+               fmt::format("unknown eager_attention field '{}' (expected layer, layer_fp32, kv_repeat, kv_heads, "
+                           "scores_fp32, scores, scores_cast)",
+                           key(*k)));
+      for (NamedExpr& e : named_exprs(eager, "eager_attention"))
+        a.activations.push_back({"eager_" + e.name, std::move(e.expr)});
     }
     // Both plans map name patterns to a value: fsdp_plan to a strategy, tp_plan to a style name
     // (checked against the style table once every file is read).

@@ -182,6 +182,34 @@ std::int64_t rank_tokens(const FsdpSettings& s, const MemoryOptions& opts) {
   return chunk_size(*opts.seq_len, s.context_parallel()) * *opts.micro_batch;
 }
 
+// What eager attention changes in one block, for one TP rank: per token at the compute dtype and in
+// float32 (beside the SDPA model), and the heads whose seq x seq tensors it keeps.
+struct EagerTerms {
+  std::int64_t compute = 0, fp32 = 0;
+  std::uint64_t scores_fp32 = 0, scores = 0, scores_cast = 0;
+};
+
+EagerTerms eager_terms(const ModuleTree& tree, int tp_size, bool tp_upper_bound) {
+  const auto get = [&](const char* name) {
+    const auto it = tree.activations.find(name);
+    return it == tree.activations.end() ? std::int64_t{0} : it->second;
+  };
+  // Every term is per attention head, and tensor parallelism gives each rank 1/tp of the query and KV
+  // heads (a count it does not divide is PLAN-refused before any memory is shown). Without a
+  // `tp_split` model the whole block is kept (the upper bound of the SDPA part).
+  const std::int64_t tp = tp_size > 1 && !tp_upper_bound ? tp_size : 1;
+  EagerTerms e;
+  e.compute = get("eager_layer") / tp;
+  e.fp32 = get("eager_layer_fp32") / tp;
+  // repeat_kv (llama/modeling_llama.py) expands the KV heads and reshapes: a copy at every query head,
+  // except with a single KV head, where the reshape is a view (torch keeps stride 0).
+  if (get("eager_kv_heads") / tp > 1) e.compute += get("eager_kv_repeat") / tp;
+  e.scores_fp32 = static_cast<std::uint64_t>(std::max<std::int64_t>(0, get("eager_scores_fp32") / tp));
+  e.scores = static_cast<std::uint64_t>(std::max<std::int64_t>(0, get("eager_scores") / tp));
+  e.scores_cast = static_cast<std::uint64_t>(std::max<std::int64_t>(0, get("eager_scores_cast") / tp));
+  return e;
+}
+
 }  // namespace
 
 ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
@@ -233,9 +261,30 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   // One block's bytes per token: `layer` at the compute dtype, `layer_fp32` in float32 (RMSNorm's
   // upcast input and rsqrt, attention's logsumexp: docs/activations.md); under TP less what the split
   // removes, plus the pieces of tensors only TP creates (`tp_added`).
-  const std::uint64_t compute =
+  std::uint64_t compute =
       field("layer") - std::min(field("layer"), tp_widths("tp_split", false)) + tp_widths("tp_added", true);
-  const std::uint64_t fp32 = field("layer_fp32") - std::min(field("layer_fp32"), tp_widths("tp_split_fp32", false));
+  std::uint64_t fp32 = field("layer_fp32") - std::min(field("layer_fp32"), tp_widths("tp_split_fp32", false));
+  // Eager attention (transformers 5.12.1 eager_attention_forward) keeps what SDPA does not: the
+  // seq x seq probabilities of every head, repeat_kv's copies of keys and values (GQA), and no
+  // logsumexp. The registry's `eager_attention` gives these beside the SDPA model (fixtures/oracle2/eager).
+  std::uint64_t scores_per_layer = 0;
+  if (tree.attn_implementation == "eager") {
+    if (!tree.activations.count("eager_scores_fp32")) {
+      a = ActivationEstimate{};
+      a.why_not = fmt::format(
+          "the registry has no eager-attention model for {} (rules/models/{}.yaml `eager_attention`): its seq x seq "
+          "attention probabilities are not estimated",
+          tree.model_type, tree.model_type);
+      return a;
+    }
+    a.eager = true;
+    const EagerTerms e = eager_terms(tree, a.tp_size, a.tp_upper_bound);
+    compute = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(compute) + e.compute));
+    fp32 = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(fp32) + e.fp32));
+    const std::uint64_t s_len = static_cast<std::uint64_t>(chunk_size(*opts.seq_len, a.cp_size));
+    scores_per_layer = static_cast<std::uint64_t>(*opts.micro_batch) * s_len * s_len *
+                       (e.scores_fp32 * 4 + e.scores * size + (size == 4 ? 0 : e.scores_cast * size));
+  }
   const std::uint64_t layer = compute * size + fp32 * 4;
   // accelerate applies checkpoint_wrapper to the auto-wrap policy's modules (accelerator.py
   // prepare_model, `apply_activation_checkpointing(..., auto_wrap_policy=fsdp_plugin.auto_wrap_policy)`):
@@ -260,6 +309,8 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
     const std::uint64_t one = static_cast<std::uint64_t>(*opts.micro_batch) * s_len * s_len * size;
     a.masks = a.checkpointing ? one : one * mask_layers;
   }
+  // Every layer keeps its probabilities; with checkpointing only the block being recomputed.
+  a.scores = a.checkpointing ? scores_per_layer : scores_per_layer * field("layers");
   // transformers loss_utils.py ForCausalLMLoss: `logits = logits.float()` before cross_entropy,
   // which saves its fp32 log-softmax: the head output (compute dtype) + two fp32 copies.
   a.logits = t * field("logits") * (size + 4 + 4);

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "oracle_case.hpp"
@@ -45,6 +46,7 @@ ActivationEstimate estimate_for(const json& c) {
   const std::int64_t tokens = c.at("tokens").get<std::int64_t>();
   req.memory.seq_len = tokens;
   req.memory.micro_batch = 1;
+  req.resolve.attn_implementation = c.value("attn_implementation", "sdpa");
   PreflightResult r = run_preflight(req);
   REQUIRE(r.tree.has_value());
   REQUIRE(r.plan.has_value());
@@ -143,4 +145,46 @@ TEST_CASE("activation masks by hand: checkpointing keeps one layer's, context pa
   CHECK(masks_with(false, 2) == 0u);    // accelerate's context-parallel hook drops every mask
   // flash_attention_2 gets no mask without padding; eager's one shared mask is not per layer.
   CHECK(masks_with(false, 1, "flash_attention_2") == 0u);
+}
+
+// Eager attention, from real forwards of the same tiny models with attn_implementation="eager" and
+// "sdpa" (fixtures/oracle2/eager/<model>-tp<T>-<dtype>-<attn>.json, scripts/eager_oracle.sh). Per token, what
+// eager keeps beyond SDPA (no logsumexp, repeat_kv's copies) must be the real difference; per layer,
+// the seq x seq probabilities (`square_bytes`) exactly the estimate's `scores` over the layers. Where the
+// architecture's SDPA model is matched (all but the ones named below) the eager block is also exact.
+TEST_CASE("eager attention oracle: what eager keeps beside SDPA matches real forwards") {
+  // SDPA models not matched on CPU (docs/activations.md) and GPT-OSS, which has no SDPA path.
+  const std::set<std::string> unmatched = {"apertus", "stablelm", "starcoder2", "gpt_oss"};
+  int pairs = 0, with_copies = 0, tp = 0;
+  for (const auto& path : test::json_files(kActivationRecords / "eager")) {
+    const std::string name = path.filename().string();
+    if (name.find("-eager.json") == std::string::npos) continue;
+    CAPTURE(name);
+    const json eager = test::read_json(path);
+    const ActivationEstimate e = estimate_for(eager);
+    REQUIRE(e.eager);
+    const auto tokens = eager.at("tokens").get<std::uint64_t>();
+    // Probabilities: every layer's, over the model.
+    CHECK(e.scores == eager.at("square_bytes").get<std::uint64_t>() * layers_of_last);
+    CHECK(e.scores % (tokens * tokens) == 0);
+    // Where the per-token SDPA model is not matched (some lack the logsumexp eager drops), only the
+    // probabilities are compared.
+    if (unmatched.count(eager.at("model").get<std::string>())) continue;
+    CHECK(static_cast<double>(e.blocks / layers_of_last / tokens) == eager.at("layer1_bytes_per_token").get<double>());
+    const fs::path sdpa_path = path.parent_path() / (name.substr(0, name.size() - 10) + "sdpa.json");
+    REQUIRE(fs::exists(sdpa_path));
+    const json sdpa = test::read_json(sdpa_path);
+    const std::int64_t real = static_cast<std::int64_t>(eager.at("layer1_bytes_per_token").get<double>()) -
+                              static_cast<std::int64_t>(sdpa.at("layer1_bytes_per_token").get<double>());
+    const std::int64_t est = static_cast<std::int64_t>(estimated_layer_bytes(eager)) -
+                             static_cast<std::int64_t>(estimated_layer_bytes(sdpa));
+    CHECK(est == real);
+    CHECK(estimate_for(sdpa).scores == 0u);
+    ++pairs;
+    with_copies += real > 0;
+    tp += eager.at("tp").get<int>() > 1;
+  }
+  CHECK(pairs >= 40);
+  CHECK(with_copies >= 3);  // llama_tp_kv2, phi3_kv2 and gemma2_kv2 copy K and V at every query head
+  CHECK(tp >= 3);
 }

@@ -71,6 +71,56 @@ TEST_CASE("activations: Meta-Llama-3-8B config, seq 4096, micro-batch 1, bf16 mi
   CHECK(a.logits == 5'253'365'760ull);   // 128256 * 4096 * 10
 }
 
+TEST_CASE("eager attention by hand: Meta-Llama-3-8B's probabilities at 8k tokens, checkpointing, no model") {
+  // 32 layers of 32 query heads (128 wide) over 8 KV heads, bf16 compute, 8,192 tokens, one sequence:
+  // each layer keeps 32 x 8192 x 8192 probabilities in float32 (the softmax output) and their bf16 copy
+  // (rules/models/llama.yaml eager_attention): 12 GiB a layer.
+  ModuleTree tree = clean_tree(model_fixtures::corpus_dir() / "meta-llama__Meta-Llama-3-8B.json", true);
+  FsdpSettings s = llama_settings(8);
+  s.mixed_precision.value = MixedPrecision::bf16;
+  DiagnosticSink sink;
+  const ShardPlan plan = plan_fsdp1(tree, s, sink);
+  MemoryOptions opts;
+  opts.seq_len = 8192;
+  opts.micro_batch = 1;
+  REQUIRE(tree.attn_implementation == "sdpa");
+  const ActivationEstimate sdpa = estimate_activations(plan, tree, s, opts);
+  CHECK(sdpa.scores == 0u);
+  CHECK_FALSE(sdpa.eager);
+  tree.attn_implementation = "eager";
+  const ActivationEstimate eager = estimate_activations(plan, tree, s, opts);
+  REQUIRE(eager.available);
+  const std::uint64_t per_layer = 32ull * 8192 * 8192 * (4 + 2);
+  CHECK(per_layer == 12ull << 30);
+  CHECK(eager.scores == 32 * per_layer);
+  // Per token and layer eager keeps K and V copied at all 32 heads, 2 x (32 - 8) x 128 more bf16
+  // elements, and no float32 logsumexp, 32 x 4 bytes fewer, than SDPA.
+  CHECK(eager.blocks - sdpa.blocks == 8192ull * 32 * (2 * 24 * 128 * 2 - 32 * 4));
+  CHECK(eager.total() == sdpa.total() + eager.blocks - sdpa.blocks + 32 * per_layer);
+  CHECK(estimate_memory(plan, tree, s, opts).verdict == FitVerdict::does_not_fit);
+  tree.attn_implementation = "sdpa";
+  CHECK(estimate_memory(plan, tree, s, opts).verdict != FitVerdict::does_not_fit);
+  // Checkpointed: only the block being recomputed holds its probabilities.
+  tree.attn_implementation = "eager";
+  s.activation_checkpointing.value = true;
+  CHECK(estimate_activations(plan, tree, s, opts).scores == per_layer);
+}
+
+TEST_CASE("eager attention on an architecture without an eager model: the estimate is withheld, not SDPA's") {
+  ModuleTree tree = fixture_tree("gpt2");
+  tree.attn_implementation = "eager";
+  FsdpSettings s;
+  s.world_size.value = 2;
+  DiagnosticSink sink;
+  const ShardPlan plan = plan_fsdp1(tree, s, sink);
+  MemoryOptions opts;
+  opts.seq_len = 64;
+  opts.micro_batch = 1;
+  const ActivationEstimate a = estimate_activations(plan, tree, s, opts);
+  CHECK_FALSE(a.available);
+  CHECK(a.why_not.find("eager_attention") != std::string::npos);
+}
+
 TEST_CASE("communication time at a bus bandwidth: FSDP1 FULL_SHARD, llama fixture, W=3") {
   // Root: 1500 elements (bf16) all-gathered once, reduce-scattered once: 3000 + 3000 bytes.
   // Layers: padded 4362 elements: all-gathered twice (forward, backward), reduce-scattered once.
