@@ -66,6 +66,11 @@ TP_MODELS = {
     "llama_tp_kv2": ("llama", dict(TP_BASE, num_key_value_heads=2)),
     # Experts of 16 (divisible by 4): the packed gate_up_proj loads at tp 4, where 14 does not.
     "qwen3_moe_tp_i16": ("qwen3_moe", dict(TP_BASE, moe_intermediate_size=16, num_experts=4, num_experts_per_tok=2)),
+    # Parallel-residual blocks (attention and MLP read the same block input): which TP input gradients
+    # a LoRA step all-reduces (scripts/tp_traffic_probe.py). GPT-NeoX without attention biases, so that
+    # LoRA on query_key_value and dense runs (PLAN033).
+    "cohere2_tp": ("cohere2", dict(TP_BASE)),
+    "gpt_neox_tp": ("gpt_neox", dict(TP_BASE, attention_bias=False)),
 }
 o.MODELS.update(TP_MODELS)  # build_model reads its spec from torch2_oracle.MODELS
 

@@ -468,6 +468,7 @@ class Reader {
                                                              "activations",
                                                              "attention_masks",
                                                              "eager_attention",
+                                                             "parallel_residual",
                                                              "fsdp_plan",
                                                              "tp_plan",
                                                              "ep_plan",
@@ -562,6 +563,12 @@ class Reader {
                            key(*k)));
       for (NamedExpr& e : named_exprs(eager, "eager_attention"))
         a.activations.push_back({"eager_" + e.name, std::move(e.expr)});
+    }
+    // Whether a decoder block's attention and MLP both read the block's input (GPT-NeoX's
+    // use_parallel_residual): which TP input gradients a LoRA step all-reduces. Evaluated beside the
+    // activation model as `parallel_residual`.
+    if (const Node* parallel = root.get("parallel_residual")) {
+      a.activations.push_back({"parallel_residual", expr(parallel, "parallel_residual")});
     }
     // Both plans map name patterns to a value: fsdp_plan to a strategy, tp_plan to a style name
     // (checked against the style table once every file is read).

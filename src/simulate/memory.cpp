@@ -506,6 +506,14 @@ TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree,
   // checkpointing (peft_model.py _prepare_model_for_gradient_checkpointing: enable_input_require_grads)
   // and prepare_model_for_kbit_training for a quantized one; then every input requires grad.
   const bool every_input = tree.peft && (s.activation_checkpointing.value || tree.quantized_4bit());
+  const auto parallel = tree.activations.find("parallel_residual");
+  const bool parallel_blocks = parallel != tree.activations.end() && parallel->second > 0;
+  // A decoder block: a module of a class in _no_split_modules.
+  const auto is_block = [&](int m) {
+    for (const auto& cls : tree.no_split_modules)
+      if (tree.is_instance(tree.modules[static_cast<std::size_t>(m)], cls)) return true;
+    return false;
+  };
   const auto input_requires_grad = [&](int m, const ModuleTree::TpEntry& entry) {
     if (every_input) return true;
     // A LoRA layer's base_layer reads the layer's input: it stands where the layer stands.
@@ -526,7 +534,28 @@ TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree,
     }
     // What runs before the run's first module: every module before it in pre-order (a LoRA layer's
     // lora_A before its lora_B; ancestors hold no parameters of their own in these models).
-    return trainable_before[static_cast<std::size_t>(first)] > 0;
+    std::size_t feeding = trainable_before[static_cast<std::size_t>(first)];
+    // In a parallel-residual block (registry `parallel_residual`: Cohere, GPT-NeoX, Phi) attention and
+    // MLP both read the block's input, so the branches before this one (children of the block holding
+    // TP-planned modules) do not feed it; the norms between do (real LoRA steps:
+    // fixtures/oracle2/tp/traffic-cohere2_tp-t2-lora.json, traffic-gpt_neox_tp-t2-lora.json).
+    if (parallel_blocks) {
+      int branch = first, block = tree.modules[static_cast<std::size_t>(first)].parent;
+      while (block >= 0 && !is_block(block)) {
+        branch = block;
+        block = tree.modules[static_cast<std::size_t>(block)].parent;
+      }
+      if (block >= 0) {
+        const std::vector<int>& kids = tree.modules[static_cast<std::size_t>(block)].children;
+        for (std::size_t k = 0; k + 1 < kids.size() && kids[k] != branch; ++k) {
+          const auto from = static_cast<std::size_t>(kids[k]), to = static_cast<std::size_t>(kids[k + 1]);
+          bool planned = false;
+          for (std::size_t i = from; i < to && !planned; ++i) planned = tp_module_entry(tree, tree.modules[i].path);
+          if (planned) feeding -= trainable_before[to] - trainable_before[from];
+        }
+      }
+    }
+    return feeding > 0;
   };
   CollectiveBytes& c = t.collectives;
   for (int m = 0; m < static_cast<int>(tree.modules.size()); ++m) {
