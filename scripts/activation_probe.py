@@ -41,8 +41,19 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
         from torch.distributed.device_mesh import init_device_mesh
         mesh = init_device_mesh("cpu", (W,), mesh_dim_names=("tp",))
         kwargs.update(tp_plan="auto", device_mesh=mesh["tp"])
-    m = AutoModelForCausalLM.from_pretrained(model if "/" in model else "fixtures/oracle2/models/" + model, dtype=getattr(torch, dtype),
-                                             attn_implementation=attn, **kwargs)
+    try:
+        m = AutoModelForCausalLM.from_pretrained(model if "/" in model else "fixtures/oracle2/models/" + model,
+                                                 dtype=getattr(torch, dtype), attn_implementation=attn, **kwargs)
+    except Exception as e:  # noqa: BLE001  a load transformers refuses (an attention the model lacks): recorded
+        if rank == 0 and out:
+            res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": attn,
+                   "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+                   "error": {"stage": "from_pretrained", "type": type(e).__name__, "message": str(e)}}
+            print(json.dumps(res), flush=True)
+            with open(out, "w") as f:
+                json.dump(res, f, indent=1)
+                f.write("\n")
+        raise
     m.train()
     held = {t.untyped_storage().data_ptr() for t in list(m.parameters()) + list(m.buffers())}
     layers = m.model.layers

@@ -158,7 +158,7 @@ TEST_CASE("eager attention oracle: what eager keeps beside SDPA matches real for
   int pairs = 0, with_copies = 0, tp = 0;
   for (const auto& path : test::json_files(kActivationRecords / "eager")) {
     const std::string name = path.filename().string();
-    if (name.find("-eager.json") == std::string::npos) continue;
+    if (name.find("-eager.json") == std::string::npos) continue;  // the pairs, from their eager half
     CAPTURE(name);
     const json eager = test::read_json(path);
     const ActivationEstimate e = estimate_for(eager);
@@ -187,4 +187,35 @@ TEST_CASE("eager attention oracle: what eager keeps beside SDPA matches real for
   CHECK(pairs >= 40);
   CHECK(with_copies >= 3);  // llama_tp_kv2, phi3_kv2 and gemma2_kv2 copy K and V at every query head
   CHECK(tp >= 3);
+}
+
+// A model class without SDPA (GPT-OSS, transformers 5.12.1 _supports_sdpa = False) refuses
+// attn_implementation="sdpa" at from_pretrained: the probe recorded the ValueError
+// (fixtures/oracle2/eager/gpt_oss-*-sdpa.json). ARCH005 must say so for exactly those loads.
+TEST_CASE("eager attention oracle: the loads transformers refuses are ARCH005, the others are not") {
+  int refused = 0, loaded = 0;
+  for (const auto& path : test::json_files(kActivationRecords / "eager")) {
+    const json c = test::read_json(path);
+    CAPTURE(path.filename().string());
+    PreflightRequest req;
+    req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
+    req.model = (kActivationRecords / "models" / c.at("model").get<std::string>()).string();
+    req.defaults.fsdp_version = {2, "test"};
+    req.defaults.world_size = {2, "test"};
+    req.resolve.attn_implementation = c.at("attn_implementation").get<std::string>();
+    const PreflightResult r = run_preflight(req);
+    bool arch005 = false;
+    for (const auto& d : r.sink.items()) arch005 = arch005 || d.code == "ARCH005";
+    if (c.contains("error")) {
+      CHECK(c.at("error").at("message").get<std::string>().find("does not support an attention implementation") !=
+            std::string::npos);
+      CHECK(arch005);
+      ++refused;
+    } else {
+      CHECK_FALSE(arch005);
+      ++loaded;
+    }
+  }
+  CHECK(refused == 2);  // GPT-OSS in float32 and bfloat16
+  CHECK(loaded >= 100);
 }

@@ -14,8 +14,8 @@ using namespace shardcheck;
 using nlohmann::json;
 
 TEST_CASE("parallelism_config oracle: lint errors exactly where accelerate's ParallelismConfig raises") {
-  const json rec =
-      test::read_json(std::filesystem::path(SHARDCHECK_FIXTURES_DIR) / "oracle2" / "accelerate" / "parallelism-config.json");
+  const json rec = test::read_json(std::filesystem::path(SHARDCHECK_FIXTURES_DIR) / "oracle2" / "accelerate" /
+                                   "parallelism-config.json");
   int raised = 0, accepted = 0;
   for (const json& c : rec.at("cases")) {
     const std::string name = c.at("case").get<std::string>();
@@ -23,14 +23,17 @@ TEST_CASE("parallelism_config oracle: lint errors exactly where accelerate's Par
     std::string keys;
     long long processes = 1;
     for (const auto& [k, v] : c.at("parallelism_config").items()) {
-      keys += "  parallelism_config_" + k + ": " + (v.is_string() ? v.get<std::string>() : std::to_string(v.get<int>())) + "\n";
+      keys += "  parallelism_config_" + k + ": " +
+              (v.is_string() ? v.get<std::string>() : std::to_string(v.get<int>())) + "\n";
       if (v.is_number() && v.get<int>() > 0) processes *= v.get<int>();
     }
-    const std::string text = "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n"
-                             "machine_rank: 0\nnum_machines: 1\nnum_processes: " +
-                             std::to_string(processes) + "\nparallelism_config:\n" + keys;
+    const std::string text =
+        "compute_environment: LOCAL_MACHINE\ndistributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n"
+        "machine_rank: 0\nnum_machines: 1\nnum_processes: " +
+        std::to_string(processes) + "\nparallelism_config:\n" + keys;
     CAPTURE(text);
-    const auto ds = lint_test::lint_text(text, lint_test::options(rec.at("versions").at("accelerate").get<std::string>().c_str()));
+    const auto ds =
+        lint_test::lint_text(text, lint_test::options(rec.at("versions").at("accelerate").get<std::string>().c_str()));
     const bool lint_error = lint_test::count_severity(ds, Severity::error) > 0;
     std::string codes;
     for (const auto& d : ds) codes += d.code + " ";
@@ -43,11 +46,10 @@ TEST_CASE("parallelism_config oracle: lint errors exactly where accelerate's Par
       CAPTURE(message);
       CHECK(lint_error);
       // The rule that says what accelerate says.
-      const std::pair<const char*, const char*> rule_for[] = {
-          {"mutually exclusive", "parallelism-cp-sp-exclusive"},
-          {"pure data parallelism", "parallelism-tp-with-pure-dp"},
-          {"must be at least 1", "value-out-of-range"},
-          {"must be one of", "invalid-enum-value"}};
+      const std::pair<const char*, const char*> rule_for[] = {{"mutually exclusive", "parallelism-cp-sp-exclusive"},
+                                                              {"pure data parallelism", "parallelism-tp-with-pure-dp"},
+                                                              {"must be at least 1", "value-out-of-range"},
+                                                              {"must be one of", "invalid-enum-value"}};
       bool named = false;
       for (const auto& [words, rule] : rule_for)
         if (message.find(words) != std::string::npos) {
