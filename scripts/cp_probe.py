@@ -41,9 +41,16 @@ HEADS, KV_HEADS, HEAD_DIM = 4, 2, 5
 
 def rank_main(rank, W, store, case, out):
     try:
-        dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)
+        from datetime import timedelta
+        dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W,
+                                timeout=timedelta(seconds=20))
         from torch.distributed.device_mesh import init_device_mesh
         mesh = init_device_mesh("cpu", (W,), mesh_dim_names=("cp",))
+        if case.get("uneven"):  # each rank's outcome on its own: a failing rank leaves the others waiting
+            res = uneven_ring(mesh, rank, W, case)
+            with open(f"{out}.rank{rank}", "w") as f:
+                json.dump(res, f)
+            os._exit(0)
         result = shard(mesh, case) if case["kind"] == "shard" else ring(mesh, rank, W, case)
         if rank == 0:
             with open(out, "w") as f:
@@ -128,6 +135,35 @@ def ring(mesh, rank, W, case):
             "head_dim": HEAD_DIM, "calls": every, "torch": torch.__version__}
 
 
+def uneven_ring(mesh, rank, W, case):
+    """One ring-attention forward and backward where cp does not divide the sequence: each rank holds its
+    torch.chunk piece (context_parallel's sharding, shard-s7-cp2.json), and the ring runs on those
+    unequal pieces with the stand-in kernel. Records this rank's outcome: done, or the exception."""
+    from torch.distributed.tensor.experimental._context_parallel import _attention as A
+    A.set_rotate_method(case["strategy"])
+    S_local = len(torch.arange(case["seq_len"]).chunk(W)[rank])
+
+    def fwd_op(q, k, v, is_causal=False, **kw):
+        return torch.zeros_like(q), torch.zeros(q.shape[:3], dtype=torch.float32)
+
+    def bwd_op(query, key, value, out, logsumexp, is_causal=False, **kw):
+        return torch.zeros_like(query), torch.zeros_like(key), torch.zeros_like(value)
+
+    q = torch.zeros(1, HEADS, S_local, HEAD_DIM)
+    k = torch.zeros(1, KV_HEADS, S_local, HEAD_DIM)
+    v = torch.zeros(1, KV_HEADS, S_local, HEAD_DIM)
+    res = {"case": case["name"], "kind": "ring-uneven", "seq_len": case["seq_len"], "cp": W, "rank": rank,
+           "tokens": S_local, "strategy": case["strategy"], "torch": torch.__version__, "error": None}
+    try:
+        group = mesh["cp"].get_group()
+        out, lse, *_ = A._templated_ring_attention(group, 2, fwd_op, q, k, v, is_causal=True)
+        A._templated_ring_attention_backward(group, 2, bwd_op, torch.zeros_like(out), "grad_out", q, k, v, out,
+                                             lse, is_causal=True)
+    except Exception as e:  # noqa: BLE001
+        res["error"] = {"type": type(e).__name__, "message": str(e).splitlines()[0][:300] if str(e) else ""}
+    return res
+
+
 CASES = [
     {"name": "shard-s48-cp2", "kind": "shard", "seq_len": 48, "cp": 2},
     {"name": "shard-s48-cp4", "kind": "shard", "seq_len": 48, "cp": 4},
@@ -142,6 +178,11 @@ CASES = [
      "strategy": "alltoall", "dtype": "float16"},
     {"name": "ring-s48-cp2-alltoall-f32", "kind": "ring", "seq_len": 48, "cp": 2, "batch": 1,
      "strategy": "alltoall", "dtype": "float32"},
+    # cp does not divide the sequence (PLAN027): what the ring does with torch.chunk's unequal pieces.
+    {"name": "ring-s7-cp2-allgather-uneven", "kind": "ring", "seq_len": 7, "cp": 2, "strategy": "allgather",
+     "uneven": True},
+    {"name": "ring-s7-cp2-alltoall-uneven", "kind": "ring", "seq_len": 7, "cp": 2, "strategy": "alltoall",
+     "uneven": True},
 ]
 
 
@@ -159,6 +200,22 @@ def main():
             p.start()
         for p in procs:
             p.join(120)
+        if case.get("uneven"):
+            # A rank that gloo aborts (gloo::EnforceNotMet: terminate, SIGABRT) writes nothing: its exit
+            # status stands for it.
+            parts = [f"{out}.rank{r}" for r in range(case["cp"])]
+            ranks = [json.load(open(x)) if os.path.exists(x) else
+                     {"rank": r, "tokens": len(torch.arange(case["seq_len"]).chunk(case["cp"])[r]),
+                      "error": {"type": "process died", "message": f"exit status {procs[r].exitcode}"}}
+                     for r, x in enumerate(parts)]
+            if True:
+                with open(out, "w") as f:
+                    json.dump({"case": case["name"], "kind": "ring-uneven", "seq_len": case["seq_len"],
+                               "cp": case["cp"], "strategy": case["strategy"], "ranks": ranks,
+                               "torch": torch.__version__}, f)
+            for x in parts:
+                if os.path.exists(x):
+                    os.remove(x)
         print(case["name"], "ok" if os.path.exists(out) else "FAILED")
 
 

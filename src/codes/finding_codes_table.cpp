@@ -609,7 +609,9 @@ constexpr FindingCode kCodes[] = {
      "divide the sequence length the ranks hold pieces of different lengths and nothing checks it, but ring "
      "attention assumes equal pieces: every rank cuts the K/V buffers it receives to its own piece's size "
      "(`next_kv[: key.numel()].reshape(key.shape)`) and splits the all-gathered buffer into cp equal chunks, so "
-     "the step fails or attends to the wrong tokens. Pad or pack sequences to a multiple of 2 x cp_size."},
+     "the step fails or attends to the wrong tokens. Run for real on gloo with both rotate methods (seq 7 over "
+     "2 ranks: fixtures/oracle2/cp/ring-s7-cp2-*-uneven.json) the first exchange aborts the rank holding the "
+     "shorter piece. Pad or pack sequences to a multiple of 2 x cp_size."},
     {"PLAN028", Severity::warning, ExitCode::ok, "Context parallelism without load balancing",
      "torch 2.14.1 balances causal attention across context-parallel ranks only when the sequence length is a "
      "multiple of 2 x cp_size (_load_balancer.py _create_default_load_balancer: each rank then holds one chunk "

@@ -86,6 +86,7 @@ TEST_CASE("context parallelism: ring attention's all-gathers and ring sends per 
   int compared = 0;
   for (const auto& path : test::json_files(kCpRecords, "ring-")) {
     const json c = test::read_json(path);
+    if (c.at("kind") == "ring-uneven") continue;  // the next test's
     CAPTURE(path.filename().string());
     const int cp = c.at("cp").get<int>();
     // Every rank issues the same calls.
@@ -114,6 +115,33 @@ TEST_CASE("context parallelism: ring attention's all-gathers and ring sends per 
     ++compared;
   }
   CHECK(compared >= 4);
+}
+
+// cp not dividing the sequence: the ring on torch.chunk's unequal pieces, run for real with both rotate
+// methods (fixtures/oracle2/cp/ring-s7-cp2-*-uneven.json): the step does not complete (gloo aborts the
+// rank holding the shorter piece in the first exchange; the other loses its peer). PLAN027 must be an
+// error for that sequence and cp, with either strategy.
+TEST_CASE("context parallelism: the ring on uneven pieces fails for real, and PLAN027 stops the plan") {
+  int compared = 0;
+  for (const auto& path : test::json_files(kCpRecords, "ring-")) {
+    const json c = test::read_json(path);
+    if (c.at("kind") != "ring-uneven") continue;
+    CAPTURE(path.filename().string());
+    std::set<std::int64_t> tokens;
+    int failed = 0;
+    for (const json& rank : c.at("ranks")) {
+      tokens.insert(rank.at("tokens").get<std::int64_t>());
+      failed += !rank.at("error").is_null();
+    }
+    CHECK(tokens.size() > 1);                // the pieces really were unequal
+    CHECK(failed == c.at("cp").get<int>());  // and no rank finished the step
+    const PreflightResult r =
+        cp_plan(c.at("cp").get<int>(), c.at("seq_len").get<std::int64_t>(), 1, c.at("strategy").get<std::string>());
+    CHECK(reported(r, "PLAN027"));
+    CHECK(r.sink.first_error_exit_code() != ExitCode::ok);
+    ++compared;
+  }
+  CHECK(compared == 2);
 }
 
 TEST_CASE("context parallelism: by hand, activations, checkpointed recompute and attention other than SDPA") {
