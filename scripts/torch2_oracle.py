@@ -204,11 +204,11 @@ for _m in ("llama", "mistral", "qwen2", "olmo2", "granite", "starcoder2", "gpt_n
 # Four query heads over one and over two KV heads: what eager attention keeps differs with the grouping
 # (repeat_kv copies keys and values unless there is one KV head), and the probes tell a per-query-head
 # term from a per-KV-head one only when 4 x head_dim differs from 2 x 2 x head_dim (scripts/activation_probe.py).
-for _m in ("phi3", "glm", "gemma2"):
+for _m in ("phi3", "glm", "gemma2", "phi"):
     _t, _kw = MODELS[_m]
     for _kv in (1, 2):
         MODELS[f"{_m}_kv{_kv}"] = (_t, dict(_kw, num_attention_heads=4, num_key_value_heads=_kv,
-                                            **({"hidden_size": 24} if _m == "phi3" else {})))
+                                            **({"hidden_size": 24} if _m in ("phi3", "phi") else {})))
 
 # config.json keys rewritten after saving, as an older transformers release wrote them (Qwen3MoeConfig
 # in 4.x stored `num_experts`; 5.x stores `num_local_experts` and maps the old name to it).

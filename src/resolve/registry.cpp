@@ -553,13 +553,13 @@ class Reader {
     // copies, no logsumexp): evaluated beside the activation model as `eager_<field>`, a top-level key
     // so that a child inherits or replaces it whole (docs/activations.md).
     if (const Node* eager = root.get("eager_attention")) {
-      static const std::set<std::string, std::less<>> fields = {"layer",       "layer_fp32", "kv_repeat",  "kv_heads",
-                                                                "scores_fp32", "scores",     "scores_cast"};
+      static const std::set<std::string, std::less<>> fields = {
+          "layer", "layer_fp32", "kv_repeat", "kv_heads", "scores_fp32", "scores", "scores_cast", "scores_bool"};
       for (const auto& [k, v] : optional_map(eager, "eager_attention")->entries)
         if (!fields.count(key(*k)))
           fail(file_, k,
                fmt::format("unknown eager_attention field '{}' (expected layer, layer_fp32, kv_repeat, kv_heads, "
-                           "scores_fp32, scores, scores_cast)",
+                           "scores_fp32, scores, scores_cast, scores_bool)",
                            key(*k)));
       for (NamedExpr& e : named_exprs(eager, "eager_attention"))
         a.activations.push_back({"eager_" + e.name, std::move(e.expr)});

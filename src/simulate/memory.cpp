@@ -186,7 +186,7 @@ std::int64_t rank_tokens(const FsdpSettings& s, const MemoryOptions& opts) {
 // float32 (beside the SDPA model), and the heads whose seq x seq tensors it keeps.
 struct EagerTerms {
   std::int64_t compute = 0, fp32 = 0;
-  std::uint64_t scores_fp32 = 0, scores = 0, scores_cast = 0;
+  std::uint64_t scores_fp32 = 0, scores = 0, scores_cast = 0, scores_bool = 0;
 };
 
 EagerTerms eager_terms(const ModuleTree& tree, int tp_size, bool tp_upper_bound) {
@@ -207,6 +207,7 @@ EagerTerms eager_terms(const ModuleTree& tree, int tp_size, bool tp_upper_bound)
   e.scores_fp32 = static_cast<std::uint64_t>(std::max<std::int64_t>(0, get("eager_scores_fp32") / tp));
   e.scores = static_cast<std::uint64_t>(std::max<std::int64_t>(0, get("eager_scores") / tp));
   e.scores_cast = static_cast<std::uint64_t>(std::max<std::int64_t>(0, get("eager_scores_cast") / tp));
+  e.scores_bool = static_cast<std::uint64_t>(std::max<std::int64_t>(0, get("eager_scores_bool") / tp));
   return e;
 }
 
@@ -283,7 +284,7 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
     fp32 = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(fp32) + e.fp32));
     const std::uint64_t s_len = static_cast<std::uint64_t>(chunk_size(*opts.seq_len, a.cp_size));
     scores_per_layer = static_cast<std::uint64_t>(*opts.micro_batch) * s_len * s_len *
-                       (e.scores_fp32 * 4 + e.scores * size + (size == 4 ? 0 : e.scores_cast * size));
+                       (e.scores_fp32 * 4 + e.scores * size + (size == 4 ? 0 : e.scores_cast * size) + e.scores_bool);
   }
   const std::uint64_t layer = compute * size + fp32 * 4;
   // accelerate applies checkpoint_wrapper to the auto-wrap policy's modules (accelerator.py

@@ -154,7 +154,8 @@ TEST_CASE("activation masks by hand: checkpointing keeps one layer's, context pa
 // architecture's SDPA model is matched (all but the ones named below) the eager block is also exact.
 TEST_CASE("eager attention oracle: what eager keeps beside SDPA matches real forwards") {
   // SDPA models not matched on CPU (docs/activations.md) and GPT-OSS, which has no SDPA path.
-  const std::set<std::string> unmatched = {"apertus", "stablelm", "starcoder2", "gpt_oss"};
+  const std::set<std::string> unmatched = {"apertus", "stablelm", "starcoder2", "gpt_oss",
+                                           "phi",     "phi_kv1",  "phi_kv2",    "seed_oss"};
   int pairs = 0, with_copies = 0, tp = 0;
   for (const auto& path : test::json_files(kActivationRecords / "eager")) {
     const std::string name = path.filename().string();
@@ -164,8 +165,12 @@ TEST_CASE("eager attention oracle: what eager keeps beside SDPA matches real for
     const ActivationEstimate e = estimate_for(eager);
     REQUIRE(e.eager);
     const auto tokens = eager.at("tokens").get<std::uint64_t>();
-    // Probabilities: every layer's, over the model.
-    CHECK(e.scores == eager.at("square_bytes").get<std::uint64_t>() * layers_of_last);
+    // Probabilities: every layer's, over the model. With attention dropout (Seed-OSS) the estimate counts
+    // CUDA's one-byte mask where CPU, which took the record, keeps a noise tensor at the compute dtype.
+    const std::uint64_t width = eager.at("dtype") == "float32" ? 4 : 2;
+    const std::uint64_t cpu_noise =  // the fixture's 2 heads
+        eager.at("model") == "seed_oss" ? 2 * tokens * tokens * (width - 1) : 0;
+    CHECK(e.scores + cpu_noise * layers_of_last == eager.at("square_bytes").get<std::uint64_t>() * layers_of_last);
     CHECK(e.scores % (tokens * tokens) == 0);
     // Where the per-token SDPA model is not matched (some lack the logsumexp eager drops), only the
     // probabilities are compared.
