@@ -56,7 +56,11 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
         raise
     m.train()
     held = {t.untyped_storage().data_ptr() for t in list(m.parameters()) + list(m.buffers())}
-    layers = m.model.layers
+    # The decoder layers: the ModuleList of the model's _no_split_modules class (model.layers, GPT-2's and
+    # Falcon's transformer.h, GPT-NeoX's gpt_neox.layers).
+    blocks = set(m._no_split_modules or [])
+    layers = next(mod for mod in m.modules()
+                  if isinstance(mod, torch.nn.ModuleList) and len(mod) and type(mod[0]).__name__ in blocks)
     current = [None]
     for i, layer in enumerate(layers):
         layer.register_forward_pre_hook(lambda mod, args, i=i: current.__setitem__(0, i))
