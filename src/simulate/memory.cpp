@@ -286,7 +286,8 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
     scores_per_layer = static_cast<std::uint64_t>(*opts.micro_batch) * s_len * s_len *
                        (e.scores_fp32 * 4 + e.scores * size + (size == 4 ? 0 : e.scores_cast * size) + e.scores_bool);
   }
-  const std::uint64_t layer = compute * size + fp32 * 4;
+  // `layer_bool`: one byte per element whatever the dtypes (masks: xIELU's, a fused dropout's).
+  const std::uint64_t layer = compute * size + fp32 * 4 + field("layer_bool");
   // accelerate applies checkpoint_wrapper to the auto-wrap policy's modules (accelerator.py
   // prepare_model, `apply_activation_checkpointing(..., auto_wrap_policy=fsdp_plugin.auto_wrap_policy)`):
   // each block then keeps only its input, and one block's activations exist again while it is
