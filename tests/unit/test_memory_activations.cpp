@@ -22,6 +22,21 @@ FsdpSettings llama_settings(int world) {
   return s;
 }
 
+// Meta-Llama-3-8B's config planned with FSDP1 on 8 ranks, bf16 mixed precision.
+struct Llama3Plan {
+  ModuleTree tree;
+  FsdpSettings s;
+  ShardPlan plan;
+};
+Llama3Plan llama3_8b_bf16() {
+  Llama3Plan p{
+      clean_tree(model_fixtures::corpus_dir() / "meta-llama__Meta-Llama-3-8B.json", true), llama_settings(8), {}};
+  p.s.mixed_precision.value = MixedPrecision::bf16;
+  DiagnosticSink sink;
+  p.plan = plan_fsdp1(p.tree, p.s, sink);
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("activations: tiny llama fixture, with and without checkpointing") {
@@ -57,11 +72,7 @@ TEST_CASE("activations: Meta-Llama-3-8B config, seq 4096, micro-batch 1, bf16 mi
   // hidden 4096, 32 heads x 128, 8 KV heads, intermediate 14336, 32 layers, vocab 128256 (config.json):
   // layer = 16384 + 8192 + 2048 + 57344 = 83,968 elements per token at bf16 (167,936 bytes), and
   // layer_fp32 = 2*4096 + 32 + 2 = 8,226 in float32 (32,904 bytes): 200,840 bytes per token and layer.
-  const ModuleTree tree = clean_tree(model_fixtures::corpus_dir() / "meta-llama__Meta-Llama-3-8B.json", true);
-  FsdpSettings s = llama_settings(8);
-  s.mixed_precision.value = MixedPrecision::bf16;
-  DiagnosticSink sink;
-  const ShardPlan plan = plan_fsdp1(tree, s, sink);
+  const auto [tree, s, plan] = llama3_8b_bf16();
   MemoryOptions opts;
   opts.seq_len = 4096;
   opts.micro_batch = 1;
@@ -75,11 +86,7 @@ TEST_CASE("eager attention by hand: Meta-Llama-3-8B's probabilities at 8k tokens
   // 32 layers of 32 query heads (128 wide) over 8 KV heads, bf16 compute, 8,192 tokens, one sequence:
   // each layer keeps 32 x 8192 x 8192 probabilities in float32 (the softmax output) and their bf16 copy
   // (rules/models/llama.yaml eager_attention): 12 GiB a layer.
-  ModuleTree tree = clean_tree(model_fixtures::corpus_dir() / "meta-llama__Meta-Llama-3-8B.json", true);
-  FsdpSettings s = llama_settings(8);
-  s.mixed_precision.value = MixedPrecision::bf16;
-  DiagnosticSink sink;
-  const ShardPlan plan = plan_fsdp1(tree, s, sink);
+  auto [tree, s, plan] = llama3_8b_bf16();
   MemoryOptions opts;
   opts.seq_len = 8192;
   opts.micro_batch = 1;
