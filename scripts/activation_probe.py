@@ -35,7 +35,10 @@ def run(rank, W, store, model, tokens, dtype, out, attn):
 def _run(rank, W, store, model, tokens, dtype, out, attn):
     from transformers import AutoModelForCausalLM
     import transformers
-    kwargs = {"experts_implementation": "eager"} if "moe" in model or "gpt_oss" in model else {}
+    # Mixture-of-experts: the experts implementation in EXPERTS (transformers' default is grouped_mm,
+    # which CPU runs in float32 only), else eager as the other oracle scripts load them.
+    experts = os.environ.get("EXPERTS", "eager")
+    kwargs = {"experts_implementation": experts} if any(t in model for t in ("moe", "gpt_oss", "mixtral", "deepseek")) else {}
     if W > 1:
         dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)
         from torch.distributed.device_mesh import init_device_mesh
@@ -86,7 +89,10 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
     masks = [x for layer in per_layer.values() for x in layer if x["shape"].count(tokens) >= 2]
     # Tensors without a token dimension (Gemma's 1 + weight) do not grow with the sequence: kept
     # apart, as the estimate is per token.
-    fixed = sum(x["bytes"] for x in mid if tokens not in x["shape"])
+    # A mixture of experts' grouped tensors have a row per token and routed expert (tokens x top-k).
+    k = getattr(m.config, "num_experts_per_tok", None) or 0
+    per_token = lambda x: tokens in x["shape"] or (k and tokens * k in x["shape"])  # noqa: E731
+    fixed = sum(x["bytes"] for x in mid if not per_token(x))
     # A seq x seq mask (or eager attention's probabilities) grows with the square of the tokens: counted
     # apart (square_bytes), not per token. GPT-OSS's probabilities are seq x (seq + 1) (a sink column):
     # their seq x seq part is square, the extra column per token.
@@ -100,6 +106,7 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
     total = sum(x["bytes"] for x in mid) - fixed - square
     if rank == 0:
         res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": attn,
+               **({"experts_implementation": experts} if "experts_implementation" in kwargs else {}),
                "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
                "layer1_bytes": total, "layer1_bytes_per_token": total / tokens, "layer1_fixed_bytes": fixed,
                "masks_bytes": sum(x["bytes"] for x in masks), "masks": len(masks), "square_bytes": square,

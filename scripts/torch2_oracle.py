@@ -201,6 +201,16 @@ for _m in ("llama", "mistral", "qwen2", "olmo2", "granite", "starcoder2", "gpt_n
     _t, _kw = MODELS[_m]
     MODELS[_m + "_hd"] = (_t, dict(_kw, head_dim=6))
 
+# Experts whose rows are multiples of 16 bytes, as torch._grouped_mm (transformers' default experts
+# implementation) requires on CPU: activation records of the grouped path (scripts/activation_probe.py).
+MODELS["mixtral_i16"] = ("mixtral", dict(BASE, hidden_size=24, intermediate_size=16, num_attention_heads=4,
+                                         num_key_value_heads=2, head_dim=6, num_local_experts=4,
+                                         num_experts_per_tok=2, tie_word_embeddings=False))
+MODELS["qwen3_moe_i16_norm"] = ("qwen3_moe", dict(BASE, hidden_size=24, num_attention_heads=4, num_key_value_heads=4,
+                                                  head_dim=6, moe_intermediate_size=16, num_experts=4,
+                                                  num_experts_per_tok=2, norm_topk_prob=True,
+                                                  tie_word_embeddings=False))
+
 # Four query heads over one and over two KV heads: what eager attention keeps differs with the grouping
 # (repeat_kv copies keys and values unless there is one KV head), and the probes tell a per-query-head
 # term from a per-KV-head one only when 4 x head_dim differs from 2 x 2 x head_dim (scripts/activation_probe.py).
