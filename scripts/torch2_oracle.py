@@ -206,6 +206,13 @@ for _m in ("llama", "mistral", "qwen2", "olmo2", "granite", "starcoder2", "gpt_n
 MODELS["mixtral_i16"] = ("mixtral", dict(BASE, hidden_size=24, intermediate_size=16, num_attention_heads=4,
                                          num_key_value_heads=2, head_dim=6, num_local_experts=4,
                                          num_experts_per_tok=2, tie_word_embeddings=False))
+for _m, _extra in (("olmoe", dict(intermediate_size=16)), ("granitemoe", dict(intermediate_size=16)),
+                   ("phimoe", dict(intermediate_size=16)), ("gpt_oss", dict(intermediate_size=16)),
+                   ("qwen2_moe", dict(moe_intermediate_size=16, shared_expert_intermediate_size=16, head_dim=6)),
+                   ("deepseek_v3", dict(moe_intermediate_size=16, intermediate_size=32))):
+    _t, _kw = MODELS[_m]
+    MODELS[_m + "_i16"] = (_t, dict(_kw, hidden_size=24, num_attention_heads=4, num_key_value_heads=2,
+                                    **({"head_dim": 6} if "head_dim" in _kw else {}), **_extra))
 MODELS["qwen3_moe_i16_norm"] = ("qwen3_moe", dict(BASE, hidden_size=24, num_attention_heads=4, num_key_value_heads=4,
                                                   head_dim=6, moe_intermediate_size=16, num_experts=4,
                                                   num_experts_per_tok=2, norm_topk_prob=True,
