@@ -93,6 +93,8 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
     k = getattr(m.config, "num_experts_per_tok", None) or 0
     per_token = lambda x: tokens in x["shape"] or (k and tokens * k in x["shape"])  # noqa: E731
     fixed = sum(x["bytes"] for x in mid if not per_token(x))
+    # (Pick TOKENS unlike every width of the model: a width equal to it makes a tensor look per token, or
+    # square; the mixture-of-experts records use 13.)
     # A seq x seq mask (or eager attention's probabilities) grows with the square of the tokens: counted
     # apart (square_bytes), not per token. GPT-OSS's probabilities are seq x (seq + 1) (a sink column):
     # their seq x seq part is square, the extra column per token.
