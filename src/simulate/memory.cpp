@@ -195,8 +195,8 @@ EagerTerms eager_terms(const ModuleTree& tree, int tp_size, bool tp_upper_bound)
     return it == tree.activations.end() ? std::int64_t{0} : it->second;
   };
   // Every term is per attention head, and tensor parallelism gives each rank 1/tp of the query and KV
-  // heads (a count it does not divide is PLAN-refused before any memory is shown). Without a
-  // `tp_split` model the whole block is kept (the upper bound of the SDPA part).
+  // heads (a count it does not divide fails at the first forward: PLAN021, and no fit verdict). Without
+  // a `tp_split` model nothing is cut, as for the SDPA part (GPT-OSS's empty TP plan: measured so).
   const std::int64_t tp = tp_size > 1 && !tp_upper_bound ? tp_size : 1;
   EagerTerms e;
   e.compute = get("eager_layer") / tp;
