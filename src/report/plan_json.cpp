@@ -98,6 +98,7 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
     w.key("tokens").value(a.tokens);
     if (a.cp_size > 1) w.key("cp_size").value(a.cp_size);
     w.key("dtype").value(dtype_name(a.dtype));
+    w.key("attn_implementation").value(a.attn_implementation);
     w.key("checkpointing").value(a.checkpointing);
     w.key("blocks_bytes").value(a.blocks);
     w.key("recompute_bytes").value(a.recompute);

@@ -259,9 +259,10 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
       const std::string scores =
           act.eager ? fmt::format("; eager attention's seq x seq probabilities {}", human_bytes(act.scores))
                     : std::string();
-      out += fmt::format("  {:<34} {:>14}   estimate: {} tokens{} in {}; {}; logits {}{}{}{}\n", "activations",
-                         human_bytes(r.activations), fmt::group_digits(act.tokens), cp, dtype_name(act.dtype), blocks,
-                         human_bytes(act.logits), masks, scores, tp);
+      const std::string attn = act.attn_implementation.empty() ? "" : " with " + act.attn_implementation + " attention";
+      out += fmt::format("  {:<34} {:>14}   estimate: {} tokens{} in {}{}; {}; logits {}{}{}{}\n", "activations",
+                         human_bytes(r.activations), fmt::group_digits(act.tokens), cp, dtype_name(act.dtype), attn,
+                         blocks, human_bytes(act.logits), masks, scores, tp);
     }
     if (r.ignored)
       out += fmt::format("  {:<34} {:>14}   {} parameters of ignored modules, whole on every rank\n",

@@ -227,6 +227,7 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
       return a;
     }
   a.available = true;
+  a.attn_implementation = tree.attn_implementation;
   // Context parallelism: context_parallel (torch 2.14.1 _context_parallel/_attention.py) shards the
   // step's input_ids, labels and position_ids along the sequence (torch.chunk, head-and-tail chunks
   // when load balancing), so each rank's forward sees its piece and keeps its piece's activations.

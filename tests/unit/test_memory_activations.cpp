@@ -94,9 +94,11 @@ TEST_CASE("eager attention by hand: Meta-Llama-3-8B's probabilities at 8k tokens
   const ActivationEstimate sdpa = estimate_activations(plan, tree, s, opts);
   CHECK(sdpa.scores == 0u);
   CHECK_FALSE(sdpa.eager);
+  CHECK(sdpa.attn_implementation == "sdpa");  // the estimate says what it is for
   tree.attn_implementation = "eager";
   const ActivationEstimate eager = estimate_activations(plan, tree, s, opts);
   REQUIRE(eager.available);
+  CHECK(eager.attn_implementation == "eager");
   const std::uint64_t per_layer = 32ull * 8192 * 8192 * (4 + 2);
   CHECK(per_layer == 12ull << 30);
   CHECK(eager.scores == 32 * per_layer);
