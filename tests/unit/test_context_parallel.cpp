@@ -30,16 +30,23 @@ namespace {
 
 const fs::path kCpRecords = fs::path(SHARDCHECK_FIXTURES_DIR) / "oracle2" / "cp";
 
-// `plan` of the llama fixture (4 heads, 2 key/value heads of dim 5, 3 layers) with FSDP2 over cp
-// ranks, as the records ran: cp_size = world size, the given sequence and micro-batch.
-PreflightResult cp_plan(int cp, std::int64_t seq_len, std::int64_t micro_batch,
-                        const std::string& strategy = "allgather", const std::string& load_dtype = "",
-                        const std::function<void(PreflightRequest&)>& tweak = nullptr) {
+// A plan of the llama fixture (4 heads, 2 key/value heads of dim 5, 3 layers) with this FSDP version
+// over `world` ranks.
+PreflightRequest llama_request(int fsdp_version, int world) {
   PreflightRequest req;
   req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
   req.model = std::string(SHARDCHECK_FIXTURES_DIR) + "/models/llama";
-  req.defaults.fsdp_version = {2, "test"};
-  req.defaults.world_size = {cp, "test"};
+  req.defaults.fsdp_version = {fsdp_version, "test"};
+  req.defaults.world_size = {world, "test"};
+  return req;
+}
+
+// `plan` of the llama fixture with FSDP2 over cp ranks, as the records ran: cp_size = world size, the
+// given sequence and micro-batch.
+PreflightResult cp_plan(int cp, std::int64_t seq_len, std::int64_t micro_batch,
+                        const std::string& strategy = "allgather", const std::string& load_dtype = "",
+                        const std::function<void(PreflightRequest&)>& tweak = nullptr) {
+  PreflightRequest req = llama_request(2, cp);
   req.defaults.cp_size = {cp, "test"};
   req.defaults.cp_comm_strategy = {strategy, "test"};
   req.versions.torch = Setting<Version>{Version{2, 14, 1}, "test"};
@@ -178,11 +185,7 @@ TEST_CASE("context parallelism: by hand, activations, checkpointed recompute and
 }
 
 TEST_CASE("sequence parallelism under FSDP: no mesh, FSDP2 over every process, PLAN025") {
-  PreflightRequest req;
-  req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
-  req.model = std::string(SHARDCHECK_FIXTURES_DIR) + "/models/llama";
-  req.defaults.fsdp_version = {2, "test"};
-  req.defaults.world_size = {8, "test"};
+  PreflightRequest req = llama_request(2, 8);
   req.defaults.sp_size = {2, "test"};
   const PreflightResult r = run_preflight(req);
   REQUIRE(r.plan.has_value());
@@ -226,11 +229,7 @@ TEST_CASE("context parallelism on sliding-window layers: accelerate's hook drops
 }
 
 TEST_CASE("parallelism sizes under FSDP1 from flags: accelerate's refusal (SET008), not a fit verdict") {
-  PreflightRequest req;
-  req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
-  req.model = std::string(SHARDCHECK_FIXTURES_DIR) + "/models/llama";
-  req.defaults.fsdp_version = {1, "test"};
-  req.defaults.world_size = {4, "test"};
+  PreflightRequest req = llama_request(1, 4);
   req.defaults.cp_size = {2, "--cp-size"};
   const PreflightResult cp = run_preflight(req);
   CHECK(reported(cp, "SET008"));
