@@ -3,6 +3,10 @@
 # of fixtures/oracle2/models, into OUT (default fixtures/oracle2/activations): per model float32 and
 # bfloat16 on one rank, and float32 on 2 tensor-parallel ranks (gloo has no bfloat16 all-reduce).
 #   scripts/activation_oracle.sh [OUT] MODEL...
+# TOKENS (default 16) and EXPERTS (the probe's experts implementation, default eager) pass through: the
+# mixture-of-experts records are taken with TOKENS=13 EXPERTS=grouped_mm (EXPERTS=default for Granite-MoE,
+# whose experts take no implementation), e.g.
+#   TOKENS=13 EXPERTS=grouped_mm scripts/activation_oracle.sh mixtral_i16 phimoe_i16
 # Runs inside the torch 2.x chroot (scripts/oracle2_run.sh); tests/unit/test_activation_oracle.cpp
 # compares each record with the registry's activation model.
 set -euo pipefail
@@ -13,7 +17,7 @@ mkdir -p "$out"
 for model in "$@"; do
   for cfg in "1 float32" "1 bfloat16" "2 float32"; do
     set -- $cfg
-    scripts/oracle2_run.sh python3 scripts/activation_probe.py "$model" "$1" 16 "$2" "/repo/$out/$model-tp$1-$2.json" \
+    scripts/oracle2_run.sh env EXPERTS="${EXPERTS:-eager}" python3 scripts/activation_probe.py "$model" "$1" "${TOKENS:-16}" "$2" "/repo/$out/$model-tp$1-$2.json" \
       2>/dev/null | grep '^{' || echo "activation_oracle: $model tp $1 $2: no record (see the probe's output)" >&2
   done
 done
