@@ -17,10 +17,51 @@ every layer's seq x seq attention masks (`masks_bytes`: the masks-*.json records
 fixtures/oracle2/models, or a path with a slash. ATTN is the attention implementation (default sdpa);
 with eager, the seq x seq tensors each layer keeps (scores, probabilities) are `square_bytes`.
 """
-import json, os, sys
+import json, os, sys, weakref
 os.environ["USE_LIBUV"] = "0"
 import torch, torch.distributed as dist
 from tp_probe_ranks import run_ranks
+
+
+class KernelSdpa(torch.autograd.Function):
+    """SDPA as CUDA's fused kernels keep it for backward. With SDPA=kernel the probe routes every
+    torch.nn.functional.scaled_dot_product_attention call here: DeepSeek's query and key are wider than its
+    value, which CPU's fused kernel refuses, so CPU falls back to the math path and saves the scaled query
+    and key, the seq x seq probabilities and a value copy, which CUDA's efficient-attention kernel
+    (_scaled_dot_product_efficient_attention: q and k may be wider than v) never makes. That kernel's
+    autograd node saves query, key, value (as passed), its output and a float32 logsumexp [B, H, L]
+    (torch tools/autograd/derivatives.yaml, _efficient_attention_backward's arguments), and allocates the
+    output [B, L, H, Dv] and returns it transposed, as CPU's flash kernel does. This saves exactly those;
+    everything else in the layer stays real. The logsumexp's values are never read: backward recomputes."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, kwargs):
+        with torch.no_grad():
+            o = MATH_SDPA(q, k, v, **kwargs)
+        out = torch.empty(o.shape[0], o.shape[2], o.shape[1], o.shape[3], dtype=o.dtype).transpose(1, 2)
+        out.copy_(o)
+        lse = torch.empty(q.shape[0], q.shape[1], q.shape[2], dtype=torch.float32)
+        ctx.kwargs = kwargs
+        ctx.save_for_backward(q, k, v, out, lse)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        q, k, v, _, _ = ctx.saved_tensors
+        with torch.enable_grad():
+            qkv = [t.detach().requires_grad_() for t in (q, k, v)]
+            o = MATH_SDPA(*qkv, **ctx.kwargs)
+            gq, gk, gv = torch.autograd.grad(o, qkv, grad)
+        return gq, gk, gv, None
+
+
+MATH_SDPA = torch.nn.functional.scaled_dot_product_attention
+
+
+def kernel_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+    assert dropout_p == 0.0, "the stand-in keeps no dropout state"
+    return KernelSdpa.apply(query, key, value, dict(attn_mask=attn_mask, is_causal=is_causal, scale=scale,
+                                                    enable_gqa=enable_gqa))
 
 
 def run(rank, W, store, model, tokens, dtype, out, attn):
@@ -61,6 +102,9 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
                 f.write("\n")
         raise
     m.train()
+    sdpa = os.environ.get("SDPA", "")
+    if sdpa == "kernel":
+        torch.nn.functional.scaled_dot_product_attention = kernel_sdpa
     held = {t.untyped_storage().data_ptr() for t in list(m.parameters()) + list(m.buffers())}
     # The decoder layers: the ModuleList of the model's _no_split_modules class (model.layers, GPT-2's and
     # Falcon's transformer.h, GPT-NeoX's gpt_neox.layers).
@@ -71,28 +115,45 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
     for i, layer in enumerate(layers):
         layer.register_forward_pre_hook(lambda mod, args, i=i: current.__setitem__(0, i))
         layer.register_forward_hook(lambda mod, args, res: current.__setitem__(0, None))
-    seen = {}  # storage -> (layer, bytes, shape)
+    # Each save is boxed, and only the boxes the graph still holds after the forward are counted: a save
+    # in a branch the forward dropped (a temporary the loss never reaches) is freed with that branch, and its
+    # storage's address may be reused by a later tensor, which a count by address at save time would
+    # then skip (Granite-MoE's and DeepSeek's grouped path lost their one-byte mask that way in some runs).
+    class Box:
+        __slots__ = ("t", "layer", "__weakref__")
+
+    boxes = []
 
     def pack(t):
-        s = t.untyped_storage()
-        key = s.data_ptr()
-        if current[0] is not None and key not in held and key not in seen and s.nbytes() > 0:
-            shape = list(t.shape)
-            # A row slice of a 2-D tensor (Granite-MoE's experts split their gathered rows per expert and
-            # save the pieces): the storage's rows, so that its token dimension shows (the first slice
-            # seen may hold any number of rows, none included).
-            if t.dim() == 2 and t.is_contiguous() and shape[1] > 0 and t.numel() * t.element_size() != s.nbytes() \
-                    and s.nbytes() % (t.element_size() * shape[1]) == 0:
-                shape = [s.nbytes() // (t.element_size() * shape[1]), shape[1]]
-            seen[key] = (current[0], s.nbytes(), shape, str(t.dtype))
-        return t
+        b = Box()
+        b.t, b.layer = t, current[0]
+        boxes.append(weakref.ref(b))
+        return b
 
-    # A fixed seed: PhiMoE's sparsemixer samples its routing in training, and one draw in about eight
-    # leaves one [tokens] int64 index unsaved (104 bytes at 13 tokens); the records are of the usual case.
+    # A fixed seed: PhiMoE's sparsemixer samples its routing in training; the records are of one draw.
     torch.manual_seed(0)
     ids = torch.arange(tokens).remainder(m.config.vocab_size - 3).add(3).unsqueeze(0)
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda b: b.t):
         loss = m(input_ids=ids, labels=ids).loss
+    seen = {}  # storage -> (layer, bytes, shape), the layer that first saved it
+    for ref in boxes:
+        b = ref()
+        if b is None or b.layer is None:
+            continue
+        t = b.t
+        s = t.untyped_storage()
+        key = s.data_ptr()
+        if key in held or key in seen or s.nbytes() == 0:
+            continue
+        shape = list(t.shape)
+        # A row slice of a 2-D tensor (Granite-MoE's experts split their gathered rows per expert and save
+        # the pieces): the storage's rows, so that its token dimension shows (the first slice seen may hold
+        # any number of rows, none included).
+        if t.dim() == 2 and t.is_contiguous() and shape[1] > 0 and t.numel() * t.element_size() != s.nbytes() \
+                and s.nbytes() % (t.element_size() * shape[1]) == 0:
+            shape = [s.nbytes() // (t.element_size() * shape[1]), shape[1]]
+        seen[key] = (b.layer, s.nbytes(), shape, str(t.dtype))
+    del boxes
     loss.backward()
     per_layer = {}
     for layer, nbytes, shape, kind in seen.values():
@@ -114,7 +175,9 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
     def square_part(x):
         if x["shape"].count(tokens) >= 2:
             return x["bytes"]
-        if len(x["shape"]) >= 2 and x["shape"][-2:] == [tokens, tokens + 1]:
+        # (Only [batch, heads, seq, seq + 1]: a 2-D or 3-D tensor whose width happens to be seq + 1, like
+        # deepseek_v3_w_lite's shared experts' halves on two TP ranks at 11 tokens, is per token.)
+        if len(x["shape"]) == 4 and x["shape"][-2:] == [tokens, tokens + 1]:
             return x["bytes"] * tokens // (tokens + 1)
         return 0
     square = sum(square_part(x) for x in mid)
@@ -122,6 +185,8 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
     if rank == 0:
         res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": attn,
                **({"experts_implementation": experts} if "experts_implementation" in kwargs else {}),
+               **({"sdpa": "kernel: CUDA's efficient-attention saved tensors (scripts/activation_probe.py KernelSdpa)"}
+                  if sdpa == "kernel" else {}),
                "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
                "layer1_bytes": total, "layer1_bytes_per_token": total / tokens, "layer1_fixed_bytes": fixed,
                "masks_bytes": sum(x["bytes"] for x in masks), "masks": len(masks), "square_bytes": square,

@@ -213,6 +213,20 @@ for _m, _extra in (("olmoe", dict(intermediate_size=16)), ("granitemoe", dict(in
     _t, _kw = MODELS[_m]
     MODELS[_m + "_i16"] = (_t, dict(_kw, hidden_size=24, num_attention_heads=4, num_key_value_heads=2,
                                     **({"head_dim": 6} if "head_dim" in _kw else {}), **_extra))
+# DeepSeek-V3 with every width of its layer distinct (h 40, q_lora 26, kv_lora 22, nH x qk_head_dim 54,
+# nH x v_head_dim 42, kv_b's nH x (nope + v) 78, top-3 of 5 experts of 24, 2 shared) and 16-byte expert rows:
+# its activation records (scripts/activation_probe.py) tell each saved tensor by its width.
+MODELS["deepseek_v3_w"] = ("deepseek_v3", dict(BASE, hidden_size=40, num_attention_heads=3, num_key_value_heads=3,
+                                               intermediate_size=56, moe_intermediate_size=24, n_routed_experts=5,
+                                               n_shared_experts=2, num_experts_per_tok=3, n_group=1, topk_group=1,
+                                               first_k_dense_replace=1, q_lora_rank=26, kv_lora_rank=22,
+                                               qk_rope_head_dim=6, qk_nope_head_dim=12, v_head_dim=14,
+                                               tie_word_embeddings=False))
+# Its branches: no q_lora_rank (q_proj on the input norm's output, V2-Lite's layout), no top-k
+# normalization, and group-limited routing (2 groups of 3 experts, 1 chosen).
+MODELS["deepseek_v3_w_lite"] = ("deepseek_v3", dict(MODELS["deepseek_v3_w"][1], q_lora_rank=None, norm_topk_prob=False,
+                                                    n_routed_experts=6, n_group=2, topk_group=1, num_experts_per_tok=2,
+                                                    n_shared_experts=1, v_head_dim=10))
 MODELS["qwen3_moe_i16_norm"] = ("qwen3_moe", dict(BASE, hidden_size=24, num_attention_heads=4, num_key_value_heads=4,
                                                   head_dim=6, moe_intermediate_size=16, num_experts=4,
                                                   num_experts_per_tok=2, norm_topk_prob=True,

@@ -529,13 +529,15 @@ class Reader {
     if (const Node* act = root.get("activations")) {
       a.activations = named_exprs(act, "activations");
       static const std::set<std::string, std::less<>> fields = {
-          "layer",    "layer_fp32",    "layers",   "checkpointed", "logits",    "experts_per_token",
-          "tp_split", "tp_split_fp32", "tp_added", "cp_kv",        "layer_bool"};
+          "layer",    "layer_fp32",    "layers",   "checkpointed", "logits",          "experts_per_token",
+          "tp_split", "tp_split_fp32", "tp_added", "cp_kv",        "layer_bool",      "layer_fp32_cast",
+          "layer_fp32_only"};
       for (const auto& [k, v] : act->entries)
         if (!fields.count(key(*k)))
           fail(file_, k,
                fmt::format("unknown activations field '{}' (expected layer, layer_fp32, layers, checkpointed, "
-                           "logits, experts_per_token, tp_split, tp_split_fp32, tp_added, cp_kv, layer_bool)",
+                           "logits, experts_per_token, tp_split, tp_split_fp32, tp_added, cp_kv, layer_bool, "
+                           "layer_fp32_cast, layer_fp32_only)",
                            key(*k)));
     }
     // The explicit masks SDPA gets (sliding-window layers): evaluated beside the activation model as

@@ -266,6 +266,11 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   std::uint64_t compute =
       field("layer") - std::min(field("layer"), tp_widths("tp_split", false)) + tp_widths("tp_added", true);
   std::uint64_t fp32 = field("layer_fp32") - std::min(field("layer_fp32"), tp_widths("tp_split_fp32", false));
+  // A `.to(torch.float32)` is a copy at a narrower compute dtype and the tensor itself in a float32 run:
+  // `layer_fp32_cast` counts the copies only a narrower run makes (DeepSeek-V3's router upcasts its input,
+  // which the block keeps at the compute dtype as well), `layer_fp32_only` what only a float32 run keeps
+  // (a no-op upcast of a view keeps its whole storage: DeepSeek's kv_a output beside kv_a_layernorm's input).
+  fp32 += size == 4 ? field("layer_fp32_only") : field("layer_fp32_cast");
   // Eager attention (transformers 5.12.1 eager_attention_forward) keeps what SDPA does not: the
   // seq x seq probabilities of every head, repeat_kv's copies of keys and values (GQA), and no
   // logsumexp. The registry's `eager_attention` gives these beside the SDPA model (fixtures/oracle2/eager).
