@@ -134,7 +134,18 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
     torch.manual_seed(0)
     ids = torch.arange(tokens).remainder(m.config.vocab_size - 3).add(3).unsqueeze(0)
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda b: b.t):
-        loss = m(input_ids=ids, labels=ids).loss
+        try:
+            loss = m(input_ids=ids, labels=ids).loss
+        except Exception as e:  # noqa: BLE001  transformers' model code failing for this config: recorded
+            if rank == 0 and out:  # (fixtures/oracle2/errors, registry `model_errors`)
+                res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": attn,
+                       "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+                       "error": {"stage": "forward", "type": type(e).__name__, "message": str(e)}}
+                print(json.dumps(res), flush=True)
+                with open(out, "w") as f:
+                    json.dump(res, f, indent=1)
+                    f.write("\n")
+            raise
     seen = {}  # storage -> (layer, bytes, shape), the layer that first saved it
     for ref in boxes:
         b = ref()

@@ -227,6 +227,16 @@ MODELS["deepseek_v3_w"] = ("deepseek_v3", dict(BASE, hidden_size=40, num_attenti
 MODELS["deepseek_v3_w_lite"] = ("deepseek_v3", dict(MODELS["deepseek_v3_w"][1], q_lora_rank=None, norm_topk_prob=False,
                                                     n_routed_experts=6, n_group=2, topk_group=1, num_experts_per_tok=2,
                                                     n_shared_experts=1, v_head_dim=10))
+# DeepSeek-V2 with deepseek_v3_w's widths but 4 heads (V2 wants hidden_size divisible by them): its softmax
+# router, greedy top-k.
+MODELS["deepseek_v2_w"] = ("deepseek_v2", dict(MODELS["deepseek_v3_w"][1], num_attention_heads=4, num_key_value_heads=4,
+                                               topk_method="greedy", n_group=None,
+                                               topk_group=None))
+# DeepSeek-V2's own routing: group_limited_greedy (2 groups of 3 experts, 1 chosen; DeepSeek-V2's is 8 of 20,
+# 3 chosen), and no q_lora_rank (V2-Lite's layout).
+MODELS["deepseek_v2_w_group"] = ("deepseek_v2", dict(MODELS["deepseek_v2_w"][1], topk_method="group_limited_greedy",
+                                                     n_routed_experts=6, n_group=2, topk_group=1, num_experts_per_tok=2,
+                                                     q_lora_rank=None))
 MODELS["qwen3_moe_i16_norm"] = ("qwen3_moe", dict(BASE, hidden_size=24, num_attention_heads=4, num_key_value_heads=4,
                                                   head_dim=6, moe_intermediate_size=16, num_experts=4,
                                                   num_experts_per_tok=2, norm_topk_prob=True,

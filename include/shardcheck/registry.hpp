@@ -92,6 +92,16 @@ struct CheckpointDequantize {
   std::string scales_suffix;      // tensors whose name ends so are consumed scales ("_scale_inv")
 };
 
+// A failure transformers' own model code raises for some configurations (rules/models/<type>.yaml
+// `model_errors`): when `condition` holds for the config.json (and the transformers release), the job
+// dies at `stage` with `error`. Each must be seen in a real run (fixtures/oracle2/errors).
+struct ModelError {
+  Expr condition;
+  std::string stage;  // "load", "forward"
+  std::string error;  // the exception as Python prints it
+  std::string help;   // what to do instead
+};
+
 struct ArchSpec {
   std::string model_type;
   std::string source;                      // rules/models/<file>.yaml
@@ -132,6 +142,7 @@ struct ArchSpec {
   // of the LM head; `tp_split` / `tp_split_fp32`: the widths among them that tensor parallelism cuts
   // (lists). Empty: no estimate for this architecture.
   std::vector<NamedExpr> activations;
+  std::vector<ModelError> model_errors;
   // transformers' native FSDP2 plan (main, PR #46707/#47165): module-name pattern -> strategy
   // ("free_full_weight" | "keep_full_weight"). `base`: the config's base_model_fsdp_plan (nullopt:
   // PreTrainedConfig's default); `head`: the head class's `_fsdp_plan`.

@@ -351,6 +351,13 @@ constexpr FindingCode kCodes[] = {
      "implementation through torch.nn.functional.scaled_dot_product_attention yet. Without an explicit choice "
      "transformers picks eager for such a model, and so does shardcheck (rules/models/<type>.yaml "
      "`supports_sdpa: false`)."},
+    {"ARCH006", Severity::error, ExitCode::findings, "transformers' model code fails for this configuration",
+     "Some configurations reach code paths of a transformers release that raise for every input: the model "
+     "loads, and the job dies at its first forward. Each such case is registry data (rules/models/<type>.yaml "
+     "`model_errors`: the condition on config.json and the release, the error, what to do) and was seen in a "
+     "real run (fixtures/oracle2/errors). DeepSeek-V2's `topk_method: group_limited_greedy` (DeepSeek-V2 and "
+     "V2-Chat; V2-Lite is greedy) reads an attribute DeepseekV2Moe never sets in transformers 5.12.1 "
+     "(modeling_deepseek_v2.py route_tokens_to_experts: self.num_experts): AttributeError."},
     {"MT001", Severity::warning, ExitCode::ok, "Checkpoint tensors have no place in the module tree",
      "shardcheck pairs checkpoint tensors with parameters the way from_pretrained does (transformers "
      "modeling_utils.py: base_model_prefix added or stripped, _keys_to_ignore_on_load_unexpected, 5.x "

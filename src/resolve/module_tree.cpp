@@ -465,6 +465,14 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       if (!v.as_int()) throw ExprError(fmt::format("activations.{} must be an integer, got {}", a.name, v.repr()));
       tree.activations[a.name] = *v.as_int();
     }
+    // transformers' own model code failing for this config (registry `model_errors`, each seen in a real run).
+    for (const ModelError& me : arch.model_errors)
+      if (me.condition.evaluate(globals.lookup()).truthy())
+        sink.report(finding("ARCH006", in_file(config.path),
+                            fmt::format("{} at the first {} with transformers {} ({}; {})", me.error,
+                                        me.stage == "load" ? "from_pretrained" : "forward", options.transformers.str(),
+                                        root_cls, arch.source),
+                            me.help));
   } catch (const ExprError& e) {
     // A name no scope defines is a field this config.json lacks, not a broken rules file.
     if (!e.missing_name.empty())

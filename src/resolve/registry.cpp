@@ -473,7 +473,8 @@ class Reader {
                                                              "tp_plan",
                                                              "ep_plan",
                                                              "sub_configs",
-                                                             "embeddings"};
+                                                             "embeddings",
+                                                             "model_errors"};
     for (const auto& [k, v] : root.entries)
       if (!known.count(key(*k))) fail(file_, k, fmt::format("unknown top-level key '{}'", key(*k)));
     if (!root.get("model_type")) fail(file_, &root, "missing `model_type`");
@@ -565,6 +566,22 @@ class Reader {
                            key(*k)));
       for (NamedExpr& e : named_exprs(eager, "eager_attention"))
         a.activations.push_back({"eager_" + e.name, std::move(e.expr)});
+    }
+    // Failures of transformers' own model code for some configurations (ARCH006), a top-level key that a
+    // child inherits or replaces whole.
+    if (const Node* errors = optional_list(root.get("model_errors"), "model_errors")) {
+      for (const Node* e : errors->items) {
+        if (!e->is_map()) fail(file_, e, "expected {if: ..., stage: ..., error: ..., help: ...} for a model error");
+        for (const auto& [k, v] : e->entries)
+          if (key(*k) != "if" && key(*k) != "stage" && key(*k) != "error" && key(*k) != "help")
+            fail(file_, k, fmt::format("unknown model_errors field '{}' (expected if, stage, error, help)", key(*k)));
+        if (!e->get("if")) fail(file_, e, "expected `if:`, the condition under which the model code fails");
+        ModelError me{expr(e->get("if"), "model error condition"), str(e->get("stage"), "model error stage", e),
+                      str(e->get("error"), "model error message", e), str(e->get("help"), "model error help", e)};
+        if (me.stage != "load" && me.stage != "forward")
+          fail(file_, e->get("stage"), fmt::format("expected load or forward for a model error's stage, found '{}'", me.stage));
+        a.model_errors.push_back(std::move(me));
+      }
     }
     // Whether a decoder block's attention and MLP both read the block's input (GPT-NeoX's
     // use_parallel_residual): which TP input gradients a LoRA step all-reduces. Evaluated beside the

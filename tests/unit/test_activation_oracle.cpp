@@ -244,3 +244,40 @@ TEST_CASE("eager attention oracle: the loads transformers refuses are ARCH005, t
   CHECK(refused == 2);  // GPT-OSS in float32 and bfloat16
   CHECK(loaded >= 100);
 }
+
+// transformers' own model code failing for a configuration (registry `model_errors`): the probe recorded
+// each failure of a real forward (fixtures/oracle2/errors), and every activation record is a forward that
+// ran. ARCH006 must name exactly the recorded exception for the first, and stay silent for the others.
+TEST_CASE("model errors oracle: the forwards that raised are ARCH006 with their exception, the others are not") {
+  auto arch006 = [](const json& c) {
+    PreflightRequest req;
+    req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
+    req.model = (kActivationRecords / "models" / c.at("model").get<std::string>()).string();
+    req.defaults.fsdp_version = {2, "test"};
+    req.defaults.world_size = {2, "test"};
+    req.versions.transformers =
+        Setting<Version>{test::parse_version(c.at("versions").at("transformers").get<std::string>()), "oracle"};
+    const PreflightResult r = run_preflight(req);
+    std::string message;
+    for (const auto& d : r.sink.items())
+      if (d.code == "ARCH006") message = d.message;
+    return message;
+  };
+  int raised = 0, ran = 0;
+  for (const auto& path : test::json_files(kActivationRecords / "errors")) {
+    CAPTURE(path.filename().string());
+    const json c = test::read_json(path);
+    const json& e = c.at("error");
+    REQUIRE(e.at("stage") == "forward");
+    const std::string expected = e.at("type").get<std::string>() + ": " + e.at("message").get<std::string>();
+    CHECK(arch006(c).starts_with(expected + " at the first forward"));
+    ++raised;
+  }
+  for (const auto& path : test::json_files(kActivationRecords / "activations")) {
+    CAPTURE(path.filename().string());
+    CHECK(arch006(test::read_json(path)).empty());
+    ++ran;
+  }
+  CHECK(raised == 1);  // DeepSeek-V2's group_limited_greedy routing
+  CHECK(ran >= 80);
+}
