@@ -41,6 +41,9 @@ struct ActivationEstimate {
   std::uint64_t recompute = 0;  // one block's full activations while it is recomputed
   std::uint64_t logits = 0;     // LM head output, its fp32 copy and the saved log-softmax
   std::uint64_t masks = 0;      // sliding-window layers' attention masks (batch x seq x seq each)
+  // Of `blocks` (or `recompute`): what each block keeps whatever the tokens (DeepSeek's router upcasts its
+  // weight to float32 at a narrower compute dtype; the grouped experts' int32 offsets), bytes per block.
+  std::uint64_t fixed_per_block = 0;
   // The attention implementation the estimate is for (the tree's: --attn-implementation, else
   // transformers' default for the model class).
   std::string attn_implementation;

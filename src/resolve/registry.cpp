@@ -532,13 +532,13 @@ class Reader {
       static const std::set<std::string, std::less<>> fields = {
           "layer",    "layer_fp32",    "layers",   "checkpointed", "logits",          "experts_per_token",
           "tp_split", "tp_split_fp32", "tp_added", "cp_kv",        "layer_bool",      "layer_fp32_cast",
-          "layer_fp32_only"};
+          "layer_fp32_only", "layer_fixed_fp32", "layer_fixed_fp32_cast"};
       for (const auto& [k, v] : act->entries)
         if (!fields.count(key(*k)))
           fail(file_, k,
                fmt::format("unknown activations field '{}' (expected layer, layer_fp32, layers, checkpointed, "
                            "logits, experts_per_token, tp_split, tp_split_fp32, tp_added, cp_kv, layer_bool, "
-                           "layer_fp32_cast, layer_fp32_only)",
+                           "layer_fp32_cast, layer_fp32_only, layer_fixed_fp32, layer_fixed_fp32_cast)",
                            key(*k)));
     }
     // The explicit masks SDPA gets (sliding-window layers): evaluated beside the activation model as

@@ -298,11 +298,15 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   // prepare_model, `apply_activation_checkpointing(..., auto_wrap_policy=fsdp_plugin.auto_wrap_policy)`):
   // each block then keeps only its input, and one block's activations exist again while it is
   // recomputed in backward.
+  // What a block keeps whatever the tokens: `layer_fixed_fp32` four-byte elements (int32 offsets), and
+  // `layer_fixed_fp32_cast` float32 copies of weights only a narrower compute dtype makes (DeepSeek's router:
+  // F.linear(x.float(), weight.float()) keeps the copy of its E x h weight for backward).
+  a.fixed_per_block = (field("layer_fixed_fp32") + (size == 4 ? 0 : field("layer_fixed_fp32_cast"))) * 4;
   if (a.checkpointing) {
     a.blocks = t * field("checkpointed") * field("layers") * size;
-    a.recompute = t * layer;
+    a.recompute = t * layer + a.fixed_per_block;
   } else {
-    a.blocks = t * layer * field("layers");
+    a.blocks = (t * layer + a.fixed_per_block) * field("layers");
   }
   // Sliding-window layers get an explicit mask once the sequence reaches the window (transformers
   // 5.12.1 masking_utils.py _ignore_causal_mask_sdpa; full-attention layers use is_causal), and SDPA

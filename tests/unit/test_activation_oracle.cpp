@@ -81,8 +81,11 @@ std::uint64_t estimated_layer_bytes(const json& c) {
   const ActivationEstimate a = estimate_for(c);
   CHECK_FALSE(a.tp_upper_bound);
   const auto tokens = c.at("tokens").get<std::uint64_t>();
-  CHECK(a.blocks % (layers_of_last * tokens) == 0);
-  return a.blocks / layers_of_last / tokens;
+  // What a block keeps whatever the tokens: where the registry models it, exactly the record's.
+  if (a.fixed_per_block) CHECK(a.fixed_per_block == c.at("layer1_fixed_bytes").get<std::uint64_t>());
+  const std::uint64_t per_token = a.blocks - a.fixed_per_block * layers_of_last;
+  CHECK(per_token % (layers_of_last * tokens) == 0);
+  return per_token / layers_of_last / tokens;
 }
 
 }  // namespace
