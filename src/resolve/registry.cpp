@@ -530,8 +530,10 @@ class Reader {
     if (const Node* act = root.get("activations")) {
       a.activations = named_exprs(act, "activations");
       static const std::set<std::string, std::less<>> fields = {
-          "layer",    "layer_fp32",    "layers",   "checkpointed", "logits",          "experts_per_token",
-          "tp_split", "tp_split_fp32", "tp_added", "cp_kv",        "layer_bool",      "layer_fp32_cast",
+          "layer",           "layer_fp32",       "layers",
+          "checkpointed",    "logits",           "experts_per_token",
+          "tp_split",        "tp_split_fp32",    "tp_added",
+          "cp_kv",           "layer_bool",       "layer_fp32_cast",
           "layer_fp32_only", "layer_fixed_fp32", "layer_fixed_fp32_cast"};
       for (const auto& [k, v] : act->entries)
         if (!fields.count(key(*k)))
@@ -579,7 +581,8 @@ class Reader {
         ModelError me{expr(e->get("if"), "model error condition"), str(e->get("stage"), "model error stage", e),
                       str(e->get("error"), "model error message", e), str(e->get("help"), "model error help", e)};
         if (me.stage != "load" && me.stage != "forward")
-          fail(file_, e->get("stage"), fmt::format("expected load or forward for a model error's stage, found '{}'", me.stage));
+          fail(file_, e->get("stage"),
+               fmt::format("expected load or forward for a model error's stage, found '{}'", me.stage));
         a.model_errors.push_back(std::move(me));
       }
     }
