@@ -35,33 +35,66 @@ class KernelSdpa(torch.autograd.Function):
     everything else in the layer stays real. The logsumexp's values are never read: backward recomputes."""
 
     @staticmethod
-    def forward(ctx, q, k, v, kwargs):
+    def forward(ctx, q, k, v, kwargs, dropout_p):
         with torch.no_grad():
             o = MATH_SDPA(q, k, v, **kwargs)
         out = torch.empty(o.shape[0], o.shape[2], o.shape[1], o.shape[3], dtype=o.dtype).transpose(1, 2)
         out.copy_(o)
         lse = torch.empty(q.shape[0], q.shape[1], q.shape[2], dtype=torch.float32)
         ctx.kwargs = kwargs
-        ctx.save_for_backward(q, k, v, out, lse)
+        saved = [q, k, v, out, lse]
+        if dropout_p > 0:
+            # With dropout the kernels keep no mask, only the generator state to replay it: philox seed and
+            # offset, two int64 scalars (_flash_attention_forward / _efficient_attention_forward's outputs).
+            saved += [torch.zeros((), dtype=torch.int64), torch.zeros((), dtype=torch.int64)]
+        ctx.save_for_backward(*saved)
         return out
 
     @staticmethod
     def backward(ctx, grad):
-        q, k, v, _, _ = ctx.saved_tensors
+        q, k, v = ctx.saved_tensors[:3]
         with torch.enable_grad():
             qkv = [t.detach().requires_grad_() for t in (q, k, v)]
             o = MATH_SDPA(*qkv, **ctx.kwargs)
             gq, gk, gv = torch.autograd.grad(o, qkv, grad)
-        return gq, gk, gv, None
+        return gq, gk, gv, None, None
+
+
+class CudaDropout(torch.autograd.Function):
+    """nn.Dropout as CUDA runs it. With DROPOUT=cuda the probe routes torch.nn.functional.dropout here: on
+    CUDA at::dropout takes the fused at::native_dropout, whose autograd node keeps a bool mask of the input's
+    shape (tools/autograd/derivatives.yaml native_dropout: `mask`), while CPU multiplies by a noise tensor it
+    keeps at the compute dtype. This keeps what CUDA keeps."""
+
+    @staticmethod
+    def forward(ctx, x, p):
+        mask = torch.rand(x.shape) >= p
+        ctx.p = p
+        ctx.save_for_backward(mask)
+        return x * mask / (1 - p)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (mask,) = ctx.saved_tensors
+        return grad * mask / (1 - ctx.p), None
+
+
+MATH_DROPOUT = torch.nn.functional.dropout
+
+
+def cuda_dropout(input, p=0.5, training=True, inplace=False):
+    if not training or p == 0.0:
+        return input
+    assert 0.0 < p < 1.0 and not inplace
+    return CudaDropout.apply(input, p)
 
 
 MATH_SDPA = torch.nn.functional.scaled_dot_product_attention
 
 
 def kernel_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    assert dropout_p == 0.0, "the stand-in keeps no dropout state"
     return KernelSdpa.apply(query, key, value, dict(attn_mask=attn_mask, is_causal=is_causal, scale=scale,
-                                                    enable_gqa=enable_gqa))
+                                                    enable_gqa=enable_gqa), dropout_p)
 
 
 def run(rank, W, store, model, tokens, dtype, out, attn):
@@ -105,6 +138,9 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
     sdpa = os.environ.get("SDPA", "")
     if sdpa == "kernel":
         torch.nn.functional.scaled_dot_product_attention = kernel_sdpa
+    dropout = os.environ.get("DROPOUT", "")
+    if dropout == "cuda":
+        torch.nn.functional.dropout = cuda_dropout
     held = {t.untyped_storage().data_ptr() for t in list(m.parameters()) + list(m.buffers())}
     # The decoder layers: the ModuleList of the model's _no_split_modules class (model.layers, GPT-2's and
     # Falcon's transformer.h, GPT-NeoX's gpt_neox.layers).
@@ -198,6 +234,8 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
                **({"experts_implementation": experts} if "experts_implementation" in kwargs else {}),
                **({"sdpa": "kernel: CUDA's efficient-attention saved tensors (scripts/activation_probe.py KernelSdpa)"}
                   if sdpa == "kernel" else {}),
+               **({"dropout": "cuda: native_dropout's bool mask (scripts/activation_probe.py CudaDropout)"}
+                  if dropout == "cuda" else {}),
                "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
                "layer1_bytes": total, "layer1_bytes_per_token": total / tokens, "layer1_fixed_bytes": fixed,
                "masks_bytes": sum(x["bytes"] for x in masks), "masks": len(masks), "square_bytes": square,
