@@ -80,6 +80,10 @@ struct ShardPlan {
   // local tensors this plan shards (the one with the largest per-rank memory). Absent without TP.
   std::optional<TensorParallelLayout> tensor_parallel;
   int tp_rank = 0;
+  // Every TP rank's units (`units` are tp_rank's): TP ranks whose pieces have the same shapes share one set
+  // (tp_unit_sets), so tp_unit_set[t] is TP rank t's index into it. `smoke --plan` verifies each TP rank's.
+  std::vector<std::vector<ShardUnit>> tp_unit_sets;
+  std::vector<int> tp_unit_set;
   std::vector<MeshDim> mesh;  // FSDP2's device mesh, dims above 1 (FsdpSettings::mesh_dims)
   // Rank 0's groups on that mesh: who it shards with (dp_shard_cp) and, with TP, splits tensors with.
   std::vector<int> shard_peers, tp_peers;

@@ -34,6 +34,8 @@ struct TpPlacement {
   std::string style;
   std::optional<int> dim;                         // the split dimension; nullopt: whole on every TP rank
   std::vector<std::vector<std::int64_t>> shapes;  // per TP rank, the local shape
+  // A packed style's blocks along `dim` (gate and up of a gate_up_proj: 2), each cut on its own; 1 otherwise.
+  int blocks = 1;
 };
 
 struct TensorParallelLayout {

@@ -118,6 +118,8 @@ void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
   MemoryEstimate best_memory;
   int best_rank = 0;
   std::vector<TpRankMemory> per_rank;
+  std::vector<std::vector<ShardUnit>> unit_sets;  // each distinct TP rank's units
+  std::vector<int> unit_set;                      // TP rank -> its set
   for (int t = 0; t < tp; ++t) {
     std::vector<std::int64_t> pieces;
     for (const auto& p : layout.params)
@@ -127,6 +129,7 @@ void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
       copy.tp_rank = t;
       copy.global_rank += t - it->second;
       per_rank.push_back(copy);
+      unit_set.push_back(unit_set[static_cast<std::size_t>(it->second)]);
       continue;
     }
     const ModuleTree local = tp_local_tree(*r.tree, layout, t);
@@ -140,6 +143,8 @@ void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
     // member's global rank + t.
     const int global = plan.shard_peers.at(static_cast<std::size_t>(peak.rank)) + t;
     per_rank.push_back({t, global, peak});
+    unit_set.push_back(static_cast<int>(unit_sets.size()));
+    unit_sets.push_back(plan.units);
     if (!best || memory.peak > best_memory.peak) {
       best = std::move(plan);
       best_memory = std::move(memory);
@@ -148,6 +153,8 @@ void plan_tensor_parallel(PreflightResult& r, const MemoryOptions& opts) {
   }
   best_memory.peak_mesh_rank = best_rank;
   best->tensor_parallel = std::move(layout);
+  best->tp_unit_sets = std::move(unit_sets);
+  best->tp_unit_set = std::move(unit_set);
   best_memory.tp_ranks = std::move(per_rank);
   r.plan = std::move(best);
   r.memory = std::move(best_memory);

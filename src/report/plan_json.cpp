@@ -133,6 +133,54 @@ void mesh_json(JsonWriter& w, const ShardPlan& plan) {
   w.end_object();
 }
 
+// The units of a plan (`key`: "units"), or of one TP rank's plan: what `smoke --plan` reads back
+// (src/smoke/plan_reader.cpp).
+void units_json(JsonWriter& w, const char* key, const std::vector<ShardUnit>& units) {
+  w.key(key).begin_array();
+  for (const auto& u : units) {
+    w.begin_object();
+    w.key("path").value(u.path);
+    w.key("class").value(u.cls);
+    if (!u.modules.empty()) w.key("modules").array(u.modules);
+    w.key("numel").value(u.numel);
+    w.key("padded_numel").value(u.padded_numel);
+    w.key("shard_numel").value(u.shard_numel);
+    w.key("dtype").value(dtype_name(u.dtype));
+    w.key("compute_dtype").value(dtype_name(u.compute_dtype));
+    w.key("reduce_dtype").value(dtype_name(u.reduce_dtype));
+    w.key("requires_grad").value(u.requires_grad);
+    if (u.reshard_after_forward) w.key("reshard_after_forward").value(*u.reshard_after_forward);
+    w.key("params").array(u.params);
+    w.key("param_numels").array(u.param_numels);
+    w.key("rank_pad").array(u.rank_pad);
+    if (!u.layout.empty()) {
+      w.key("layout").begin_array();
+      for (const auto& slot : u.layout) {
+        w.begin_object();
+        w.key("param").value(slot.padding ? std::string() : slot.fqn);
+        w.key("offset").value(slot.offset);
+        w.key("numel").value(slot.numel);
+        w.end_object();
+      }
+      w.end_array();
+    }
+    if (!u.shards.empty()) {
+      w.key("param_shards").begin_array();
+      for (const auto& ps : u.shards) {
+        w.begin_object();
+        w.key("param").value(ps.fqn);
+        w.key("rows_per_rank").value(ps.rows_per_rank);
+        w.key("row_numel").value(ps.row_numel);
+        w.end_object();
+      }
+      w.end_array();
+    }
+    if (!u.duplicated.empty()) w.key("duplicated").array(u.duplicated);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 // "tensor_parallel": which TP rank's local tensors the units hold, every parameter's placement with its
 // local shape per TP rank, and the largest per-rank memory of each TP rank.
 void tensor_parallel_json(JsonWriter& w, const ShardPlan& plan, const MemoryEstimate& m) {
@@ -149,6 +197,16 @@ void tensor_parallel_json(JsonWriter& w, const ShardPlan& plan, const MemoryEsti
     w.key("grads").value(r.memory.grads);
     w.key("optimizer").value(r.memory.optimizer);
     w.key("total").value(r.memory.total());
+    if (static_cast<std::size_t>(r.tp_rank) < plan.tp_unit_set.size())
+      w.key("unit_set").value(plan.tp_unit_set[static_cast<std::size_t>(r.tp_rank)]);
+    w.end_object();
+  }
+  w.end_array();
+  // Every TP rank's units, once per distinct set (ranks[].unit_set says whose): smoke --plan verifies each.
+  w.key("unit_sets").begin_array();
+  for (const auto& units : plan.tp_unit_sets) {
+    w.begin_object();
+    units_json(w, "units", units);
     w.end_object();
   }
   w.end_array();
@@ -167,6 +225,7 @@ void tensor_parallel_json(JsonWriter& w, const ShardPlan& plan, const MemoryEsti
     w.key("local_shapes").begin_array();
     for (const auto& shape : p.shapes) w.array(shape);
     w.end_array();
+    if (p.blocks > 1) w.key("blocks").value(p.blocks);
     w.end_object();
   }
   w.end_array();
@@ -257,49 +316,7 @@ std::string render_plan_json(const ShardPlan& plan, const FsdpSettings& settings
     w.key("saved").array(peft->saved);
     w.end_object();
   }
-  w.key("units").begin_array();
-  for (const auto& u : plan.units) {
-    w.begin_object();
-    w.key("path").value(u.path);
-    w.key("class").value(u.cls);
-    if (!u.modules.empty()) w.key("modules").array(u.modules);
-    w.key("numel").value(u.numel);
-    w.key("padded_numel").value(u.padded_numel);
-    w.key("shard_numel").value(u.shard_numel);
-    w.key("dtype").value(dtype_name(u.dtype));
-    w.key("compute_dtype").value(dtype_name(u.compute_dtype));
-    w.key("reduce_dtype").value(dtype_name(u.reduce_dtype));
-    w.key("requires_grad").value(u.requires_grad);
-    if (u.reshard_after_forward) w.key("reshard_after_forward").value(*u.reshard_after_forward);
-    w.key("params").array(u.params);
-    w.key("param_numels").array(u.param_numels);
-    w.key("rank_pad").array(u.rank_pad);
-    if (!u.layout.empty()) {
-      w.key("layout").begin_array();
-      for (const auto& slot : u.layout) {
-        w.begin_object();
-        w.key("param").value(slot.padding ? std::string() : slot.fqn);
-        w.key("offset").value(slot.offset);
-        w.key("numel").value(slot.numel);
-        w.end_object();
-      }
-      w.end_array();
-    }
-    if (!u.shards.empty()) {
-      w.key("param_shards").begin_array();
-      for (const auto& ps : u.shards) {
-        w.begin_object();
-        w.key("param").value(ps.fqn);
-        w.key("rows_per_rank").value(ps.rows_per_rank);
-        w.key("row_numel").value(ps.row_numel);
-        w.end_object();
-      }
-      w.end_array();
-    }
-    if (!u.duplicated.empty()) w.key("duplicated").array(u.duplicated);
-    w.end_object();
-  }
-  w.end_array();
+  units_json(w, "units", plan.units);
   w.key("ignored_params").begin_array();
   for (const auto& p : plan.ignored) {
     w.begin_object();

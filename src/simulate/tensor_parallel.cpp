@@ -100,6 +100,7 @@ TensorParallelLayout tensor_parallel_layout(const ModuleTree& tree, const FsdpSe
         const std::optional<int> d = ndim == 1 ? entry->style.vector_dim : entry->style.matrix_dim;
         if (d && ndim > 0) pl.dim = *d < 0 ? *d + ndim : *d;
         if (pl.dim && (*pl.dim < 0 || *pl.dim >= ndim)) pl.dim.reset();
+        if (pl.dim && entry->style.packed > 1) pl.blocks = entry->style.packed;
       }
       if (pl.dim) {
         const std::size_t d = static_cast<std::size_t>(*pl.dim);

@@ -12,7 +12,9 @@ namespace shardcheck::smoke {
 struct ReadPlan {
   ShardPlan plan;
   std::string strategy;
-  bool tensor_parallel = false;  // the plan has a tensor-parallel layout (its units are one TP rank's)
+  // The plan has a tensor-parallel layout (its units are one TP rank's): plan.tensor_parallel, and every
+  // TP rank's units in plan.tp_unit_sets / tp_unit_set (both empty in a plan written before they were).
+  bool tensor_parallel = false;
 };
 
 // nullopt with `error` naming the file and the field (or JSON byte position) on bad input.

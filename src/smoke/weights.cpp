@@ -178,15 +178,14 @@ bool WeightReader::bind(const UnitLayout& u, std::string& error) {
   return true;
 }
 
-std::map<std::string, TpPiece> tp_pieces(const ModuleTree& tree, const TensorParallelLayout& layout, int tp_rank) {
+std::map<std::string, TpPiece> tp_pieces(const TensorParallelLayout& layout, int tp_rank) {
   std::map<std::string, TpPiece> out;
   for (const TpPlacement& p : layout.params) {
     if (!p.dim) continue;
     const auto d = static_cast<std::size_t>(*p.dim);
     TpPiece piece;
     piece.dim = *p.dim;
-    const ModuleTree::TpEntry* entry = tp_entry_for(tree, p.fqn);
-    piece.blocks = entry && entry->style.packed > 1 ? entry->style.packed : 1;
+    piece.blocks = p.blocks;
     // The pieces of all TP ranks, in rank order, make up the whole dimension.
     std::int64_t before = 0, total = 0;
     for (std::size_t k = 0; k < p.shapes.size(); ++k) {

@@ -30,7 +30,7 @@ struct TpPiece {
 };
 
 // This TP rank's piece of every parameter the layout cuts, by name.
-std::map<std::string, TpPiece> tp_pieces(const ModuleTree& tree, const TensorParallelLayout& layout, int tp_rank);
+std::map<std::string, TpPiece> tp_pieces(const TensorParallelLayout& layout, int tp_rank);
 
 // Calls read(full_offset, numel, dst_offset) for the runs of the full (checkpoint) tensor that hold
 // elements [local_offset, local_offset + numel) of the TP-local tensor, in local order.

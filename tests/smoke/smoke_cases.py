@@ -191,6 +191,31 @@ CASES = [
      "args": ["smoke", TP_LLAMA, "--nproc", "4", "--fsdp-version", "2", "--tp-size", "2", "--weights"] + QUICK,
      "exit": 0, "stdout": ["2 tensor-parallel ranks", "equal to the checkpoint's bytes bit for bit",
                            "shard reads from the checkpoint: 63552 bytes over all ranks"]},
+    # The same layout from a saved plan (`plan --format json` records every TP rank's units and the TP layout
+    # under tensor_parallel): the same units, shard groups, wrong-element count and checkpoint bytes.
+    {"name": "smoke --plan TP dp_shard 2 x tp 2 json", "quick": True,
+     "args": ["smoke", "--plan", "{work}/llama-plan-w2.json", "--nproc", "4", "--format", "json"] + QUICK,
+     "setup": ["plan", TP_LLAMA, "--world-size", "4", "--fsdp-version", "2", "--tp-size", "2", "--format", "json"],
+     "exit": 0, "json": tp_check(2, [("model.embed_tokens", 456, 24), ("model.layers.0", 1536, 0),
+                                     ("model.layers.1", 1536, 0), ("model.norm", 468, 24)])},
+    {"name": "smoke --plan TP shifted shard caught in its own TP group",
+     "args": ["smoke", "--plan", "{work}/llama-plan-w2.json", "--nproc", "4", "--test-shift-shard", "1"] + QUICK,
+     "setup": ["plan", TP_LLAMA, "--world-size", "4", "--fsdp-version", "2", "--tp-size", "2", "--format", "json"],
+     "exit": 20, "stdout": ["2 tensor-parallel ranks", "FAILED: 7992 wrong elements in 4 of 4 units on 4 ranks"]},
+    # --plan with --weights: the checkpoint's names (here transformers 5.x's fused experts, gate_up_proj from
+    # the per-expert tensors on disk) come from the model's tree, the pieces from the plan's TP layout.
+    {"name": "smoke --plan TP packed MoE experts --weights bit for bit",
+     "args": ["smoke", "{src}/fixtures/oracle2/models/qwen3_moe_tp", "--plan", "{work}/llama-plan-w2.json",
+              "--nproc", "4", "--weights"] + QUICK,
+     "setup": ["plan", "{src}/fixtures/oracle2/models/qwen3_moe_tp", "--world-size", "4", "--fsdp-version", "2",
+               "--tp-size", "2", "--format", "json"],
+     "exit": 0, "stdout": ["2 tensor-parallel ranks", "equal to the checkpoint's bytes bit for bit"]},
+    # A TP plan written before plans recorded every TP rank's units (this file: the plan above without
+    # tensor_parallel.unit_sets and ranks[].unit_set) cannot say what the other TP ranks hold.
+    {"name": "smoke --plan TP written before the unit sets",
+     "args": ["smoke", "--plan", "{src}/tests/smoke/tp-plan-before-unit-sets.json", "--nproc", "4"] + QUICK,
+     "exit": 2, "stderr": ["tp-plan-before-unit-sets.json is a tensor-parallel plan written before plans recorded "
+                           "every TP rank's units"]},
     {"name": "smoke TP packed MoE experts --weights bit for bit",
      "args": ["smoke", "{src}/fixtures/oracle2/models/qwen3_moe_tp", "--nproc", "4", "--fsdp-version", "2",
               "--tp-size", "2", "--weights"] + QUICK,

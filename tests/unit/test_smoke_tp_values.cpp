@@ -44,7 +44,7 @@ TEST_CASE("smoke --weights under TP: each TP rank reads the real local tensors t
       for (const ParamInfo& p : m.params)
         if (!p.fused_from.empty()) fused[m.path + "." + p.name] = p.fused_from;
     smoke::WeightReader reader(std::move(*meta), {}, r.tree->base_model_path, {}, fused);
-    reader.set_tp_pieces(smoke::tp_pieces(*r.tree, *r.plan->tensor_parallel, rank));
+    reader.set_tp_pieces(smoke::tp_pieces(*r.plan->tensor_parallel, rank));
     for (const json& p : c.at("params")) {
       const std::string name = p.at("name").get<std::string>();
       CAPTURE(name);

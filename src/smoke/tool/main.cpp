@@ -88,6 +88,51 @@ std::vector<std::pair<std::string, std::string>> checkpoint_renames(const std::s
   return out;
 }
 
+// With tensor parallelism each TP rank loads other pieces (transformers' ceil split): this rank verifies its
+// own TP rank's units, which the planner laid out for every TP rank (ShardPlan::tp_unit_sets), and every TP
+// rank selects units by TP rank 0's sizes.
+void take_tp_rank(Planned& out, int rank) {
+  const TensorParallelLayout& layout = *out.plan.tensor_parallel;
+  out.tp = layout.tp_size;
+  const int t = rank % out.tp;
+  const auto set_of = [&](int tp_rank) -> const std::vector<ShardUnit>& {
+    return out.plan.tp_unit_sets.at(
+        static_cast<std::size_t>(out.plan.tp_unit_set.at(static_cast<std::size_t>(tp_rank))));
+  };
+  for (const auto& u : set_of(0)) out.tp0_bytes.push_back(u.padded_numel * element_bytes(u.dtype));
+  out.plan.units = set_of(t);
+  out.plan.tp_rank = t;
+  out.tp_pieces = tp_pieces(layout, t);  // --weights: where this rank's pieces lie
+}
+
+// Where --weights finds each planned parameter in the checkpoint: tied aliases, the base model's
+// attribute, the registry's renames and fused experts, and for a PeftModel the names its frozen parameters
+// had before peft renamed them (".base_layer", "original_module", "base_model.model.").
+void take_checkpoint_facts(Planned& out, const ModuleTree& tree, const std::string& rules_dir) {
+  if (tree.peft) {
+    const PeftSummary& peft = *tree.peft;
+    out.peft = true;
+    out.quantized = tree.quantized_4bit();
+    if (peft.adapter.ends_with("adapter_config.json")) out.adapter_config = peft.adapter;
+    out.checkpoint_dir = std::filesystem::path(tree.config_path).parent_path().string();
+    for (const auto& [now, before] : peft.base_names) out.aliases[now] = before;
+    for (const auto& t : tree.tied) {
+      const auto stored = peft.base_names.find(t.target);
+      out.aliases[t.alias] = stored == peft.base_names.end() ? t.target : stored->second;
+    }
+    for (const Module& m : tree.modules)
+      if (m.cls == "ModulesToSaveWrapper") out.saved_modules.insert(m.path);
+    out.base_prefix = peft.base_model_path;
+  } else {
+    for (const auto& t : tree.tied) out.aliases[t.alias] = t.target;
+    out.base_prefix = tree.base_model_path;
+  }
+  out.renames = checkpoint_renames(rules_dir, tree);
+  for (const Module& m : tree.modules)
+    for (const ParamInfo& p : m.params)
+      if (!p.fused_from.empty()) out.fused[m.path.empty() ? p.name : m.path + "." + p.name] = p.fused_from;
+}
+
 // The plan this rank verifies: from --plan, or computed exactly as `shardcheck plan` would.
 Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world, int rank) {
   Planned out;
@@ -95,10 +140,11 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world, int rank
     std::string error;
     auto read = read_plan_json(f.plan_file, error);
     if (!read) throw SmokeFault(ExitCode::usage, error);
-    if (read->tensor_parallel)
+    if (read->tensor_parallel && read->plan.tp_unit_sets.empty())
       throw SmokeFault(ExitCode::usage,
-                       fmt::format("{} is a tensor-parallel plan: give the model instead of --plan, so that every "
-                                   "TP rank verifies its own pieces",
+                       fmt::format("{} is a tensor-parallel plan written before plans recorded every TP rank's units: "
+                                   "make it again with `shardcheck plan --format json`, or give the model instead of "
+                                   "--plan",
                                    f.plan_file));
     if (read->plan.world_size != world)
       throw SmokeFault(ExitCode::smoke_world_mismatch,
@@ -106,6 +152,18 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world, int rank
                                    read->plan.world_size, world));
     out.plan = std::move(read->plan);
     out.strategy = read->strategy;
+    if (read->tensor_parallel) take_tp_rank(out, rank);
+    if (f.weights && !f.plan.model.empty()) {
+      // The checkpoint's names for the plan's parameters: from the model's tree, as `plan` resolved it.
+      auto req = cli::make_request(f.plan, ctx, error);
+      if (!req) throw SmokeFault(ExitCode::usage, error);
+      const PreflightResult r = run_preflight(*req);
+      if (!r.tree) {
+        std::fputs(render_diagnostics_text(r.sink.items()).c_str(), stderr);
+        throw SmokeFault(r.sink.first_error_exit_code(), "--weights: the model cannot be resolved (above)");
+      }
+      take_checkpoint_facts(out, *r.tree, ctx.rules_dir);
+    }
     return out;
   }
   if (f.plan.world_size && *f.plan.world_size != world)
@@ -124,52 +182,8 @@ Planned make_plan(SmokeFlags& f, const cli::CliContext& ctx, int world, int rank
   }
   out.plan = std::move(*r.plan);
   out.strategy = strategy_name(out.plan.strategy);
-  if (out.plan.tensor_parallel && r.tree) {
-    // Tensor parallelism: each TP rank loads other pieces (transformers' ceil split), so each plans
-    // its own FSDP2 units, exactly as the pipeline does for the memory of every TP rank.
-    out.tp = r.settings.tp_size.value;
-    const TensorParallelLayout layout = *out.plan.tensor_parallel;
-    const int t = rank % out.tp;
-    out.tp_pieces = tp_pieces(*r.tree, layout, t);  // --weights: where this rank's pieces lie
-    auto plan_of = [&](int t) {
-      DiagnosticSink scratch;
-      ShardPlan p = plan_fsdp2(tp_local_tree(*r.tree, layout, t), r.settings, scratch);
-      p.tp_rank = t;
-      p.tensor_parallel = layout;
-      return p;
-    };
-    out.plan = plan_of(t);
-    const ShardPlan first = t == 0 ? out.plan : plan_of(0);
-    for (const auto& u : first.units) out.tp0_bytes.push_back(u.padded_numel * element_bytes(u.dtype));
-  }
-  if (r.tree && r.tree->peft) {
-    // A PeftModel: its frozen parameters are the base model's under new names (".base_layer",
-    // "original_module", "base_model.model."); the checkpoint has the old ones.
-    const PeftSummary& peft = *r.tree->peft;
-    out.peft = true;
-    out.quantized = r.tree->quantized_4bit();
-    if (peft.adapter.ends_with("adapter_config.json")) out.adapter_config = peft.adapter;
-    out.checkpoint_dir = std::filesystem::path(r.tree->config_path).parent_path().string();
-    for (const auto& [now, before] : peft.base_names) out.aliases[now] = before;
-    for (const auto& t : r.tree->tied) {
-      const auto stored = peft.base_names.find(t.target);
-      out.aliases[t.alias] = stored == peft.base_names.end() ? t.target : stored->second;
-    }
-    for (const Module& m : r.tree->modules)
-      if (m.cls == "ModulesToSaveWrapper") out.saved_modules.insert(m.path);
-    out.base_prefix = peft.base_model_path;
-    out.renames = checkpoint_renames(ctx.rules_dir, *r.tree);
-    for (const Module& m : r.tree->modules)
-      for (const ParamInfo& p : m.params)
-        if (!p.fused_from.empty()) out.fused[m.path.empty() ? p.name : m.path + "." + p.name] = p.fused_from;
-  } else if (r.tree) {
-    for (const auto& t : r.tree->tied) out.aliases[t.alias] = t.target;
-    out.base_prefix = r.tree->base_model_path;
-    out.renames = checkpoint_renames(ctx.rules_dir, *r.tree);
-    for (const Module& m : r.tree->modules)
-      for (const ParamInfo& p : m.params)
-        if (!p.fused_from.empty()) out.fused[m.path.empty() ? p.name : m.path + "." + p.name] = p.fused_from;
-  }
+  if (out.plan.tensor_parallel) take_tp_rank(out, rank);
+  if (r.tree) take_checkpoint_facts(out, *r.tree, ctx.rules_dir);
   return out;
 }
 
