@@ -97,6 +97,18 @@ def kernel_sdpa(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fals
                                                     enable_gqa=enable_gqa), dropout_p)
 
 
+def write_error(out, stage, e, model, tp, tokens, dtype, attn):
+    """The record of a run that raised instead of running: the stage and the exception as Python prints it."""
+    import transformers
+    res = {"model": model, "tp": tp, "tokens": tokens, "dtype": dtype, "attn_implementation": attn,
+           "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
+           "error": {"stage": stage, "type": type(e).__name__, "message": str(e)}}
+    print(json.dumps(res), flush=True)
+    with open(out, "w") as f:
+        json.dump(res, f, indent=1)
+        f.write("\n")
+
+
 def run(rank, W, store, model, tokens, dtype, out, attn):
     os.environ.update(LOCAL_RANK=str(rank), RANK=str(rank), WORLD_SIZE=str(W))
     try:
@@ -126,13 +138,7 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
                                                  dtype=getattr(torch, dtype), attn_implementation=attn, **kwargs)
     except Exception as e:  # noqa: BLE001  a load transformers refuses (an attention the model lacks): recorded
         if rank == 0 and out:
-            res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": attn,
-                   "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-                   "error": {"stage": "from_pretrained", "type": type(e).__name__, "message": str(e)}}
-            print(json.dumps(res), flush=True)
-            with open(out, "w") as f:
-                json.dump(res, f, indent=1)
-                f.write("\n")
+            write_error(out, "from_pretrained", e, model=model, tp=W, tokens=tokens, dtype=dtype, attn=attn)
         raise
     m.train()
     sdpa = os.environ.get("SDPA", "")
@@ -174,13 +180,7 @@ def _run(rank, W, store, model, tokens, dtype, out, attn):
             loss = m(input_ids=ids, labels=ids).loss
         except Exception as e:  # noqa: BLE001  transformers' model code failing for this config: recorded
             if rank == 0 and out:  # (fixtures/oracle2/errors, registry `model_errors`)
-                res = {"model": model, "tp": W, "tokens": tokens, "dtype": dtype, "attn_implementation": attn,
-                       "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-                       "error": {"stage": "forward", "type": type(e).__name__, "message": str(e)}}
-                print(json.dumps(res), flush=True)
-                with open(out, "w") as f:
-                    json.dump(res, f, indent=1)
-                    f.write("\n")
+                write_error(out, "forward", e, model=model, tp=W, tokens=tokens, dtype=dtype, attn=attn)
             raise
     seen = {}  # storage -> (layer, bytes, shape), the layer that first saved it
     for ref in boxes:
