@@ -127,6 +127,50 @@ TEST_CASE("smoke plan reader: the plan JSON contract, and errors naming the fiel
   CHECK(error.rfind("p.json: not JSON at byte", 0) == 0);
 }
 
+TEST_CASE("smoke plan reader: a tensor-parallel plan's layout and every TP rank's units") {
+  // Two TP ranks of one unit set: q cut by rows (3 + 2 of 5: transformers' ceil pieces), gate_up packed in 2
+  // blocks (4 + 4 of 8).
+  const auto plan = [](const std::string& ranks, const std::string& shapes) {
+    return R"({"world_size": 4, "shard_group_size": 2, "fsdp_version": 2, "sharding_strategy": "FULL_SHARD",
+      "units": [], "tensor_parallel": {"tp_size": 2, "ranks": )" +
+           ranks + R"(, "unit_sets": [{"units": [{"path": "m", "numel": 15, "padded_numel": 16, "shard_numel": 8,
+      "dtype": "F32", "params": ["q"], "param_numels": [15], "rank_pad": [0, 1],
+      "param_shards": [{"param": "q", "rows_per_rank": 2, "row_numel": 4}]}]}],
+      "params": [{"name": "q", "style": "colwise", "dim": 0, "local_shapes": )" +
+           shapes + R"(}, {"name": "gate_up", "style": "packed_colwise", "dim": 0, "blocks": 2,
+      "local_shapes": [[4, 3], [4, 3]]}]}})";
+  };
+  const std::string ranks = R"([{"tp_rank": 0, "unit_set": 0}, {"tp_rank": 1, "unit_set": 0}])";
+  std::string error;
+  auto p = parse_plan_json(plan(ranks, "[[3, 3], [2, 3]]"), "tp.json", error);
+  REQUIRE_MESSAGE(p, error);
+  CHECK(p->tensor_parallel);
+  REQUIRE(p->plan.tensor_parallel);
+  CHECK(p->plan.tensor_parallel->tp_size == 2);
+  CHECK(p->plan.tensor_parallel->split == 2);
+  CHECK(p->plan.tensor_parallel->params[0].shapes[1] == std::vector<std::int64_t>{2, 3});
+  CHECK(p->plan.tensor_parallel->params[1].blocks == 2);
+  CHECK(p->plan.tp_unit_set == std::vector<int>{0, 0});
+  REQUIRE(p->plan.tp_unit_sets.size() == 1);
+  CHECK(p->plan.tp_unit_sets[0][0].shards[0].rows_per_rank == 2);
+  // TP rank 1's piece of q starts after rank 0's 3 rows; each rank holds 2 of gate_up's 4 rows a block.
+  const auto pieces = tp_pieces(*p->plan.tensor_parallel, 1);
+  CHECK(pieces.at("q").start == 3);
+  CHECK(pieces.at("q").length == 2);
+  CHECK(pieces.at("q").full_shape == std::vector<std::int64_t>{5, 3});
+  CHECK(pieces.at("gate_up").start == 2);
+  CHECK(pieces.at("gate_up").length == 2);
+  // Refusals name the field.
+  CHECK_FALSE(parse_plan_json(plan(ranks, "[[3, 3]]"), "tp.json", error));
+  CHECK(error == "tp.json: $.tensor_parallel.params[0].local_shapes: expected one shape per TP rank (2)");
+  CHECK_FALSE(parse_plan_json(plan(R"([{"tp_rank": 0, "unit_set": 0}, {"tp_rank": 1, "unit_set": 1}])",
+                                   "[[3, 3], [2, 3]]"),
+                              "tp.json", error));
+  CHECK(error == "tp.json: $.tensor_parallel.ranks[1].unit_set: expected an integer from 0 to 0, found 1");
+  CHECK_FALSE(parse_plan_json(plan(R"([{"tp_rank": 0, "unit_set": 0}])", "[[3, 3], [2, 3]]"), "tp.json", error));
+  CHECK(error == "tp.json: $.tensor_parallel.ranks: expected one entry per TP rank (2)");
+}
+
 TEST_CASE("smoke weights: a rank reads exactly its shard's bytes of the real fixture") {
   // The Llama fixture's embedding: 37 x 20 BF16 in model-00001-of-00002.safetensors. The expected
   // bytes come from parsing the file here, independently of the core loader.
