@@ -163,9 +163,8 @@ TEST_CASE("smoke plan reader: a tensor-parallel plan's layout and every TP rank'
   // Refusals name the field.
   CHECK_FALSE(parse_plan_json(plan(ranks, "[[3, 3]]"), "tp.json", error));
   CHECK(error == "tp.json: $.tensor_parallel.params[0].local_shapes: expected one shape per TP rank (2)");
-  CHECK_FALSE(parse_plan_json(plan(R"([{"tp_rank": 0, "unit_set": 0}, {"tp_rank": 1, "unit_set": 1}])",
-                                   "[[3, 3], [2, 3]]"),
-                              "tp.json", error));
+  CHECK_FALSE(parse_plan_json(
+      plan(R"([{"tp_rank": 0, "unit_set": 0}, {"tp_rank": 1, "unit_set": 1}])", "[[3, 3], [2, 3]]"), "tp.json", error));
   CHECK(error == "tp.json: $.tensor_parallel.ranks[1].unit_set: expected an integer from 0 to 0, found 1");
   CHECK_FALSE(parse_plan_json(plan(R"([{"tp_rank": 0, "unit_set": 0}])", "[[3, 3], [2, 3]]"), "tp.json", error));
   CHECK(error == "tp.json: $.tensor_parallel.ranks: expected one entry per TP rank (2)");
