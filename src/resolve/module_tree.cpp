@@ -469,9 +469,9 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
     for (const ModelError& me : arch.model_errors)
       if (me.condition.evaluate(globals.lookup()).truthy())
         sink.report(finding("ARCH006", in_file(config.path),
-                            fmt::format("{} at the first {} with transformers {} ({}; {})", me.error,
-                                        me.stage == "load" ? "from_pretrained" : "forward", options.transformers.str(),
-                                        root_cls, arch.source),
+                            fmt::format("{} {} with transformers {} ({}; {})", me.error,
+                                        me.stage == "load" ? "in from_pretrained" : "at the first forward",
+                                        options.transformers.str(), root_cls, arch.source),
                             me.help));
   } catch (const ExprError& e) {
     // A name no scope defines is a field this config.json lacks, not a broken rules file.

@@ -294,14 +294,14 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   }
   // `layer_bool`: one byte per element whatever the dtypes (masks: xIELU's, a fused dropout's).
   const std::uint64_t layer = compute * size + fp32 * 4 + field("layer_bool");
-  // accelerate applies checkpoint_wrapper to the auto-wrap policy's modules (accelerator.py
-  // prepare_model, `apply_activation_checkpointing(..., auto_wrap_policy=fsdp_plugin.auto_wrap_policy)`):
-  // each block then keeps only its input, and one block's activations exist again while it is
-  // recomputed in backward.
   // What a block keeps whatever the tokens: `layer_fixed_fp32` four-byte elements (int32 offsets), and
   // `layer_fixed_fp32_cast` float32 copies of weights only a narrower compute dtype makes (DeepSeek's router:
   // F.linear(x.float(), weight.float()) keeps the copy of its E x h weight for backward).
   a.fixed_per_block = (field("layer_fixed_fp32") + (size == 4 ? 0 : field("layer_fixed_fp32_cast"))) * 4;
+  // accelerate applies checkpoint_wrapper to the auto-wrap policy's modules (accelerator.py
+  // prepare_model, `apply_activation_checkpointing(..., auto_wrap_policy=fsdp_plugin.auto_wrap_policy)`):
+  // each block then keeps only its input, and one block's activations exist again while it is
+  // recomputed in backward.
   if (a.checkpointing) {
     a.blocks = t * field("checkpointed") * field("layers") * size;
     a.recompute = t * layer + a.fixed_per_block;
