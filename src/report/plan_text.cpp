@@ -2,7 +2,7 @@
 // consecutive units collapsed ("model.layers.{0-31}  32 x LlamaDecoderLayer").
 #include <fmt/format.h>
 
-#include <iterator>
+#include <functional>
 #include <map>
 #include <string_view>
 #include <tuple>
@@ -60,33 +60,54 @@ std::string range_label(const std::string& first, const std::string& last) {
 }
 
 // What makes rows collapsible: the path with its first numeric component (the layer index) as "*",
-// and the unit's shape.
-std::string unit_key(const ShardUnit& u) {
-  std::string key;
-  key.reserve(u.path.size() + u.cls.size() + 64);
-  bool replaced = false;
-  for (std::size_t start = 0; start <= u.path.size();) {
-    std::size_t dot = u.path.find('.', start);
-    if (dot == std::string::npos) dot = u.path.size();
-    const std::string_view part(u.path.data() + start, dot - start);
-    const bool number = !part.empty() && part.find_first_not_of("0123456789") == std::string_view::npos;
-    if (start > 0) key += '.';
-    if (number && !replaced)
-      key += '*';
-    else
-      key += part;
-    replaced = replaced || number;
+// and the unit's shape. Held as views into the unit, so keying ~2,000 units of a LoRA plan allocates
+// nothing (formatting a string key per unit was most of the time of a LoRA plan's render).
+struct UnitKey {
+  std::string_view head;  // the path before its first numeric component (all of it when none)
+  std::string_view tail;  // after that component
+  bool starred = false;   // a numeric component was replaced
+  const ShardUnit* unit = nullptr;
+
+  bool operator==(const UnitKey& o) const {
+    const ShardUnit& a = *unit;
+    const ShardUnit& b = *o.unit;
+    return head == o.head && tail == o.tail && starred == o.starred && a.cls == b.cls && a.numel == b.numel &&
+           a.shard_numel == b.shard_numel && a.rank_pad == b.rank_pad && a.dtype == b.dtype &&
+           a.reshard_after_forward == b.reshard_after_forward;
+  }
+};
+
+struct UnitKeyHash {
+  std::size_t operator()(const UnitKey& k) const {
+    const std::hash<std::string_view> h;
+    std::size_t seed = h(k.head);
+    auto mix = [&](std::size_t v) { seed ^= v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); };
+    mix(h(k.tail));
+    mix(h(k.unit->cls));
+    mix(static_cast<std::size_t>(k.unit->numel));
+    mix(static_cast<std::size_t>(k.unit->shard_numel));
+    mix(static_cast<std::size_t>(k.unit->dtype));
+    return seed;
+  }
+};
+
+UnitKey unit_key(const ShardUnit& u) {
+  const std::string_view path(u.path);
+  for (std::size_t start = 0; start <= path.size();) {
+    std::size_t dot = path.find('.', start);
+    if (dot == std::string_view::npos) dot = path.size();
+    const std::string_view part = path.substr(start, dot - start);
+    if (!part.empty() && part.find_first_not_of("0123456789") == std::string_view::npos)
+      return {path.substr(0, start), path.substr(dot), true, &u};
     start = dot + 1;
   }
-  fmt::format_to(std::back_inserter(key), "|{}|{}|{}|{}|{}|{}", u.cls, u.numel, u.shard_numel,
-                 fmt::join(u.rank_pad, ","), dtype_name(u.dtype),
-                 u.reshard_after_forward ? int(*u.reshard_after_forward) : -1);
-  return key;
+  return {path, {}, false, &u};
 }
 
 // Each unit's key as a small number: equal numbers, collapsible rows.
 std::vector<int> unit_keys(const std::vector<ShardUnit>& units) {
-  std::unordered_map<std::string, int> ids;
+  std::unordered_map<UnitKey, int, UnitKeyHash> ids;
+  ids.reserve(units.size());
   std::vector<int> keys;
   keys.reserve(units.size());
   for (const auto& u : units) keys.push_back(ids.emplace(unit_key(u), static_cast<int>(ids.size())).first->second);
