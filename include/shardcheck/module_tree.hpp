@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -120,6 +121,10 @@ struct ModuleTree {
 
   bool is_instance(const Module& m, const std::string& cls) const;
 };
+
+// A parameter's or module's full name: "<path>.<name>", or `name` alone under the root (path "").
+// One allocation: the plan builds one for every parameter of a PeftModel (~3,000 on Llama-3.1-405B).
+std::string qualified_name(std::string_view path, std::string_view name);
 
 struct ResolveOptions {
   Version transformers = TransformersVersions::newest();

@@ -98,7 +98,7 @@ void quantize_bnb_4bit(ModuleTree& tree, const Bnb4bitConfig& config) {
   std::string last;
   for (const auto& m : tree.modules)
     for (const auto& p : m.params)
-      if (!p.buffer && p.tied_to.empty()) last = m.path.empty() ? p.name : m.path + "." + p.name;
+      if (!p.buffer && p.tied_to.empty()) last = qualified_name(m.path, p.name);
   if (!last.empty()) keep.push_back(strip(last));
   if (!tree.output_embeddings.empty()) keep.push_back(tree.output_embeddings);
 

@@ -595,6 +595,13 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   return tree;
 }
 
+std::string qualified_name(std::string_view path, std::string_view name) {
+  std::string s;
+  s.reserve(path.size() + 1 + name.size());
+  if (!path.empty()) s.append(path).append(1, '.');
+  return s.append(name);
+}
+
 ParamInfo* find_param(ModuleTree& tree, const std::string& full_name) {
   const auto dot = full_name.rfind('.');
   const std::string mod = dot == std::string::npos ? "" : full_name.substr(0, dot);

@@ -91,8 +91,10 @@ class Injector {
     for (const auto& m : a.modules_to_save) saved_.emplace_back("(^|.*\\.)" + m + "($|\\..*)");
     if (targets.kind == ModuleSelector::Kind::regex) target_regex_.emplace(targets.regex);
     target_names_.insert(targets.names.begin(), targets.names.end());
-    for (const auto& p : a.layers_pattern) layer_regexes_.emplace_back(".*?\\." + p + "\\.(\\d+)\\.");
-    if (a.layers_pattern.empty()) layer_regexes_.emplace_back(R"(.*?\.[^.]*\.(\d+)\.)");
+    if (a.layers_to_transform && !a.layers_to_transform->empty()) {  // compiled only when they are used
+      for (const auto& p : a.layers_pattern) layer_regexes_.emplace_back(".*?\\." + p + "\\.(\\d+)\\.");
+      if (a.layers_pattern.empty()) layer_regexes_.emplace_back(R"(.*?\.[^.]*\.(\d+)\.)");
+    }
     for (const auto& [pat, v] : a.rank_pattern) rank_.emplace_back(std::regex("(.*\\.)?(" + pat + ")"), v);
   }
 
@@ -104,7 +106,7 @@ class Injector {
     if (targets_.kind == ModuleSelector::Kind::unset) return Target::none;
     if (target_regex_) return std::regex_match(key, *target_regex_) ? Target::lora : Target::none;
     // A list (or "all-linear", resolved to a set of full names): exact names skip layers_to_transform.
-    if (target_names_.count(key)) return Target::lora;
+    if (target_names_.contains(std::string_view(key))) return Target::lora;
     const bool found = key_or_suffix_in(key, target_names_);
     if (!found || !a_.layers_to_transform || a_.layers_to_transform->empty())
       return found ? Target::lora : Target::none;
@@ -123,15 +125,21 @@ class Injector {
  private:
   const LoraAdapter& a_;
   const ModuleSelector& targets_;
+  // Looked up by string_view (a key's suffixes are views into it): no string per lookup.
+  struct ViewHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
+  };
+  using NameSet = std::unordered_set<std::string, ViewHash, std::equal_to<>>;
   std::optional<std::regex> exclude_regex_, target_regex_;
-  std::unordered_set<std::string> exclude_names_, target_names_;
+  NameSet exclude_names_, target_names_;
   std::vector<std::regex> saved_, layer_regexes_;
   std::vector<std::pair<std::regex, double>> rank_;  // alpha_pattern only scales: no layout
 
-  static bool key_or_suffix_in(const std::string& key, const std::unordered_set<std::string>& names) {
-    if (names.count(key)) return true;
-    for (std::size_t dot = key.find('.'); dot != std::string::npos; dot = key.find('.', dot + 1))
-      if (names.count(key.substr(dot + 1))) return true;
+  static bool key_or_suffix_in(std::string_view key, const NameSet& names) {
+    if (names.contains(key)) return true;
+    for (std::size_t dot = key.find('.'); dot != std::string_view::npos; dot = key.find('.', dot + 1))
+      if (names.contains(key.substr(dot + 1))) return true;
     return false;
   }
 
@@ -150,18 +158,20 @@ class Builder {
  public:
   explicit Builder(ModuleTree& out) : out_(out) {}
 
-  int add(int parent, const std::string& name, const std::string& cls) {
-    Module m;
+  // `children` is how many children the new module will get (reserved: a LoRA plan of a big model
+  // adds ~10,000 modules, and growing their vectors one push at a time was a visible part of it).
+  int add(int parent, std::string_view name, std::string_view cls, std::size_t children = 0) {
+    const int idx = static_cast<int>(out_.modules.size());
+    Module& m = out_.modules.emplace_back();
     m.name = name;
     m.cls = cls;
     m.parent = parent;
+    m.children.reserve(children);
     if (parent >= 0) {
-      const std::string& pp = out_.modules[static_cast<std::size_t>(parent)].path;
-      m.path = pp.empty() ? name : pp + "." + name;
+      Module& up = out_.modules[static_cast<std::size_t>(parent)];
+      m.path = qualified_name(up.path, name);
+      up.children.push_back(idx);
     }
-    const int idx = static_cast<int>(out_.modules.size());
-    out_.modules.push_back(std::move(m));
-    if (parent >= 0) out_.modules[static_cast<std::size_t>(parent)].children.push_back(idx);
     return idx;
   }
 
@@ -181,26 +191,47 @@ class Builder {
   // storages, trainable, ties to outside the subtree dropped.
   int copy(const ModuleTree& base, int old, int parent, const std::string& name, bool deep) {
     const Module& src = base.modules[static_cast<std::size_t>(old)];
-    const int m = add(parent, name, src.cls);
-    const std::string& path = out_.modules[static_cast<std::size_t>(m)].path;
-    for (ParamInfo p : src.params) {
+    const int m = add(parent, name, src.cls, src.children.size());
+    Module& dst = out_.modules[static_cast<std::size_t>(m)];
+    dst.params.reserve(src.params.size());
+    for (const ParamInfo& from : src.params) {
+      ParamInfo& p = dst.params.emplace_back(from);
       p.requires_grad = deep;
       if (deep)
         p.tied_to.clear();
       else if (!p.buffer)
-        renamed_[src.path.empty() ? p.name : src.path + "." + p.name] = path + "." + p.name;
-      out_.modules[static_cast<std::size_t>(m)].params.push_back(std::move(p));
+        rename(qualified_name(src.path, p.name), qualified_name(dst.path, p.name));
     }
     for (int c : src.children) copy(base, c, m, base.modules[static_cast<std::size_t>(c)].name, deep);
     return m;
   }
 
-  void rename(const std::string& old_full, const std::string& new_full) { renamed_[old_full] = new_full; }
-  const std::unordered_map<std::string, std::string>& renamed() const { return renamed_; }
+  // Kept as new name -> old name, what PeftSummary::base_names holds; the other direction is only
+  // needed for tied aliases and is indexed on first use.
+  void rename(std::string old_full, std::string new_full) {
+    base_names_.emplace(std::move(new_full), std::move(old_full));
+  }
+  void reserve_renames(std::size_t n) { base_names_.reserve(n); }
+
+  // The new name of base parameter `old_full`, or nullptr when it was not renamed.
+  const std::string* new_name_of(const std::string& old_full) {
+    if (new_names_.empty() && !base_names_.empty()) {
+      new_names_.reserve(base_names_.size());
+      for (const auto& [now, before] : base_names_) new_names_.emplace(before, &now);
+    }
+    const auto it = new_names_.find(old_full);
+    return it == new_names_.end() ? nullptr : it->second;
+  }
+
+  std::unordered_map<std::string, std::string> take_base_names() {
+    new_names_.clear();
+    return std::move(base_names_);
+  }
 
  private:
   ModuleTree& out_;
-  std::unordered_map<std::string, std::string> renamed_;
+  std::unordered_map<std::string, std::string> base_names_;
+  std::unordered_map<std::string_view, const std::string*> new_names_;  // views into base_names_
 };
 
 const ParamInfo* weight_of(const Module& m) {
@@ -228,7 +259,7 @@ bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, Diagnosti
   std::set<std::string> saved_modules;
   for (const auto& m : tree.modules) {
     if (m.cls == "ModulesToSaveWrapper") saved_modules.insert(m.path);
-    for (const auto& p : m.params) params.emplace(m.path.empty() ? p.name : m.path + "." + p.name, &p);
+    for (const auto& p : m.params) params.emplace(qualified_name(m.path, p.name), &p);
   }
   const std::string& file = a.weights->path;
   std::vector<std::string> mismatches, unexpected;
@@ -303,7 +334,7 @@ std::optional<MoeConversion> convert_moe_targets(const ModuleTree& base, LoraAda
         if (!m.path.empty() && std::regex_match(m.path, rx)) names.insert(m.name);
         for (const auto& p : m.params) {
           if (p.buffer) continue;
-          const std::string key = m.path.empty() ? p.name : m.path + "." + p.name;
+          const std::string key = qualified_name(m.path, p.name);
           if (std::regex_match(key, rx)) names.insert(p.name);
           containers[p.name].push_back(m.path);
         }
@@ -650,7 +681,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       const Module& m = base.modules[i];
       for (const auto& p : m.params) {
         if (p.buffer) continue;
-        const std::string key = m.path.empty() ? p.name : m.path + "." + p.name;
+        const std::string key = qualified_name(m.path, p.name);
         if (std::none_of(a.target_parameters.begin(), a.target_parameters.end(),
                          [&](const std::string& t) { return ends_with_component(key, t); }))
           continue;
@@ -751,6 +782,9 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       if (m.path == path || m.path.starts_with(path + ".")) saved_modules += 2;
   out.modules.reserve(base.modules.size() + 10 * summary.targeted.size() + saved_modules + 2);
   Builder b(out);
+  std::size_t base_params = 0;
+  for (const auto& m : base.modules) base_params += m.params.size();
+  b.reserve_renames(base_params);
   const std::string root_cls = a.task_type == "CAUSAL_LM" ? "PeftModelForCausalLM"
                                : a.task_type == "SEQ_CLS" ? "PeftModelForSequenceClassification"
                                                           : "PeftModel";
@@ -761,13 +795,13 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // The module itself unchanged and frozen; its children as they come.
   auto emit_plain = [&](int old, int parent, const std::string& name) {
     const Module& src = base.modules[static_cast<std::size_t>(old)];
-    const int m = b.add(parent, name, src.cls);
-    const std::string& path = out.modules[static_cast<std::size_t>(m)].path;
-    for (ParamInfo p : src.params) {
-      if (!p.buffer)
-        b.rename(src.path.empty() ? p.name : src.path + "." + p.name, path.empty() ? p.name : path + "." + p.name);
+    const int m = b.add(parent, name, src.cls, src.children.size());
+    Module& dst = out.modules[static_cast<std::size_t>(m)];
+    dst.params.reserve(src.params.size());
+    for (const ParamInfo& from : src.params) {
+      ParamInfo& p = dst.params.emplace_back(from);
+      if (!p.buffer) b.rename(qualified_name(src.path, p.name), qualified_name(dst.path, p.name));
       p.requires_grad = false;  // the base model is frozen
-      out.modules[static_cast<std::size_t>(m)].params.push_back(std::move(p));
     }
     for (int c : src.children) emit(c, m, base.modules[static_cast<std::size_t>(c)].name);
   };
@@ -820,18 +854,19 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     const ParamInfo* w = weight_of(src);
     const int r = injector->rank(src.path);
     const DType dt = adapter_dtype(w);
-    const int layer = b.add(parent, name, embedding ? "lora.Embedding" : four_bit ? "lora.Linear4bit" : "lora.Linear");
+    const int layer =
+        b.add(parent, name, embedding ? "lora.Embedding" : four_bit ? "lora.Linear4bit" : "lora.Linear", 7);
     b.copy(base, old, layer, "base_layer", false);
     // Children in LoraLayer.__init__'s order, each ModuleDict's entry right after it (pre-order).
-    b.add(b.add(layer, "lora_dropout", "ModuleDict"), a.name, a.lora_dropout > 0 ? "Dropout" : "Identity");
+    b.add(b.add(layer, "lora_dropout", "ModuleDict", 1), a.name, a.lora_dropout > 0 ? "Dropout" : "Identity");
     // nn.Linear weight [out, in] (a Params4bit keeps it beside its packed storage); transformers'
     // Conv1D weight [in, out]; Embedding [V, D].
     const std::vector<std::int64_t>& ws = w->packed_4bit() ? w->unpacked_shape : w->shape;
     const std::int64_t in = embedding ? ws.at(0) : conv1d ? ws.at(0) : ws.at(1);
     const std::int64_t outf = embedding ? ws.at(1) : conv1d ? ws.at(1) : ws.at(0);
-    const int la = b.add(layer, "lora_A", "ModuleDict");
+    const int la = b.add(layer, "lora_A", "ModuleDict", 1);
     if (!embedding) b.param(b.add(la, a.name, "Linear"), "weight", {r, in}, dt);
-    const int lb = b.add(layer, "lora_B", "ModuleDict");
+    const int lb = b.add(layer, "lora_B", "ModuleDict", 1);
     if (!embedding) {
       const int b_lin = b.add(lb, a.name, "Linear");
       b.param(b_lin, "weight", {outf, r}, dt);
@@ -863,7 +898,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   for (auto& m : out.modules)
     for (auto& p : m.params)
       if (!p.tied_to.empty()) {
-        if (const auto it = b.renamed().find(p.tied_to); it != b.renamed().end()) p.tied_to = it->second;
+        if (const std::string* now = b.new_name_of(p.tied_to)) p.tied_to = *now;
         aliases.push_back(&p);
       }
   for (ParamInfo* p : aliases)
@@ -877,8 +912,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     return path.empty() ? std::string("base_model.model") : "base_model.model." + path;
   };
   for (TiedWeight& t : tree.tied) {
-    if (auto it = b.renamed().find(t.alias); it != b.renamed().end()) t.alias = it->second;
-    if (auto it = b.renamed().find(t.target); it != b.renamed().end()) t.target = it->second;
+    if (const std::string* now = b.new_name_of(t.alias)) t.alias = *now;
+    if (const std::string* now = b.new_name_of(t.target)) t.target = *now;
   }
   if (!tree.input_embeddings.empty()) tree.input_embeddings = moved(tree.input_embeddings);
   if (!tree.output_embeddings.empty()) tree.output_embeddings = moved(tree.output_embeddings);
@@ -886,8 +921,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // through PeftModel.__getattr__ and LoraModel.__getattr__ to LoraModel.model: the whole
   // transformers model, not its base model, so no final norm is found among its children.
   summary.base_model_path = tree.base_model_path;
-  summary.base_names.reserve(b.renamed().size());
-  for (const auto& [old_name, new_name] : b.renamed()) summary.base_names.emplace(new_name, old_name);
+  summary.base_names = b.take_base_names();
   tree.base_model_path = "base_model.model";
   for (auto& [path, style] : tree.fsdp_plan) path = moved(path);
   if (tree.tp_plan)

@@ -82,6 +82,10 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
   const DType compute = s.param_dtype().value_or(unit.dtype);
   const std::int64_t align = std::max(1, 16 / std::max(1, dtype_bits(compute) / 8));
 
+  // At most one alignment padding before each parameter and the world-size padding after them.
+  unit.layout.reserve(orig ? 2 * owned.size() + 1 : owned.size());
+  unit.params.reserve(owned.size());
+  unit.param_numels.reserve(owned.size());
   std::int64_t total = 0;
   auto add_padding = [&](std::int64_t n) {
     unit.layout.push_back(FlatSlot{"", total, n, true, false, false});
@@ -113,10 +117,10 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
     unit.rank_pad.assign(static_cast<std::size_t>(w), 0);
     return unit;
   }
-  const ChunkSplit split = chunk_split(total, w);
+  ChunkSplit split = chunk_split(total, w);
   unit.shard_numel = split.shard;
   unit.padded_numel = split.shard * w;
-  unit.rank_pad = split.pad;
+  unit.rank_pad = std::move(split.pad);
   return unit;
 }
 

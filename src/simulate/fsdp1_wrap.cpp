@@ -190,8 +190,7 @@ class Fsdp1Wrapper {
 // NO_SHARD's "shard" is the whole parameter and runs (fixtures/oracle2/*-size300-*orig-*). With
 // use_orig_params=False the outer unit flattens the parameter again instead (PLAN004).
 void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, const ParamTable& params,
-                      const std::vector<int>& unit_modules, const std::unordered_map<int, int>& holder,
-                      DiagnosticSink& sink) {
+                      const std::vector<int>& unit_modules, const std::vector<int>& holder, DiagnosticSink& sink) {
   if (!s.use_orig_params.value || plan.strategy == ShardingStrategy::no_shard) return;
   std::vector<int> unit_at(tree.modules.size(), -1);
   for (std::size_t u = 0; u < unit_modules.size(); ++u)
@@ -203,11 +202,11 @@ void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const Shard
   for (std::size_t i = 0; i < params.size(); ++i) {
     const ParamEntry& p = params[static_cast<int>(i)];
     if (p.ignored || p.storage == static_cast<int>(i)) continue;  // only a tied alias can sit elsewhere
-    const auto owner = holder.find(p.storage);
-    if (owner == holder.end()) continue;
-    const int owner_module = unit_modules[static_cast<std::size_t>(owner->second)];
+    const int owner = holder[static_cast<std::size_t>(p.storage)];
+    if (owner < 0) continue;
+    const int owner_module = unit_modules[static_cast<std::size_t>(owner)];
     const int user = managing_unit(p.module);
-    if (user == owner->second) continue;
+    if (user == owner) continue;
     const ParamEntry& target = params[p.storage];
     std::int64_t shard = 0;
     for (const auto& u : plan.units)
@@ -245,16 +244,20 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
   std::sort(order.begin(), order.end(), [&](int a, int b) { return modules[a] < modules[b]; });
 
-  std::unordered_map<int, int> holder;  // storage -> first unit (creation order) that flattened it
+  std::vector<int> holder(params.size(), -1);  // storage -> first unit (creation order) that flattened it
   for (std::size_t u = 0; u < owned.size(); ++u)
-    for (int pidx : owned[u]) holder.emplace(params[pidx].storage, static_cast<int>(u));
+    for (int pidx : owned[u]) {
+      int& first = holder[static_cast<std::size_t>(params[pidx].storage)];
+      if (first < 0) first = static_cast<int>(u);
+    }
 
   UnitDiagnostics unit_diagnostics;  // repeated blocks failing alike are reported once
   DiagnosticSink scratch;
+  plan.units.reserve(order.size());
   for (int u : order) {
     ShardUnit unit = flat_unit(tree, s, plan, params, modules[u], owned[u], scratch);
     for (int pidx : owned[u])
-      if (holder.at(params[pidx].storage) != u) unit.duplicated.push_back(params[pidx].fqn);
+      if (holder[static_cast<std::size_t>(params[pidx].storage)] != u) unit.duplicated.push_back(params[pidx].fqn);
     if (!unit.duplicated.empty()) report_duplicated_tie(tree, unit, s, scratch);
     unit_diagnostics.add_all(unit.path, scratch);
     plan.units.push_back(std::move(unit));

@@ -27,13 +27,16 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
   for (const auto& mod : tree.modules)
     for (const auto& p : mod.params)
       if (!p.tied_to.empty()) index.emplace(p.tied_to, -1);
-  std::vector<std::string> alias_targets;
+  std::vector<std::string> alias_targets;  // per entry, only when the model has tied aliases
+  std::size_t count = 0;
+  for (const auto& mod : tree.modules) count += mod.params.size();
+  entries_.reserve(count);
   for (int m = 0; m < static_cast<int>(tree.modules.size()); ++m) {
     const Module& mod = tree.modules[m];
     for (const auto& p : mod.params) {
       if (p.buffer) continue;  // buffers are never flattened or sharded
       ParamEntry e;
-      e.fqn = mod.path.empty() ? p.name : mod.path + "." + p.name;
+      e.fqn = qualified_name(mod.path, p.name);
       e.module = m;
       e.shape = p.shape;
       e.numel = p.numel;
@@ -55,15 +58,17 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
           e.dtype != DType::F32 && !tree.quantized_4bit())
         e.dtype = DType::F32;
       const int idx = static_cast<int>(entries_.size());
-      if (const auto it = index.find(e.fqn); it != index.end()) it->second = idx;
-      alias_targets.push_back(p.tied_to);
+      if (!index.empty()) {
+        if (const auto it = index.find(e.fqn); it != index.end()) it->second = idx;
+        alias_targets.push_back(p.tied_to);
+      }
       by_module_[static_cast<std::size_t>(m)].push_back(idx);
       entries_.push_back(std::move(e));
     }
   }
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     entries_[i].storage = static_cast<int>(i);
-    if (alias_targets[i].empty()) continue;
+    if (index.empty() || alias_targets[i].empty()) continue;
     if (auto it = index.find(alias_targets[i]); it != index.end() && it->second >= 0) entries_[i].storage = it->second;
   }
 }

@@ -91,7 +91,7 @@ TensorParallelLayout tensor_parallel_layout(const ModuleTree& tree, const FsdpSe
     for (const ParamInfo& p : m.params) {
       if (p.buffer) continue;
       TpPlacement pl;
-      pl.fqn = m.path.empty() ? p.name : m.path + "." + p.name;
+      pl.fqn = qualified_name(m.path, p.name);
       pl.shapes.assign(static_cast<std::size_t>(tp), p.shape);
       const ModuleTree::TpEntry* entry = p.tied_to.empty() ? tp_entry_for(tree, pl.fqn) : nullptr;
       if (entry) {
@@ -149,7 +149,7 @@ ModuleTree tp_local_tree(const ModuleTree& tree, const TensorParallelLayout& lay
   for (Module& m : local.modules)
     for (ParamInfo& p : m.params) {
       if (p.buffer) continue;
-      const std::string fqn = m.path.empty() ? p.name : m.path + "." + p.name;
+      const std::string fqn = qualified_name(m.path, p.name);
       const auto* shape = local_shape(p.tied_to.empty() ? fqn : p.tied_to);
       if (!shape) continue;
       p.shape = *shape;

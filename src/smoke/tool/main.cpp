@@ -130,7 +130,7 @@ void take_checkpoint_facts(Planned& out, const ModuleTree& tree, const std::stri
   out.renames = checkpoint_renames(rules_dir, tree);
   for (const Module& m : tree.modules)
     for (const ParamInfo& p : m.params)
-      if (!p.fused_from.empty()) out.fused[m.path.empty() ? p.name : m.path + "." + p.name] = p.fused_from;
+      if (!p.fused_from.empty()) out.fused[qualified_name(m.path, p.name)] = p.fused_from;
 }
 
 // The plan this rank verifies: from --plan, or computed exactly as `shardcheck plan` would.
