@@ -854,8 +854,11 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     const ParamInfo* w = weight_of(src);
     const int r = injector->rank(src.path);
     const DType dt = adapter_dtype(w);
-    const int layer =
-        b.add(parent, name, embedding ? "lora.Embedding" : four_bit ? "lora.Linear4bit" : "lora.Linear", 7);
+    const int layer = b.add(parent, name,
+                            embedding  ? "lora.Embedding"
+                            : four_bit ? "lora.Linear4bit"
+                                       : "lora.Linear",
+                            7);
     b.copy(base, old, layer, "base_layer", false);
     // Children in LoraLayer.__init__'s order, each ModuleDict's entry right after it (pre-order).
     b.add(b.add(layer, "lora_dropout", "ModuleDict", 1), a.name, a.lora_dropout > 0 ? "Dropout" : "Identity");
