@@ -115,8 +115,8 @@ constexpr std::int64_t chunk_real(std::int64_t n, std::int64_t chunk, int r) {
 // shard = ceil(n / w); rank r holds clamp(n - r*shard, 0, shard) real elements, the rest padding.
 struct ChunkSplit {
   std::int64_t shard = 0;
-  std::vector<std::int64_t> real;  // per rank
-  std::vector<std::int64_t> pad;   // per rank
+  std::vector<std::int64_t> pad;  // per rank
+  std::int64_t real(int r) const { return shard - pad[static_cast<std::size_t>(r)]; }
 };
 ChunkSplit chunk_split(std::int64_t n, int w);
 

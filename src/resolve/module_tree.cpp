@@ -599,7 +599,8 @@ std::string qualified_name(std::string_view path, std::string_view name) {
   std::string s;
   s.reserve(path.size() + 1 + name.size());
   if (!path.empty()) s.append(path).append(1, '.');
-  return s.append(name);
+  s.append(name);
+  return s;  // `return s.append(name)` would copy: append returns a reference, which defeats NRVO
 }
 
 ParamInfo* find_param(ModuleTree& tree, const std::string& full_name) {

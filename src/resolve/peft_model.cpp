@@ -87,10 +87,12 @@ class Injector {
   // Throws std::regex_error for a pattern ECMAScript cannot read.
   Injector(const LoraAdapter& a, const ModuleSelector& targets) : a_(a), targets_(targets) {
     if (a.exclude_modules.kind == ModuleSelector::Kind::regex) exclude_regex_.emplace(a.exclude_modules.regex);
-    exclude_names_.insert(a.exclude_modules.names.begin(), a.exclude_modules.names.end());
+    exclude_names_.reserve(a.exclude_modules.names.size());
+    for (const auto& n : a.exclude_modules.names) exclude_names_.insert(n);
     for (const auto& m : a.modules_to_save) saved_.emplace_back("(^|.*\\.)" + m + "($|\\..*)");
     if (targets.kind == ModuleSelector::Kind::regex) target_regex_.emplace(targets.regex);
-    target_names_.insert(targets.names.begin(), targets.names.end());
+    target_names_.reserve(targets.names.size());
+    for (const auto& n : targets.names) target_names_.insert(n);
     if (a.layers_to_transform && !a.layers_to_transform->empty()) {  // compiled only when they are used
       for (const auto& p : a.layers_pattern) layer_regexes_.emplace_back(".*?\\." + p + "\\.(\\d+)\\.");
       if (a.layers_pattern.empty()) layer_regexes_.emplace_back(R"(.*?\.[^.]*\.(\d+)\.)");
@@ -125,12 +127,9 @@ class Injector {
  private:
   const LoraAdapter& a_;
   const ModuleSelector& targets_;
-  // Looked up by string_view (a key's suffixes are views into it): no string per lookup.
-  struct ViewHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view v) const { return std::hash<std::string_view>{}(v); }
-  };
-  using NameSet = std::unordered_set<std::string, ViewHash, std::equal_to<>>;
+  // Views into the adapter's and the selector's names (which outlive the injector), looked up by
+  // views into the key: no string is made per name or per lookup.
+  using NameSet = std::unordered_set<std::string_view>;
   std::optional<std::regex> exclude_regex_, target_regex_;
   NameSet exclude_names_, target_names_;
   std::vector<std::regex> saved_, layer_regexes_;

@@ -190,13 +190,8 @@ ShardPlan plan_header(const FsdpSettings& s, int fsdp_version) {
 ChunkSplit chunk_split(std::int64_t n, int w) {
   ChunkSplit c;
   c.shard = chunk_size(n, w);
-  c.real.reserve(static_cast<std::size_t>(std::max(w, 0)));
   c.pad.reserve(static_cast<std::size_t>(std::max(w, 0)));
-  for (int r = 0; r < w; ++r) {
-    const std::int64_t real = chunk_real(n, c.shard, r);
-    c.real.push_back(real);
-    c.pad.push_back(c.shard - real);
-  }
+  for (int r = 0; r < w; ++r) c.pad.push_back(c.shard - chunk_real(n, c.shard, r));
   return c;
 }
 
