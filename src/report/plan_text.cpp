@@ -5,7 +5,6 @@
 #include <functional>
 #include <map>
 #include <string_view>
-#include <tuple>
 #include <unordered_map>
 
 #include "shardcheck/report.hpp"
@@ -136,14 +135,27 @@ std::pair<std::size_t, std::size_t> repetition_at(const std::vector<int>& keys, 
 
 std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan, const TextStyle& style) {
   std::vector<std::string> marks(tree.modules.size());
-  // A LoRA plan has ~2,000 units in a few dozen shapes: each mark is formatted once per shape.
-  using MarkKey = std::tuple<std::int64_t, std::int64_t, std::vector<std::int64_t>, DType, bool, int>;
-  std::map<MarkKey, std::string> formatted;
+  // A LoRA plan has ~2,000 units in a few dozen shapes: each mark is formatted once per shape, found
+  // by the unit's own fields (no key is copied out of it).
+  struct Shape {
+    const ShardUnit* u;
+    bool kept;
+    bool operator==(const Shape& o) const {
+      return u->numel == o.u->numel && u->shard_numel == o.u->shard_numel && u->rank_pad == o.u->rank_pad &&
+             u->dtype == o.u->dtype && u->params.empty() == o.u->params.empty() && kept == o.kept;
+    }
+  };
+  struct ShapeHash {
+    std::size_t operator()(const Shape& k) const {
+      return std::hash<std::int64_t>{}(k.u->numel) * 31 + std::hash<std::int64_t>{}(k.u->shard_numel) * 7 +
+             static_cast<std::size_t>(k.u->dtype) * 3 + (k.kept ? 1 : 0);
+    }
+  };
+  std::unordered_map<Shape, std::string, ShapeHash> formatted;
+  const std::string what = plan.fsdp_version == 1 ? "FSDP unit" : "fully_shard";
   for (const auto& u : plan.units) {
-    const std::string what = plan.fsdp_version == 1 ? "FSDP unit" : "fully_shard";
     const bool kept = u.reshard_after_forward && !*u.reshard_after_forward;
-    auto [at, fresh] = formatted.try_emplace(
-        MarkKey{u.numel, u.shard_numel, u.rank_pad, u.dtype, u.params.empty(), kept}, std::string());
+    auto [at, fresh] = formatted.try_emplace(Shape{&u, kept}, std::string());
     if (fresh)
       at->second = fmt::format("<{} {} -> {}/rank, pad {}, {}{}>", what, fmt::group_digits(u.numel),
                                fmt::group_digits(u.shard_numel), pads(u.rank_pad),

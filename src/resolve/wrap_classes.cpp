@@ -11,7 +11,15 @@
 #include "shardcheck/text.hpp"
 
 namespace shardcheck {
-namespace {}  // namespace
+namespace {
+
+// Whether some module's class is `name` (type(m).__name__ == name): a scan that stops at the first
+// one, where a set of every class would compare strings for each of a PeftModel's ~10,000 modules.
+bool has_class(const ModuleTree& tree, const std::string& name) {
+  return std::any_of(tree.modules.begin(), tree.modules.end(), [&](const Module& m) { return m.cls == name; });
+}
+
+}  // namespace
 
 // peft 0.20 utils/other.py fsdp_auto_wrap_policy: the names in FSDP_TRANSFORMER_CLS_TO_WRAP (which
 // accelerate launch exports from fsdp_transformer_layer_cls_to_wrap), else the model's
@@ -24,10 +32,8 @@ static void resolve_peft_classes(const ModuleTree& tree, FsdpSettings& s, Diagno
   for (const auto& n : s.wrap_classes.value)
     if (!n.empty()) names.push_back(n);
   s.wrap_classes.value = names;
-  std::set<std::string> present;
-  for (const auto& m : tree.modules) present.insert(m.cls);
   for (const auto& name : names) {
-    if (present.count(name)) continue;
+    if (has_class(tree, name)) continue;
     std::string blocks;
     for (const auto& b : block_classes(tree)) blocks += (blocks.empty() ? "" : ",") + b;
     sink.report(model_setting_finding(
@@ -94,10 +100,10 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
                     fmt::format("{}", fmt::join(block_classes(tree), ", ")))));
     return;
   }
-  std::set<std::string> present;
-  for (const auto& m : tree.modules) present.insert(m.cls);
   for (const auto& name : s.wrap_classes.value) {
-    if (present.count(name)) continue;
+    if (has_class(tree, name)) continue;
+    std::set<std::string> present;  // every class, for the suggestion
+    for (const auto& m : tree.modules) present.insert(m.cls);
     std::string help = fmt::format("the block classes of this {} model are: {}", tree.architecture,
                                    fmt::format("{}", fmt::join(block_classes(tree), ", ")));
     std::string best;

@@ -456,7 +456,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       }
       ParamShard ps;
       ps.fqn = p.fqn;
-      ps.shape = p.shape;
+      ps.shape.assign(p.shape.begin(), p.shape.end());
       ps.dtype = p.dtype;
       ps.requires_grad = p.requires_grad;
       ps.gets_grad = p.requires_grad && !p.unreached;

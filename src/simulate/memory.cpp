@@ -97,7 +97,7 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   std::uint64_t kept = 0;
   std::vector<std::uint64_t> flowing, grads, unsharded_grad;
   const BackwardPrefetch prefetch = plan.fsdp_version == 2 ? BackwardPrefetch::pre : s.backward_prefetch.value;
-  std::vector<std::string> names;
+  std::vector<const ShardUnit*> flowing_units;  // labelled only for the one the note names
   const bool zero2 =
       plan.strategy == ShardingStrategy::shard_grad_op || plan.strategy == ShardingStrategy::hybrid_shard_zero2;
   for (const auto& u : plan.units) {
@@ -110,7 +110,7 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
     flowing.push_back(g);
     grads.push_back(grad_temps(plan, u));
     unsharded_grad.push_back(u.gets_grad && !u.params.empty() ? bytes(u.numel, dtypes_of(u).c) : 0);
-    names.push_back(module_label(u.path));
+    flowing_units.push_back(&u);
   }
   // Forward: the rate limiter (_limiter_utils.py, 2 in flight) and FSDP2's one-ahead prefetch keep
   // at most the current and the next unit unsharded.
@@ -147,9 +147,11 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   Transient t;
   t.bytes = kept + std::max(fwd, bwd);
   if (!flowing.empty())
-    t.note = fwd >= bwd ? fmt::format("forward all-gathers of {} and the next unit", names[fwd_at])
-                        : fmt::format("backward of {} (unsharded params{}, gradient buffers)", names[bwd_at],
-                                      prefetch == BackwardPrefetch::none ? "" : ", prefetch");
+    t.note = fwd >= bwd
+                 ? fmt::format("forward all-gathers of {} and the next unit", module_label(flowing_units[fwd_at]->path))
+                 : fmt::format("backward of {} (unsharded params{}, gradient buffers)",
+                               module_label(flowing_units[bwd_at]->path),
+                               prefetch == BackwardPrefetch::none ? "" : ", prefetch");
   if (kept) t.note += fmt::format("; {} bytes stay unsharded through the step (root / kept groups)", kept);
   return t;
 }
@@ -348,6 +350,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
   MemoryEstimate est;
   est.gpu_memory = opts.gpu_memory;
   const Transient transient = transient_peak(plan, s);
+  const std::uint64_t buffers = buffer_bytes(tree);  // the same on every rank: one walk of the tree
   est.transient_note = transient.note;
   est.activations = estimate_activations(plan, tree, s, opts);
   const bool offload = s.offload_params.value;
@@ -394,7 +397,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
       m.grads = grads;
       m.optimizer = optim;
     }
-    m.buffers = buffer_bytes(tree);
+    m.buffers = buffers;
     m.quant_state = tree.quant_state_bytes;
     // Ignored parameters are plain tensors on every rank: FSDP neither shards nor offloads them.
     for (const auto& p : plan.ignored) {

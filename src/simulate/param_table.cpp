@@ -10,7 +10,7 @@
 namespace shardcheck {
 
 ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
-    : by_module_(tree.modules.size()), ignored_module_(tree.modules.size(), false) {
+    : first_(tree.modules.size() + 1, 0), ignored_module_(tree.modules.size(), false) {
   std::optional<std::regex> frozen;
   if (!s.frozen.value.empty()) frozen.emplace(s.frozen.value);
   // accelerate (utils/dataclasses.py, v1.10+): modules whose name re.fullmatch-es the pattern;
@@ -33,6 +33,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
   entries_.reserve(count);
   for (int m = 0; m < static_cast<int>(tree.modules.size()); ++m) {
     const Module& mod = tree.modules[m];
+    first_[static_cast<std::size_t>(m)] = static_cast<int>(entries_.size());
     for (const auto& p : mod.params) {
       if (p.buffer) continue;  // buffers are never flattened or sharded
       ParamEntry e;
@@ -62,10 +63,10 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
         if (const auto it = index.find(e.fqn); it != index.end()) it->second = idx;
         alias_targets.push_back(p.tied_to);
       }
-      by_module_[static_cast<std::size_t>(m)].push_back(idx);
       entries_.push_back(std::move(e));
     }
   }
+  first_.back() = static_cast<int>(entries_.size());
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     entries_[i].storage = static_cast<int>(i);
     if (index.empty() || alias_targets[i].empty()) continue;

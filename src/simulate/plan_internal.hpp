@@ -3,6 +3,8 @@
 
 #include <string>
 #include <unordered_map>
+#include <ranges>
+#include <span>
 #include <vector>
 
 #include "shardcheck/shard_plan.hpp"
@@ -14,7 +16,7 @@ namespace shardcheck {
 struct ParamEntry {
   std::string fqn;
   int module = -1;
-  std::vector<std::int64_t> shape;
+  std::span<const std::int64_t> shape;  // the tree's ParamInfo::shape (the tree outlives the table)
   std::int64_t numel = 0;
   DType dtype = DType::F32;  // after accelerate's upcast (see ParamTable)
   bool requires_grad = true;
@@ -28,12 +30,15 @@ class ParamTable {
   ParamTable(const ModuleTree& tree, const FsdpSettings& s);
   const ParamEntry& operator[](int i) const { return entries_[static_cast<std::size_t>(i)]; }
   std::size_t size() const { return entries_.size(); }
-  const std::vector<int>& by_module(int m) const { return by_module_[static_cast<std::size_t>(m)]; }
+  // The entries of module m's own parameters: consecutive, as the table lists modules in order.
+  std::ranges::iota_view<int, int> by_module(int m) const {
+    return {first_[static_cast<std::size_t>(m)], first_[static_cast<std::size_t>(m) + 1]};
+  }
   bool ignored_module(int m) const { return ignored_module_[static_cast<std::size_t>(m)]; }
 
  private:
   std::vector<ParamEntry> entries_;
-  std::vector<std::vector<int>> by_module_;
+  std::vector<int> first_;  // module -> its first entry; first_[modules] = size()
   std::vector<bool> ignored_module_;
 };
 
