@@ -85,7 +85,7 @@ struct ModuleTree {
   bool quantized_4bit() const { return bnb_4bit.has_value(); }
   std::uint64_t quant_state_bytes = 0;  // its QuantState tensors: not parameters, never sharded
   std::vector<Module> modules;          // modules[0] is the root; parents precede children (pre-order)
-  std::map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
+  std::unordered_map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
   std::vector<std::string> no_split_modules;
   std::vector<TiedWeight> tied;   // alias -> target, as applied
   std::string input_embeddings;   // get_input_embeddings() module path ("" if unknown)
@@ -120,6 +120,10 @@ struct ModuleTree {
   std::vector<TpEntry> ep_plan;
 
   bool is_instance(const Module& m, const std::string& cls) const;
+  // The class names for which is_instance answers true for `base`: itself and every class whose
+  // chain lists it. A few names to compare each module's class with, where is_instance looks the
+  // class up per module.
+  std::vector<std::string> subclasses_of(const std::string& base) const;
 };
 
 // A parameter's or module's full name: "<path>.<name>", or `name` alone under the root (path "").

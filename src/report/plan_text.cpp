@@ -109,7 +109,7 @@ std::vector<int> unit_keys(const std::vector<ShardUnit>& units) {
   ids.reserve(units.size());
   std::vector<int> keys;
   keys.reserve(units.size());
-  for (const auto& u : units) keys.push_back(ids.emplace(unit_key(u), static_cast<int>(ids.size())).first->second);
+  for (const auto& u : units) keys.push_back(ids.try_emplace(unit_key(u), static_cast<int>(ids.size())).first->second);
   return keys;
 }
 

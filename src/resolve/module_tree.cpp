@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 #include <memory>
@@ -29,9 +30,17 @@ std::vector<std::string> block_classes(const ModuleTree& tree) {
 }
 
 bool ModuleTree::is_instance(const Module& m, const std::string& cls) const {
+  if (m.cls == cls) return true;  // the chain starts with the class itself
   auto it = class_chains.find(m.cls);
-  if (it == class_chains.end()) return m.cls == cls;
+  if (it == class_chains.end()) return false;
   return std::find(it->second.begin(), it->second.end(), cls) != it->second.end();
+}
+
+std::vector<std::string> ModuleTree::subclasses_of(const std::string& base) const {
+  std::vector<std::string> out{base};
+  for (const auto& [cls, chain] : class_chains)
+    if (cls != base && std::find(chain.begin(), chain.end(), base) != chain.end()) out.push_back(cls);
+  return out;
 }
 
 namespace {
@@ -618,6 +627,8 @@ void finalize_counts(ModuleTree& tree) {
   tree.num_params = 0;
   tree.num_tensors = 0;
   tree.dtype_numel.clear();
+  std::array<std::int64_t, kNumDTypes> per_dtype{};  // summed here, a map entry per dtype after
+  std::array<bool, kNumDTypes> seen{};
   for (auto& m : tree.modules) {
     m.own_numel = 0;
     for (const auto& p : m.params) {
@@ -625,10 +636,13 @@ void finalize_counts(ModuleTree& tree) {
       m.own_numel += p.numel;
       tree.num_params += p.numel;
       tree.num_tensors += 1;
-      tree.dtype_numel[p.dtype] += p.numel;
+      per_dtype[static_cast<std::size_t>(p.dtype)] += p.numel;
+      seen[static_cast<std::size_t>(p.dtype)] = true;
     }
     m.total_numel = m.own_numel;
   }
+  for (std::size_t d = 0; d < per_dtype.size(); ++d)
+    if (seen[d]) tree.dtype_numel[static_cast<DType>(d)] = per_dtype[d];
   // Pre-order storage: children come after parents, so a reverse sweep accumulates subtrees.
   for (std::size_t i = tree.modules.size(); i-- > 1;)
     tree.modules[tree.modules[i].parent].total_numel += tree.modules[i].total_numel;

@@ -889,20 +889,25 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // What trains (_mark_only_adapters_as_trainable): the adapters and the saved copies were made
   // trainable and the rest frozen as they were built; then the bias modes, and tied aliases follow
   // their storage under its new name.
-  for (auto& m : out.modules) {
-    const bool lora_base = m.name == "base_layer" && m.parent >= 0 &&
-                           out.modules[static_cast<std::size_t>(m.parent)].cls.starts_with("lora.");
-    for (auto& p : m.params)
-      if (p.name == "bias" && !p.buffer && (a.bias == "all" || (a.bias == "lora_only" && lora_base)))
-        p.requires_grad = true;
-  }
+  if (a.bias == "all" || a.bias == "lora_only")
+    for (auto& m : out.modules) {
+      const bool lora_base = m.name == "base_layer" && m.parent >= 0 &&
+                             out.modules[static_cast<std::size_t>(m.parent)].cls.starts_with("lora.");
+      for (auto& p : m.params)
+        if (p.name == "bias" && !p.buffer && (a.bias == "all" || lora_base)) p.requires_grad = true;
+    }
+  // Only a model with tied weights has aliases to follow (the base model's few modules tell).
+  const bool any_tied = std::any_of(base.modules.begin(), base.modules.end(), [](const Module& m) {
+    return std::any_of(m.params.begin(), m.params.end(), [](const ParamInfo& p) { return !p.tied_to.empty(); });
+  });
   std::vector<ParamInfo*> aliases;
-  for (auto& m : out.modules)
-    for (auto& p : m.params)
-      if (!p.tied_to.empty()) {
-        if (const std::string* now = b.new_name_of(p.tied_to)) p.tied_to = *now;
-        aliases.push_back(&p);
-      }
+  if (any_tied)
+    for (auto& m : out.modules)
+      for (auto& p : m.params)
+        if (!p.tied_to.empty()) {
+          if (const std::string* now = b.new_name_of(p.tied_to)) p.tied_to = *now;
+          aliases.push_back(&p);
+        }
   for (ParamInfo* p : aliases)
     if (const ParamInfo* target = find_param(out, p->tied_to)) p->requires_grad = target->requires_grad;
 

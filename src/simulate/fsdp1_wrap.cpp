@@ -5,6 +5,7 @@
 // ownership/order of flat_param.py.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <regex>
 #include <unordered_map>
 
@@ -36,15 +37,14 @@ class Fsdp1Wrapper {
       bn_override_ = tv >= Version{2, 1, 0} || has_bn;
     }
     orig_params_ = s.use_orig_params.value && tv >= Version{2, 0, 0};
-    // isinstance(module, wrap classes) once per distinct class (a PeftModel has ~12k modules of ~30).
-    std::unordered_map<std::string_view, bool> by_class;
+    // isinstance(module, wrap classes): the few class names that are instances, compared with each
+    // module's class (a PeftModel has ~10k modules of ~30 classes).
+    std::vector<std::string> wrapping;
+    for (const auto& cls : s.wrap_classes.value)
+      for (auto& c : tree.subclasses_of(cls)) wrapping.push_back(std::move(c));
     wrap_class_.reserve(tree.modules.size());
-    for (const Module& m : tree.modules) {
-      auto [at, fresh] = by_class.try_emplace(m.cls, false);
-      if (fresh)
-        for (const auto& cls : s.wrap_classes.value) at->second = at->second || tree.is_instance(m, cls);
-      wrap_class_.push_back(at->second);
-    }
+    for (const Module& m : tree.modules)
+      wrap_class_.push_back(std::find(wrapping.begin(), wrapping.end(), m.cls) != wrapping.end());
   }
 
   std::vector<std::vector<int>> run() {

@@ -3,7 +3,6 @@
 
 #include <string>
 #include <unordered_map>
-#include <ranges>
 #include <span>
 #include <vector>
 
@@ -31,7 +30,22 @@ class ParamTable {
   const ParamEntry& operator[](int i) const { return entries_[static_cast<std::size_t>(i)]; }
   std::size_t size() const { return entries_.size(); }
   // The entries of module m's own parameters: consecutive, as the table lists modules in order.
-  std::ranges::iota_view<int, int> by_module(int m) const {
+  struct EntryRange {
+    struct iterator {
+      int i;
+      int operator*() const { return i; }
+      iterator& operator++() {
+        ++i;
+        return *this;
+      }
+      bool operator==(const iterator&) const = default;
+    };
+    int first = 0, last = 0;
+    iterator begin() const { return {first}; }
+    iterator end() const { return {last}; }
+    bool empty() const { return first == last; }
+  };
+  EntryRange by_module(int m) const {
     return {first_[static_cast<std::size_t>(m)], first_[static_cast<std::size_t>(m) + 1]};
   }
   bool ignored_module(int m) const { return ignored_module_[static_cast<std::size_t>(m)]; }
