@@ -42,6 +42,11 @@ TEST_CASE("chunk_split: torch.chunk padding sits on the highest ranks") {
   CHECK(b.pad == std::vector<std::int64_t>{0, 0, 0, 2});
 }
 
+TEST_CASE("qualified_name: a parameter's full name, as named_parameters() prints it") {
+  CHECK(qualified_name("", "weight") == "weight");  // a parameter of the root module
+  CHECK(qualified_name("model.layers.0.self_attn.q_proj", "weight") == "model.layers.0.self_attn.q_proj.weight");
+}
+
 TEST_CASE("fsdp1 plan: transformer wrap of the llama fixture, W=3, use_orig_params=False") {
   const ModuleTree tree = llama_tree();
   DiagnosticSink sink;

@@ -388,6 +388,12 @@ TEST_CASE("registry models: transformers version and attention variants") {
     CHECK(sdpa.tree->is_instance(attn, "LlamaAttention"));
     const auto chain = sdpa.tree->class_chains.at("LlamaSdpaAttention");
     CHECK(std::find(chain.begin(), chain.end(), "LlamaAttention") != chain.end());
+    // The names is_instance accepts for LlamaAttention: itself and the 4.44 SDPA subclass, not a
+    // sibling class.
+    const auto subclasses = sdpa.tree->subclasses_of("LlamaAttention");
+    CHECK(std::count(subclasses.begin(), subclasses.end(), "LlamaAttention") == 1);
+    CHECK(std::count(subclasses.begin(), subclasses.end(), "LlamaSdpaAttention") == 1);
+    CHECK(std::count(subclasses.begin(), subclasses.end(), "LlamaMLP") == 0);
     CHECK(join(children(*sdpa.tree, "model.layers.0.self_attn")) == "q_proj,k_proj,v_proj,o_proj,rotary_emb");
     CHECK(cls(*build_fixture("llama", true, options("4.44.2", "eager")).tree, "model.layers.0.self_attn") ==
           "LlamaAttention");
