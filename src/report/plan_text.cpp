@@ -58,9 +58,25 @@ std::string range_label(const std::string& first, const std::string& last) {
   return first + " .. " + last;
 }
 
+// What a unit's mark and row print of it: sizes, padding, dtype (or "-" without parameters) and
+// whether it stays unsharded. Units equal in these print alike; compared and hashed in place, so
+// keying ~2,000 units of a LoRA plan allocates nothing (a formatted key per unit was most of the
+// time of a LoRA plan's render).
+bool same_shape(const ShardUnit& a, const ShardUnit& b) {
+  return a.numel == b.numel && a.shard_numel == b.shard_numel && a.rank_pad == b.rank_pad && a.dtype == b.dtype &&
+         a.params.empty() == b.params.empty() && a.reshard_after_forward == b.reshard_after_forward;
+}
+
+std::size_t shape_hash(const ShardUnit& u) {
+  std::size_t seed = std::hash<std::int64_t>{}(u.numel);
+  auto mix = [&](std::size_t v) { seed ^= v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); };
+  mix(std::hash<std::int64_t>{}(u.shard_numel));
+  mix(static_cast<std::size_t>(u.dtype));
+  return seed;
+}
+
 // What makes rows collapsible: the path with its first numeric component (the layer index) as "*",
-// and the unit's shape. Held as views into the unit, so keying ~2,000 units of a LoRA plan allocates
-// nothing (formatting a string key per unit was most of the time of a LoRA plan's render).
+// the class, and the unit's shape; views into the unit.
 struct UnitKey {
   std::string_view head;  // the path before its first numeric component (all of it when none)
   std::string_view tail;  // after that component
@@ -68,25 +84,15 @@ struct UnitKey {
   const ShardUnit* unit = nullptr;
 
   bool operator==(const UnitKey& o) const {
-    const ShardUnit& a = *unit;
-    const ShardUnit& b = *o.unit;
-    return head == o.head && tail == o.tail && starred == o.starred && a.cls == b.cls && a.numel == b.numel &&
-           a.shard_numel == b.shard_numel && a.rank_pad == b.rank_pad && a.dtype == b.dtype &&
-           a.reshard_after_forward == b.reshard_after_forward;
+    return head == o.head && tail == o.tail && starred == o.starred && unit->cls == o.unit->cls &&
+           same_shape(*unit, *o.unit);
   }
 };
 
 struct UnitKeyHash {
   std::size_t operator()(const UnitKey& k) const {
     const std::hash<std::string_view> h;
-    std::size_t seed = h(k.head);
-    auto mix = [&](std::size_t v) { seed ^= v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2); };
-    mix(h(k.tail));
-    mix(h(k.unit->cls));
-    mix(static_cast<std::size_t>(k.unit->numel));
-    mix(static_cast<std::size_t>(k.unit->shard_numel));
-    mix(static_cast<std::size_t>(k.unit->dtype));
-    return seed;
+    return shape_hash(*k.unit) ^ (h(k.head) * 31 + h(k.tail) * 7 + h(k.unit->cls));
   }
 };
 
@@ -135,27 +141,19 @@ std::pair<std::size_t, std::size_t> repetition_at(const std::vector<int>& keys, 
 
 std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan, const TextStyle& style) {
   std::vector<std::string> marks(tree.modules.size());
-  // A LoRA plan has ~2,000 units in a few dozen shapes: each mark is formatted once per shape, found
-  // by the unit's own fields (no key is copied out of it).
+  // A LoRA plan has ~2,000 units in a few dozen shapes: each mark is formatted once per shape.
   struct Shape {
     const ShardUnit* u;
-    bool kept;
-    bool operator==(const Shape& o) const {
-      return u->numel == o.u->numel && u->shard_numel == o.u->shard_numel && u->rank_pad == o.u->rank_pad &&
-             u->dtype == o.u->dtype && u->params.empty() == o.u->params.empty() && kept == o.kept;
-    }
+    bool operator==(const Shape& o) const { return same_shape(*u, *o.u); }
   };
   struct ShapeHash {
-    std::size_t operator()(const Shape& k) const {
-      return std::hash<std::int64_t>{}(k.u->numel) * 31 + std::hash<std::int64_t>{}(k.u->shard_numel) * 7 +
-             static_cast<std::size_t>(k.u->dtype) * 3 + (k.kept ? 1 : 0);
-    }
+    std::size_t operator()(const Shape& k) const { return shape_hash(*k.u); }
   };
   std::unordered_map<Shape, std::string, ShapeHash> formatted;
   const std::string what = plan.fsdp_version == 1 ? "FSDP unit" : "fully_shard";
   for (const auto& u : plan.units) {
     const bool kept = u.reshard_after_forward && !*u.reshard_after_forward;
-    auto [at, fresh] = formatted.try_emplace(Shape{&u, kept}, std::string());
+    auto [at, fresh] = formatted.try_emplace(Shape{&u}, std::string());
     if (fresh)
       at->second = fmt::format("<{} {} -> {}/rank, pad {}, {}{}>", what, fmt::group_digits(u.numel),
                                fmt::group_digits(u.shard_numel), pads(u.rank_pad),

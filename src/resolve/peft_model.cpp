@@ -815,7 +815,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     const std::int64_t experts = three ? p.shape[0] : 1;
     const std::int64_t in = three ? (transposed ? p.shape[1] : p.shape[2]) : p.shape[1];
     const std::int64_t outf = three ? (transposed ? p.shape[2] : p.shape[1]) : p.shape[0];
-    const std::int64_t r = injector->rank(src.path + "." + p.name) * experts;
+    const std::int64_t r = injector->rank(qualified_name(src.path, p.name)) * experts;
     const DType dt = adapter_dtype(&p);
     b.add(b.add(wrapper, "lora_dropout", "ModuleDict"), a.name, "Identity");  // lora_dropout is 0 here
     b.param(b.add(b.add(wrapper, "lora_A", "ModuleDict"), a.name, "Linear"), "weight", {r, in}, dt);

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <regex>
-#include <unordered_map>
 
 #include "shardcheck/finding_codes.hpp"
 #include "simulate/plan_internal.hpp"

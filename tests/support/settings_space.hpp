@@ -221,7 +221,7 @@ inline std::string plan_invariants(const PreflightResult& r) {
     for (const auto& m : r.tree->modules)
       for (const auto& prm : m.params) {
         if (prm.buffer || !prm.tied_to.empty()) continue;
-        const std::string fqn = m.path.empty() ? prm.name : m.path + "." + prm.name;
+        const std::string fqn = qualified_name(m.path, prm.name);
         if (ignored.count(fqn)) continue;
         const int n = in_units.count(fqn) ? in_units.at(fqn) : 0;
         if (n == 0 && !p.units.empty()) {
@@ -229,8 +229,7 @@ inline std::string plan_invariants(const PreflightResult& r) {
           bool alias_held = false;
           for (const auto& m2 : r.tree->modules)
             for (const auto& q : m2.params)
-              if (q.tied_to == fqn && in_units.count(m2.path.empty() ? q.name : m2.path + "." + q.name))
-                alias_held = true;
+              if (q.tied_to == fqn && in_units.count(qualified_name(m2.path, q.name))) alias_held = true;
           if (!alias_held) return "parameter in no unit: " + fqn;
         }
         if (n > 1 && !duplicated.count(fqn)) return "parameter in two units, not reported: " + fqn;

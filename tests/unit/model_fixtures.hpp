@@ -160,7 +160,7 @@ inline std::vector<std::string> flat_param_order(const ModuleTree& t, bool inclu
   std::vector<std::string> out;
   for (const auto& m : t.modules)
     for (const auto& p : m.params)
-      if (include_buffers || !p.buffer) out.push_back(m.path.empty() ? p.name : m.path + "." + p.name);
+      if (include_buffers || !p.buffer) out.push_back(qualified_name(m.path, p.name));
   return out;
 }
 

@@ -34,9 +34,8 @@ TEST_CASE("pre-quantized bitsandbytes checkpoints load as transformers builds th
     for (const auto& m : t.modules)
       for (const auto& p : m.params)
         if (!p.buffer)
-          params.push_back(
-              json::array({m.path.empty() ? p.name : m.path + "." + p.name, p.shape,
-                           torch_dtype_name(p.dtype).substr(6), p.packed_4bit() ? "Params4bit" : "Parameter"}));
+          params.push_back(json::array({qualified_name(m.path, p.name), p.shape, torch_dtype_name(p.dtype).substr(6),
+                                        p.packed_4bit() ? "Params4bit" : "Parameter"}));
     const auto& want = rec.at("params");
     REQUIRE(params.size() == want.size());
     for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i].dump() == want[i].dump());

@@ -83,8 +83,8 @@ TEST_CASE("peft oracle: the PeftModel tree of every recorded adapter") {
       for (const auto& m : t.modules)
         for (const auto& p : m.params)
           if (!p.buffer)
-            params.push_back(json::array(
-                {m.path.empty() ? p.name : m.path + "." + p.name, p.shape, dtype_label(p.dtype), p.requires_grad}));
+            params.push_back(
+                json::array({qualified_name(m.path, p.name), p.shape, dtype_label(p.dtype), p.requires_grad}));
       const auto& want = rec.at("params");
       REQUIRE(params.size() == want.size());
       for (std::size_t i = 0; i < params.size(); ++i) CHECK(params[i].dump() == want[i].dump());

@@ -42,7 +42,7 @@ TEST_CASE("smoke --weights under TP: each TP rank reads the real local tensors t
     std::map<std::string, std::vector<std::string>> fused;
     for (const Module& m : r.tree->modules)
       for (const ParamInfo& p : m.params)
-        if (!p.fused_from.empty()) fused[m.path + "." + p.name] = p.fused_from;
+        if (!p.fused_from.empty()) fused[qualified_name(m.path, p.name)] = p.fused_from;
     smoke::WeightReader reader(std::move(*meta), {}, r.tree->base_model_path, {}, fused);
     reader.set_tp_pieces(smoke::tp_pieces(*r.plan->tensor_parallel, rank));
     for (const json& p : c.at("params")) {
