@@ -64,10 +64,8 @@ struct PeftSummary {
   std::vector<std::string> saved;     // modules_to_save wrappers
   std::int64_t trainable = 0;         // peft's get_nb_trainable_parameters
   std::int64_t total = 0;
-  // Each frozen base parameter's PeftModel name -> its name in the transformers model (and so in the
-  // checkpoint): "base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight" ->
-  // "model.layers.0.self_attn.q_proj.weight"; and that model's own base_model_path ("model").
-  std::unordered_map<std::string, std::string> base_names;
+  // The transformers model's own base_model_path ("model"). (Which name each frozen parameter had
+  // there follows from the PeftModel tree: peft_base_names in shardcheck/peft_model.hpp.)
   std::string base_model_path;
 };
 

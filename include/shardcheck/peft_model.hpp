@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "shardcheck/adapter.hpp"
@@ -47,6 +48,14 @@ void check_qlora_versions(const StackVersions& versions, const PeftRules& rules,
 // name `name`); `saved_modules`: the paths of the ModulesToSaveWrapper modules.
 std::string parameter_of_saved_key(const std::string& key, const std::string& name,
                                    const std::set<std::string>& saved_modules);
+
+// Each frozen base parameter's PeftModel name -> its name in the transformers model (and so in the
+// checkpoint): "base_model.model.model.layers.0.self_attn.q_proj.base_layer.weight" ->
+// "model.layers.0.self_attn.q_proj.weight". peft only inserts components: `base_model.model.` above
+// the model, `base_layer` under a LoRA layer or ParamWrapper, `original_module` under a
+// ModulesToSaveWrapper; the adapters and the trainable copies under `modules_to_save` have no base
+// name. Empty for a tree without an adapter.
+std::unordered_map<std::string, std::string> peft_base_names(const ModuleTree& tree);
 
 // The same with rules/peft.yaml read from `rules_dir`: what inspect, plan and check call.
 bool attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,

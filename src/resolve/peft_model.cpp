@@ -152,10 +152,12 @@ class Injector {
   }
 };
 
-// The new tree, built in pre-order with a renaming of every parameter for tied aliases.
+// The new tree, built in pre-order. It remembers where each base module went (an index, no name),
+// which is all that tied aliases need; the names peft gave the frozen parameters follow from the
+// tree itself (peft_base_names).
 class Builder {
  public:
-  explicit Builder(ModuleTree& out) : out_(out) {}
+  Builder(ModuleTree& out, const ModuleTree& base) : out_(out), base_(base), new_index_(base.modules.size(), -1) {}
 
   // `children` is how many children the new module will get (reserved: a LoRA plan of a big model
   // adds ~10,000 modules, and growing their vectors one push at a time was a visible part of it).
@@ -185,52 +187,61 @@ class Builder {
     return out_.modules[static_cast<std::size_t>(module)].params.emplace_back(std::move(p));
   }
 
-  // Copies `old` (a module of `base`) and its subtree under `parent` as `name`, frozen as
-  // _mark_only_adapters_as_trainable leaves the base model. A copy (`deep`) is deepcopy: new
-  // storages, trainable, ties to outside the subtree dropped.
-  int copy(const ModuleTree& base, int old, int parent, const std::string& name, bool deep) {
-    const Module& src = base.modules[static_cast<std::size_t>(old)];
-    const int m = add(parent, name, src.cls, src.children.size());
+  // Base module `old` and its parameters, frozen as _mark_only_adapters_as_trainable leaves the base
+  // model, as new module `m`, which from now on is where its parameters are found.
+  void take_params(int old, int m) {
+    const Module& src = base_.modules[static_cast<std::size_t>(old)];
     Module& dst = out_.modules[static_cast<std::size_t>(m)];
     dst.params.reserve(src.params.size());
-    for (const ParamInfo& from : src.params) {
-      ParamInfo& p = dst.params.emplace_back(from);
-      p.requires_grad = deep;
-      if (deep)
+    for (const ParamInfo& from : src.params) dst.params.emplace_back(from).requires_grad = false;
+    new_index_[static_cast<std::size_t>(old)] = m;
+  }
+
+  // Copies `old` (a module of the base model) and its subtree under `parent` as `name`, frozen. A copy
+  // (`deep`) is deepcopy: new storages, trainable, ties to outside the subtree dropped, and not where
+  // the base model's parameters went.
+  int copy(int old, int parent, const std::string& name, bool deep) {
+    const Module& src = base_.modules[static_cast<std::size_t>(old)];
+    const int m = add(parent, name, src.cls, src.children.size());
+    if (deep) {
+      Module& dst = out_.modules[static_cast<std::size_t>(m)];
+      dst.params.reserve(src.params.size());
+      for (const ParamInfo& from : src.params) {
+        ParamInfo& p = dst.params.emplace_back(from);
+        p.requires_grad = true;
         p.tied_to.clear();
-      else if (!p.buffer)
-        rename(qualified_name(src.path, p.name), qualified_name(dst.path, p.name));
+      }
+    } else {
+      take_params(old, m);
     }
-    for (int c : src.children) copy(base, c, m, base.modules[static_cast<std::size_t>(c)].name, deep);
+    for (int c : src.children) copy(c, m, base_.modules[static_cast<std::size_t>(c)].name, deep);
     return m;
   }
 
-  // Kept as new name -> old name, what PeftSummary::base_names holds; the other direction is only
-  // needed for tied aliases and is indexed on first use.
-  void rename(std::string old_full, std::string new_full) {
-    base_names_.emplace(std::move(new_full), std::move(old_full));
-  }
-  void reserve_renames(std::size_t n) { base_names_.reserve(n); }
-
-  // The new name of base parameter `old_full`, or nullptr when it was not renamed.
-  const std::string* new_name_of(const std::string& old_full) {
-    if (new_names_.empty() && !base_names_.empty()) {
-      new_names_.reserve(base_names_.size());
-      for (const auto& [now, before] : base_names_) new_names_.emplace(before, &now);
-    }
-    const auto it = new_names_.find(old_full);
-    return it == new_names_.end() ? nullptr : it->second;
-  }
-
-  std::unordered_map<std::string, std::string> take_base_names() {
-    new_names_.clear();
-    return std::move(base_names_);
+  // The PeftModel name of base parameter `old_full` ("model.embed_tokens.weight"), or nullopt when
+  // no such parameter was carried over. Only tied aliases ask, so the base model's paths are indexed
+  // on the first question.
+  std::optional<std::string> new_name_of(const std::string& old_full) {
+    if (old_paths_.empty())
+      for (std::size_t i = 0; i < base_.modules.size(); ++i)
+        old_paths_.emplace(base_.modules[i].path, static_cast<int>(i));
+    const std::size_t dot = old_full.rfind('.');
+    const std::string_view path =
+        dot == std::string::npos ? std::string_view() : std::string_view(old_full).substr(0, dot);
+    const std::string_view name =
+        dot == std::string::npos ? std::string_view(old_full) : std::string_view(old_full).substr(dot + 1);
+    const auto it = old_paths_.find(path);
+    if (it == old_paths_.end()) return std::nullopt;
+    const int now = new_index_[static_cast<std::size_t>(it->second)];
+    if (now < 0) return std::nullopt;
+    return qualified_name(out_.modules[static_cast<std::size_t>(now)].path, name);
   }
 
  private:
   ModuleTree& out_;
-  std::unordered_map<std::string, std::string> base_names_;
-  std::unordered_map<std::string_view, const std::string*> new_names_;  // views into base_names_
+  const ModuleTree& base_;
+  std::vector<int> new_index_;  // base module -> the new module that holds its parameters, -1: none
+  std::unordered_map<std::string_view, int> old_paths_;  // base module path -> index
 };
 
 const ParamInfo* weight_of(const Module& m) {
@@ -528,6 +539,38 @@ bool attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std
   return apply_lora_adapter(tree, adapter, *rules, sink);
 }
 
+std::unordered_map<std::string, std::string> peft_base_names(const ModuleTree& tree) {
+  std::unordered_map<std::string, std::string> names;
+  if (!tree.peft) return names;
+  // Per module, its path in the transformers model; nullopt above that model and inside what peft
+  // added. Parents precede children, so one pass in order sees each parent's first.
+  std::vector<std::optional<std::string>> base_path(tree.modules.size());
+  for (std::size_t i = 1; i < tree.modules.size(); ++i) {
+    const Module& m = tree.modules[i];
+    if (m.path == "base_model.model") {
+      base_path[i].emplace();
+      continue;
+    }
+    const auto& up = base_path[static_cast<std::size_t>(m.parent)];
+    if (!up) continue;
+    const std::string& up_cls = tree.modules[static_cast<std::size_t>(m.parent)].cls;
+    if (up_cls.starts_with("lora.") || up_cls == "ParamWrapper") {
+      if (m.name == "base_layer") base_path[i] = up;
+    } else if (up_cls == "ModulesToSaveWrapper") {
+      if (m.name == "original_module") base_path[i] = up;
+    } else {
+      base_path[i] = qualified_name(*up, m.name);
+    }
+  }
+  for (std::size_t i = 1; i < tree.modules.size(); ++i) {
+    if (!base_path[i]) continue;
+    const Module& m = tree.modules[i];
+    for (const ParamInfo& p : m.params)
+      if (!p.buffer) names.emplace(qualified_name(m.path, p.name), qualified_name(*base_path[i], p.name));
+  }
+  return names;
+}
+
 bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRules& rules, DiagnosticSink& sink) {
   // LoraLayer.update_layer builds nn.Dropout(p=lora_dropout) when it is above 0, and torch refuses a
   // probability above 1 (torch/nn/modules/dropout.py); 0 or less is an Identity.
@@ -780,10 +823,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     for (const auto& m : base.modules)
       if (m.path == path || m.path.starts_with(path + ".")) saved_modules += 2;
   out.modules.reserve(base.modules.size() + 10 * summary.targeted.size() + saved_modules + 2);
-  Builder b(out);
-  std::size_t base_params = 0;
-  for (const auto& m : base.modules) base_params += m.params.size();
-  b.reserve_renames(base_params);
+  Builder b(out, base);
   const std::string root_cls = a.task_type == "CAUSAL_LM" ? "PeftModelForCausalLM"
                                : a.task_type == "SEQ_CLS" ? "PeftModelForSequenceClassification"
                                                           : "PeftModel";
@@ -795,13 +835,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   auto emit_plain = [&](int old, int parent, const std::string& name) {
     const Module& src = base.modules[static_cast<std::size_t>(old)];
     const int m = b.add(parent, name, src.cls, src.children.size());
-    Module& dst = out.modules[static_cast<std::size_t>(m)];
-    dst.params.reserve(src.params.size());
-    for (const ParamInfo& from : src.params) {
-      ParamInfo& p = dst.params.emplace_back(from);
-      if (!p.buffer) b.rename(qualified_name(src.path, p.name), qualified_name(dst.path, p.name));
-      p.requires_grad = false;  // the base model is frozen
-    }
+    b.take_params(old, m);
     for (int c : src.children) emit(c, m, base.modules[static_cast<std::size_t>(c)].name);
   };
   // lora.ParamWrapper's adapters for one parameter (tuners/lora/layer.py ParamWrapper.update_layer):
@@ -828,9 +862,9 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     const Module& src = base.modules[static_cast<std::size_t>(old)];
     if (saved[static_cast<std::size_t>(old)]) {
       const int w = b.add(parent, name, "ModulesToSaveWrapper");
-      b.copy(base, old, w, "original_module", false);
+      b.copy(old, w, "original_module", false);
       const int dict = b.add(w, "modules_to_save", "ModuleDict");
-      b.copy(base, old, dict, a.name, true);
+      b.copy(old, dict, a.name, true);
       return;
     }
     if (const auto& params = wrapped[static_cast<std::size_t>(old)]; !params.empty()) {
@@ -858,7 +892,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
                             : four_bit ? "lora.Linear4bit"
                                        : "lora.Linear",
                             7);
-    b.copy(base, old, layer, "base_layer", false);
+    b.copy(old, layer, "base_layer", false);
     // Children in LoraLayer.__init__'s order, each ModuleDict's entry right after it (pre-order).
     b.add(b.add(layer, "lora_dropout", "ModuleDict", 1), a.name, a.lora_dropout > 0 ? "Dropout" : "Identity");
     // nn.Linear weight [out, in] (a Params4bit keeps it beside its packed storage); transformers'
@@ -905,7 +939,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     for (auto& m : out.modules)
       for (auto& p : m.params)
         if (!p.tied_to.empty()) {
-          if (const std::string* now = b.new_name_of(p.tied_to)) p.tied_to = *now;
+          if (auto now = b.new_name_of(p.tied_to)) p.tied_to = std::move(*now);
           aliases.push_back(&p);
         }
   for (ParamInfo* p : aliases)
@@ -919,8 +953,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     return path.empty() ? std::string("base_model.model") : "base_model.model." + path;
   };
   for (TiedWeight& t : tree.tied) {
-    if (const std::string* now = b.new_name_of(t.alias)) t.alias = *now;
-    if (const std::string* now = b.new_name_of(t.target)) t.target = *now;
+    if (auto now = b.new_name_of(t.alias)) t.alias = std::move(*now);
+    if (auto now = b.new_name_of(t.target)) t.target = std::move(*now);
   }
   if (!tree.input_embeddings.empty()) tree.input_embeddings = moved(tree.input_embeddings);
   if (!tree.output_embeddings.empty()) tree.output_embeddings = moved(tree.output_embeddings);
@@ -928,7 +962,6 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // through PeftModel.__getattr__ and LoraModel.__getattr__ to LoraModel.model: the whole
   // transformers model, not its base model, so no final norm is found among its children.
   summary.base_model_path = tree.base_model_path;
-  summary.base_names = b.take_base_names();
   tree.base_model_path = "base_model.model";
   for (auto& [path, style] : tree.fsdp_plan) path = moved(path);
   if (tree.tp_plan)

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "oracle_case.hpp"
 #include "simulate/plan_internal.hpp"
@@ -92,6 +93,29 @@ TEST_CASE("peft oracle: the PeftModel tree of every recorded adapter") {
       CHECK(t.peft->trainable == rec.at("trainable_params").get<std::int64_t>());
       CHECK(t.peft->total == rec.at("all_params").get<std::int64_t>());
       CHECK(t.quant_state_bytes == rec.at("quant_state_bytes").get<std::uint64_t>());
+      // Each parameter the base model had is carried over under exactly one PeftModel name (the one in
+      // peft's record above), and peft_base_names leads back from it; adapters and trainable copies
+      // have no base name.
+      DiagnosticSink base_sink;
+      const LoadedTree base = load_module_tree((kModels / rec.at("model").get<std::string>()).string(), false,
+                                               SHARDCHECK_SOURCE_DIR "/rules", opt, base_sink);
+      REQUIRE(base.tree.has_value());
+      std::set<std::string> base_params, peft_params;
+      for (const auto& m : base.tree->modules)
+        for (const auto& p : m.params)
+          if (!p.buffer) base_params.insert(qualified_name(m.path, p.name));
+      for (const auto& m : t.modules)
+        for (const auto& p : m.params)
+          if (!p.buffer) peft_params.insert(qualified_name(m.path, p.name));
+      const auto names = peft_base_names(t);
+      std::set<std::string> named;
+      for (const auto& [now, before] : names) {
+        CHECK_MESSAGE(peft_params.contains(now), now);
+        CHECK_MESSAGE(now.find(".lora_") == std::string::npos, now);
+        CHECK_MESSAGE(now.find(".modules_to_save.") == std::string::npos, now);
+        CHECK_MESSAGE(named.insert(before).second, before);
+      }
+      CHECK(named == base_params);
     }
   }
   MESSAGE("compared " << compared << " PeftModel records");

@@ -115,10 +115,11 @@ void take_checkpoint_facts(Planned& out, const ModuleTree& tree, const std::stri
     out.quantized = tree.quantized_4bit();
     if (peft.adapter.ends_with("adapter_config.json")) out.adapter_config = peft.adapter;
     out.checkpoint_dir = std::filesystem::path(tree.config_path).parent_path().string();
-    for (const auto& [now, before] : peft.base_names) out.aliases[now] = before;
+    const auto base_names = peft_base_names(tree);
+    for (const auto& [now, before] : base_names) out.aliases[now] = before;
     for (const auto& t : tree.tied) {
-      const auto stored = peft.base_names.find(t.target);
-      out.aliases[t.alias] = stored == peft.base_names.end() ? t.target : stored->second;
+      const auto stored = base_names.find(t.target);
+      out.aliases[t.alias] = stored == base_names.end() ? t.target : stored->second;
     }
     for (const Module& m : tree.modules)
       if (m.cls == "ModulesToSaveWrapper") out.saved_modules.insert(m.path);
