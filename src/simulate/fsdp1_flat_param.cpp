@@ -45,7 +45,7 @@ void validate_flattenable(const ModuleTree& tree, const ShardUnit& unit, const F
                              torch_dtype_name(first.dtype), torch_dtype_name(p.dtype), first.fqn, p.fqn)
                : fmt::format("ValueError: Must flatten tensors with uniform dtype but got {} and {} ({} vs {})",
                              torch_dtype_name(first.dtype), torch_dtype_name(p.dtype), first.fqn, p.fqn),
-          mixed_dtype_help({first.dtype, p.dtype}, {first.fqn, p.fqn})));
+          mixed_dtype_help({first.dtype, p.dtype}, {std::string(first.fqn), std::string(p.fqn)})));
       return;
     }
     if (!orig && p.requires_grad != first.requires_grad) {
@@ -94,8 +94,9 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
   for (int pidx : owned) {
     const ParamEntry& p = params[pidx];
     if (orig && total % align != 0) add_padding(align - total % align);
-    unit.layout.push_back(FlatSlot{p.fqn, total, p.numel, false, p.requires_grad, p.requires_grad && !p.unreached});
-    unit.params.push_back(p.fqn);
+    unit.layout.push_back(
+        FlatSlot{std::string(p.fqn), total, p.numel, false, p.requires_grad, p.requires_grad && !p.unreached});
+    unit.params.emplace_back(p.fqn);
     unit.param_numels.push_back(p.numel);
     unit.numel += p.numel;
     unit.requires_grad = unit.requires_grad || p.requires_grad;

@@ -98,7 +98,7 @@ class Fsdp1Wrapper {
         if (mod.children.empty())
           for (int pidx : params_.by_module(m)) {
             // Its own `weight`: the fqn is the module's path and ".weight" (or "weight" at the root).
-            const std::string& fqn = params_[pidx].fqn;
+            const std::string_view fqn = params_[pidx].fqn;
             if (fqn.size() == mod.path.size() + (mod.path.empty() ? 6 : 7) && fqn.ends_with("weight") &&
                 params_[pidx].requires_grad)
               return true;
@@ -256,7 +256,7 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
   for (int u : order) {
     ShardUnit unit = flat_unit(tree, s, plan, params, modules[u], owned[u], scratch);
     for (int pidx : owned[u])
-      if (holder[static_cast<std::size_t>(params[pidx].storage)] != u) unit.duplicated.push_back(params[pidx].fqn);
+      if (holder[static_cast<std::size_t>(params[pidx].storage)] != u) unit.duplicated.emplace_back(params[pidx].fqn);
     if (!unit.duplicated.empty()) report_duplicated_tie(tree, unit, s, scratch);
     unit_diagnostics.add_all(unit.path, scratch);
     plan.units.push_back(std::move(unit));

@@ -350,7 +350,7 @@ void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const st
   for (int pidx : owned) {
     const ParamEntry& p = params[pidx];
     if (trainable_only && !p.requires_grad) continue;
-    fqns.push_back(p.fqn);
+    fqns.emplace_back(p.fqn);
     if (std::find(dtypes.begin(), dtypes.end(), p.dtype) == dtypes.end()) dtypes.push_back(p.dtype);
     names.insert(torch_dtype_name(p.dtype));
   }
@@ -393,7 +393,7 @@ void check_no_duplicate_params(const ModuleTree& tree, const std::vector<std::pa
         return out.empty() ? std::string("<root>") : out;
       };
       sink.report(finding(
-          "PLAN019", model_location(tree, p.fqn),
+          "PLAN019", model_location(tree, std::string(p.fqn)),
           fmt::format("ValueError: Parameter '{}' is shared with a parameter already managed by another FSDP "
                       "group. For shared/tied parameters, use fully_shard([module_a, module_b]) to place them "
                       "in the same FSDP group. (raised at the first forward: the group of [{}] and the group of "
@@ -444,10 +444,10 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
     set_collective_dtypes(unit, s);
     for (int pidx : owned) {
       const ParamEntry& p = params[pidx];
-      if (holder.at(p.storage) != gi) unit.duplicated.push_back(p.fqn);
+      if (holder.at(p.storage) != gi) unit.duplicated.emplace_back(p.fqn);
       if (p.shape.empty()) {
         Diagnostic d =
-            finding("PLAN005", model_location(tree, p.fqn),
+            finding("PLAN005", model_location(tree, std::string(p.fqn)),
                     fmt::format("ValueError: fully_shard doesn't support scalar parameters. Change {} to a 1D tensor "
                                 "with numel equal to 1.",
                                 p.fqn));
@@ -471,7 +471,7 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
         unit.rank_pad[static_cast<std::size_t>(r)] +=
             (ps.rows_per_rank - chunk_real(d0, ps.rows_per_rank, r)) * ps.row_numel;
       unit.shard_numel += ps.rows_per_rank * ps.row_numel;
-      unit.params.push_back(p.fqn);
+      unit.params.emplace_back(p.fqn);
       unit.param_numels.push_back(p.numel);
       unit.numel += p.numel;
       unit.requires_grad = unit.requires_grad || p.requires_grad;

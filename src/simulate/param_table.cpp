@@ -28,21 +28,29 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
     for (const auto& p : mod.params)
       if (!p.tied_to.empty()) index.emplace(p.tied_to, -1);
   std::vector<std::string> alias_targets;  // per entry, only when the model has tied aliases
-  std::size_t count = 0;
-  for (const auto& mod : tree.modules) count += mod.params.size();
+  std::size_t count = 0, name_bytes = 0;
+  for (const auto& mod : tree.modules)
+    for (const auto& p : mod.params) {
+      ++count;
+      name_bytes += mod.path.size() + 1 + p.name.size();
+    }
   entries_.reserve(count);
+  names_.reserve(name_bytes);  // never grows past this: the views into it stay valid
   for (int m = 0; m < static_cast<int>(tree.modules.size()); ++m) {
     const Module& mod = tree.modules[m];
     first_[static_cast<std::size_t>(m)] = static_cast<int>(entries_.size());
     for (const auto& p : mod.params) {
       if (p.buffer) continue;  // buffers are never flattened or sharded
       ParamEntry e;
-      e.fqn = qualified_name(mod.path, p.name);
+      const std::size_t at = names_.size();
+      if (!mod.path.empty()) names_.append(mod.path).push_back('.');
+      names_.append(p.name);
+      e.fqn = std::string_view(names_).substr(at);
       e.module = m;
       e.shape = p.shape;
       e.numel = p.numel;
       e.dtype = p.dtype;
-      e.requires_grad = p.requires_grad && !(frozen && std::regex_search(e.fqn, *frozen));
+      e.requires_grad = p.requires_grad && !(frozen && std::regex_search(e.fqn.begin(), e.fqn.end(), *frozen));
       e.unreached = p.unreached;
       e.ignored = ignored_module_[static_cast<std::size_t>(m)];
       // accelerate 1.14 fsdp2_prepare_model (PR #3987) with torch >= 2.7: frozen Params4bit of an
@@ -60,7 +68,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
         e.dtype = DType::F32;
       const int idx = static_cast<int>(entries_.size());
       if (!index.empty()) {
-        if (const auto it = index.find(e.fqn); it != index.end()) it->second = idx;
+        if (const auto it = index.find(std::string(e.fqn)); it != index.end()) it->second = idx;
         alias_targets.push_back(p.tied_to);
       }
       entries_.push_back(std::move(e));
@@ -81,7 +89,7 @@ std::vector<IgnoredParam> ignored_params(const ParamTable& params) {
     const ParamEntry& p = params[static_cast<int>(i)];
     if (!p.ignored || seen[static_cast<std::size_t>(p.storage)]) continue;
     seen[static_cast<std::size_t>(p.storage)] = true;
-    out.push_back({p.fqn, p.numel, p.dtype, p.requires_grad});
+    out.push_back({std::string(p.fqn), p.numel, p.dtype, p.requires_grad});
   }
   return out;
 }

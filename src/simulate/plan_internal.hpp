@@ -2,6 +2,7 @@
 // Shared pieces of the FSDP simulators (not public API).
 
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <span>
 #include <vector>
@@ -13,7 +14,7 @@ namespace shardcheck {
 // Every parameter registration of the tree (tied aliases included, buffers excluded) with the
 // attributes FSDP looks at. `storage` identifies the Parameter object: an alias points at its target.
 struct ParamEntry {
-  std::string fqn;
+  std::string_view fqn;  // in the table's one block of names (a PeftModel has ~3,000 parameters)
   int module = -1;
   std::span<const std::int64_t> shape;  // the tree's ParamInfo::shape (the tree outlives the table)
   std::int64_t numel = 0;
@@ -27,6 +28,10 @@ struct ParamEntry {
 class ParamTable {
  public:
   ParamTable(const ModuleTree& tree, const FsdpSettings& s);
+  // Entries view names_: a copy would view the original's, and a move of a short (inline) string
+  // would leave them dangling.
+  ParamTable(const ParamTable&) = delete;
+  ParamTable& operator=(const ParamTable&) = delete;
   const ParamEntry& operator[](int i) const { return entries_[static_cast<std::size_t>(i)]; }
   std::size_t size() const { return entries_.size(); }
   // The entries of module m's own parameters: consecutive, as the table lists modules in order.
@@ -51,6 +56,7 @@ class ParamTable {
   bool ignored_module(int m) const { return ignored_module_[static_cast<std::size_t>(m)]; }
 
  private:
+  std::string names_;  // every entry's fqn, back to back; sized once, so the views stay valid
   std::vector<ParamEntry> entries_;
   std::vector<int> first_;  // module -> its first entry; first_[modules] = size()
   std::vector<bool> ignored_module_;
