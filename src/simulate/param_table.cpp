@@ -71,7 +71,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
         if (const auto it = index.find(std::string(e.fqn)); it != index.end()) it->second = idx;
         alias_targets.push_back(p.tied_to);
       }
-      entries_.push_back(std::move(e));
+      entries_.push_back(e);  // trivially copyable: views and numbers
     }
   }
   first_.back() = static_cast<int>(entries_.size());
