@@ -127,6 +127,8 @@ struct ModuleTree {
 // A parameter's or module's full name: "<path>.<name>", or `name` alone under the root (path "").
 // One allocation: the plan builds one for every parameter of a PeftModel (~3,000 on Llama-3.1-405B).
 std::string qualified_name(std::string_view path, std::string_view name);
+// The same appended to `out` (a block of names that holds many).
+void append_qualified_name(std::string& out, std::string_view path, std::string_view name);
 
 struct ResolveOptions {
   Version transformers = TransformersVersions::newest();

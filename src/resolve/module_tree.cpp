@@ -607,9 +607,13 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
 std::string qualified_name(std::string_view path, std::string_view name) {
   std::string s;
   s.reserve(path.size() + 1 + name.size());
-  if (!path.empty()) s.append(path).append(1, '.');
-  s.append(name);
-  return s;  // `return s.append(name)` would copy: append returns a reference, which defeats NRVO
+  append_qualified_name(s, path, name);
+  return s;
+}
+
+void append_qualified_name(std::string& out, std::string_view path, std::string_view name) {
+  if (!path.empty()) out.append(path).append(1, '.');
+  out.append(name);
 }
 
 ParamInfo* find_param(ModuleTree& tree, const std::string& full_name) {

@@ -43,8 +43,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
       if (p.buffer) continue;  // buffers are never flattened or sharded
       ParamEntry e;
       const std::size_t at = names_.size();
-      if (!mod.path.empty()) names_.append(mod.path).push_back('.');
-      names_.append(p.name);
+      append_qualified_name(names_, mod.path, p.name);
       e.fqn = std::string_view(names_).substr(at);
       e.module = m;
       e.shape = p.shape;

@@ -45,6 +45,11 @@ TEST_CASE("chunk_split: torch.chunk padding sits on the highest ranks") {
 TEST_CASE("qualified_name: a parameter's full name, as named_parameters() prints it") {
   CHECK(qualified_name("", "weight") == "weight");  // a parameter of the root module
   CHECK(qualified_name("model.layers.0.self_attn.q_proj", "weight") == "model.layers.0.self_attn.q_proj.weight");
+  // Appended back to back into one block of names, as ParamTable keeps them.
+  std::string block;
+  append_qualified_name(block, "", "weight");
+  append_qualified_name(block, "lm_head", "weight");
+  CHECK(block == "weightlm_head.weight");
 }
 
 TEST_CASE("fsdp1 plan: transformer wrap of the llama fixture, W=3, use_orig_params=False") {
