@@ -53,7 +53,11 @@ struct Module {
   std::vector<int> children;      // registration order
   std::vector<ParamInfo> params;  // registration order
   std::int64_t own_numel = 0;     // own parameters, tied aliases not counted
-  std::int64_t total_numel = 0;   // subtree, every storage counted once
+  std::int64_t total_numel = 0;   // subtree, every storage counted once (one instance of a repeat)
+  // In a folded tree (shardcheck/repeated_blocks.hpp): this module stands for itself and the
+  // `repeat - 1` siblings that followed it, named on from its numeric name ("0" of 126: "0".."125"),
+  // each identical to it in everything; its subtree is the first instance's. 1 everywhere else.
+  int repeat = 1;
 };
 
 // What get_peft_model built (shardcheck/peft_model.hpp): the one home of peft's counts, which the
@@ -92,6 +96,9 @@ struct ModuleTree {
   bool classes_guessed = false;   // fallback for an unknown model_type
   bool from_checkpoint = false;   // shapes/dtypes confirmed by safetensors headers
   std::int64_t num_params = 0;    // distinct parameter storages
+  // Runs of identical repeated blocks are held once (Module::repeat; shardcheck/repeated_blocks.hpp).
+  // The counts above and below count every instance all the same.
+  bool folded = false;
   // With a PEFT adapter: what it added and what trains. nullopt: a full fine-tune, every parameter
   // trains (unless plan --frozen says otherwise).
   std::optional<PeftSummary> peft;

@@ -39,7 +39,10 @@ struct PeftRules {
 // (findings in `sink`) where peft itself would raise (no module matched, an unsupported module type)
 // or where shardcheck cannot lay the adapter out (DoRA on an embedding). target_parameters (given, or
 // peft's conversion of transformers 5 MoE targets) become nested ParamWrapper layers.
-bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules, DiagnosticSink& sink);
+// `fold_repeats`: the result may be a folded tree (shardcheck/repeated_blocks.hpp), for a caller whose
+// later stages read one.
+bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules, DiagnosticSink& sink,
+                        bool fold_repeats = false);
 // FSDP + QLoRA with a release below peft's guide (PEFT011, a warning for each known one).
 void check_qlora_versions(const StackVersions& versions, const PeftRules& rules, const std::string& fallback_file,
                           DiagnosticSink& sink);

@@ -16,6 +16,7 @@
 
 #include "resolve/scope.hpp"
 #include "resolve/tree_internal.hpp"
+#include "shardcheck/repeated_blocks.hpp"
 
 namespace shardcheck {
 
@@ -633,23 +634,28 @@ void finalize_counts(ModuleTree& tree) {
   tree.dtype_numel.clear();
   std::array<std::int64_t, kNumDTypes> per_dtype{};  // summed here, a map entry per dtype after
   std::array<bool, kNumDTypes> seen{};
-  for (auto& m : tree.modules) {
+  // A folded tree's module stands for as many instances as this says (shardcheck/repeated_blocks.hpp).
+  const std::vector<std::int64_t> mult = tree.folded ? module_multiplicity(tree) : std::vector<std::int64_t>();
+  for (std::size_t i = 0; i < tree.modules.size(); ++i) {
+    Module& m = tree.modules[i];
+    const std::int64_t k = mult.empty() ? 1 : mult[i];
     m.own_numel = 0;
     for (const auto& p : m.params) {
       if (p.buffer || !p.tied_to.empty()) continue;
       m.own_numel += p.numel;
-      tree.num_params += p.numel;
-      tree.num_tensors += 1;
-      per_dtype[static_cast<std::size_t>(p.dtype)] += p.numel;
+      tree.num_params += k * p.numel;
+      tree.num_tensors += k;
+      per_dtype[static_cast<std::size_t>(p.dtype)] += k * p.numel;
       seen[static_cast<std::size_t>(p.dtype)] = true;
     }
     m.total_numel = m.own_numel;
   }
   for (std::size_t d = 0; d < per_dtype.size(); ++d)
     if (seen[d]) tree.dtype_numel[static_cast<DType>(d)] = per_dtype[d];
-  // Pre-order storage: children come after parents, so a reverse sweep accumulates subtrees.
+  // Pre-order storage: children come after parents, so a reverse sweep accumulates subtrees (a
+  // module's total is one instance's; its parent holds all of them).
   for (std::size_t i = tree.modules.size(); i-- > 1;)
-    tree.modules[tree.modules[i].parent].total_numel += tree.modules[i].total_numel;
+    tree.modules[tree.modules[i].parent].total_numel += tree.modules[i].repeat * tree.modules[i].total_numel;
 }
 
 }  // namespace shardcheck

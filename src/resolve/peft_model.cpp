@@ -30,6 +30,7 @@
 #include <cstring>
 #include <span>
 #include <functional>
+#include <map>
 #include <regex>
 #include <set>
 #include <unordered_set>
@@ -37,6 +38,7 @@
 
 #include "resolve/registry_yaml.hpp"
 #include "resolve/tree_internal.hpp"
+#include "shardcheck/repeated_blocks.hpp"
 #include "util/stage_timer.hpp"
 
 namespace shardcheck {
@@ -214,7 +216,10 @@ class Builder {
     } else {
       take_params(old, m);
     }
-    for (int c : src.children) copy(c, m, base_.modules[static_cast<std::size_t>(c)].name, deep);
+    for (int c : src.children) {
+      const Module& child = base_.modules[static_cast<std::size_t>(c)];
+      out_.modules[static_cast<std::size_t>(copy(c, m, child.name, deep))].repeat = child.repeat;
+    }
     return m;
   }
 
@@ -571,7 +576,8 @@ std::unordered_map<std::string, std::string> peft_base_names(const ModuleTree& t
   return names;
 }
 
-bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRules& rules, DiagnosticSink& sink) {
+bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRules& rules, DiagnosticSink& sink,
+                        bool fold_repeats) {
   // LoraLayer.update_layer builds nn.Dropout(p=lora_dropout) when it is above 0, and torch refuses a
   // probability above 1 (torch/nn/modules/dropout.py); 0 or less is an Identity.
   if (given.lora_dropout > 1) {
@@ -812,6 +818,49 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
         }
       }
 
+  // A caller that reads folded trees gets the PeftModel with its repeated blocks held once: the base
+  // model folds where the decisions above agree block for block (a rank_pattern or
+  // layers_to_transform that tells layers apart keeps them apart), and the build then makes one
+  // instance of each. Saved adapter weights are checked against every instance's name, so an adapter
+  // with weights is built whole.
+  if (fold_repeats && !a.weights) {
+    std::vector<std::uint64_t> marks(base.modules.size(), 0);
+    std::map<std::vector<int>, std::size_t> wrapped_kinds;
+    for (std::size_t i = 1; i < base.modules.size(); ++i) {
+      std::uint64_t mark = saved[i] ? 1 : 0;
+      if (target[i] == Target::lora)
+        mark |= 2 | static_cast<std::uint64_t>(static_cast<std::uint32_t>(injector->rank(base.modules[i].path))) << 8;
+      // A module with wrapped parameters is no LoRA target (PEFT013 above): which of its parameters
+      // are wrapped, by position, with each one's rank, as a number that names that list.
+      if (!wrapped[i].empty()) {
+        std::vector<int> key;
+        for (const ParamInfo* p : wrapped[i]) {
+          key.push_back(static_cast<int>(p - base.modules[i].params.data()));
+          key.push_back(injector->rank(qualified_name(base.modules[i].path, p->name)));
+        }
+        const auto [it, added] = wrapped_kinds.try_emplace(std::move(key), wrapped_kinds.size() + 1);
+        mark |= static_cast<std::uint64_t>(it->second) << 40;
+      }
+      marks[i] = mark;
+    }
+    const std::vector<int> now = fold_repeated_blocks(tree, marks);
+    if (tree.folded) {
+      std::vector<Target> folded_target(base.modules.size(), Target::none);
+      std::vector<char> folded_saved(base.modules.size(), 0);
+      std::vector<std::vector<const ParamInfo*>> folded_wrapped(base.modules.size());
+      for (std::size_t i = 0; i < now.size(); ++i) {
+        if (now[i] < 0) continue;
+        const auto k = static_cast<std::size_t>(now[i]);
+        folded_target[k] = target[i];
+        folded_saved[k] = saved[i];
+        folded_wrapped[k] = std::move(wrapped[i]);  // the parameters moved with their modules
+      }
+      target = std::move(folded_target);
+      saved = std::move(folded_saved);
+      wrapped = std::move(folded_wrapped);
+    }
+  }
+
   timer.lap("peft: build");
   // Build the PeftModel.
   ModuleTree out;
@@ -822,7 +871,10 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   for (const auto& path : summary.saved)
     for (const auto& m : base.modules)
       if (m.path == path || m.path.starts_with(path + ".")) saved_modules += 2;
-  out.modules.reserve(base.modules.size() + 10 * summary.targeted.size() + saved_modules + 2);
+  std::size_t layers = 0;  // in this tree, which may hold one block of each run
+  for (std::size_t i = 0; i < base.modules.size(); ++i)
+    layers += (target[i] == Target::lora ? 1 : 0) + wrapped[i].size();
+  out.modules.reserve(base.modules.size() + 10 * layers + saved_modules + 2);
   Builder b(out, base);
   const std::string root_cls = a.task_type == "CAUSAL_LM" ? "PeftModelForCausalLM"
                                : a.task_type == "SEQ_CLS" ? "PeftModelForSequenceClassification"
@@ -858,7 +910,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     b.add(wrapper, "lora_embedding_B", "ParameterDict");
     b.add(wrapper, "lora_magnitude_vector", "ModuleDict");
   };
-  emit = [&](int old, int parent, const std::string& name) {
+  auto emit_one = [&](int old, int parent, const std::string& name) {
     const Module& src = base.modules[static_cast<std::size_t>(old)];
     if (saved[static_cast<std::size_t>(old)]) {
       const int w = b.add(parent, name, "ModulesToSaveWrapper");
@@ -916,6 +968,13 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
     }
     const int mag = b.add(layer, "lora_magnitude_vector", "ModuleDict");
     if (a.use_dora) b.param(b.add(mag, a.name, "DoraLinearLayer"), "weight", {outf}, dt);
+  };
+  // What takes a base module's place (the module, its LoRA layer, wrapper or ParamWrapper) stands for
+  // as many instances as the base module in a folded tree.
+  emit = [&](int old, int parent, const std::string& name) {
+    const std::size_t first = out.modules.size();
+    emit_one(old, parent, name);
+    out.modules[first].repeat = base.modules[static_cast<std::size_t>(old)].repeat;
   };
   emit(0, lora_model, "model");
 
@@ -981,12 +1040,13 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       for (auto& p : m.params)
         if (!p.buffer && p.requires_grad) p.dtype = *a.trainable_dtype;
   finalize_counts(tree);
-  for (const auto& m : tree.modules)
-    for (const auto& p : m.params) {
+  const std::vector<std::int64_t> mult = module_multiplicity(tree);
+  for (std::size_t i = 0; i < tree.modules.size(); ++i)
+    for (const auto& p : tree.modules[i].params) {
       if (p.buffer || !p.tied_to.empty()) continue;
       // peft's get_nb_trainable_parameters counts a Params4bit as numel * 2 * itemsize: the
       // elements it packs.
-      const std::int64_t n = p.packed_4bit() ? p.numel * 2 * std::max(1, dtype_bits(p.dtype) / 8) : p.numel;
+      const std::int64_t n = mult[i] * (p.packed_4bit() ? p.numel * 2 * std::max(1, dtype_bits(p.dtype) / 8) : p.numel);
       summary.total += n;
       if (p.requires_grad) summary.trainable += n;
     }

@@ -1,0 +1,205 @@
+// Folded module trees (shardcheck/repeated_blocks.hpp): a fold followed by its expansion must give
+// back the materialised tree exactly, the counts of a folded tree are those of the whole model, and
+// a PeftModel built on a folded base model (apply_lora_adapter with fold_repeats) expands to the very
+// tree that the materialised build gives, on every adapter recorded from real peft and on corpus
+// models with adapters that tell layers apart.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "shardcheck/load_tree.hpp"
+#include "shardcheck/peft_model.hpp"
+#include "shardcheck/repeated_blocks.hpp"
+#include "oracle_case.hpp"
+#include "test_files.hpp"
+
+using namespace shardcheck;
+using namespace shardcheck::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kFixtures = fs::path(SHARDCHECK_FIXTURES_DIR);
+
+ModuleTree load(const fs::path& model, bool config_only) {
+  DiagnosticSink sink;
+  ResolveOptions opt;
+  opt.transformers = *Version::parse("5.12.1");
+  LoadedTree loaded = load_module_tree(model.string(), config_only, SHARDCHECK_SOURCE_DIR "/rules", opt, sink);
+  REQUIRE_MESSAGE(loaded.tree.has_value(), errors_of(sink));
+  return std::move(*loaded.tree);
+}
+
+// Every field of every module and parameter, in order, and the tree's counts.
+void require_same_tree(const ModuleTree& got, const ModuleTree& want) {
+  CHECK(got.folded == want.folded);
+  CHECK(got.num_params == want.num_params);
+  CHECK(got.num_tensors == want.num_tensors);
+  CHECK(got.dtype_numel == want.dtype_numel);
+  REQUIRE(got.modules.size() == want.modules.size());
+  for (std::size_t i = 0; i < got.modules.size(); ++i) {
+    const Module& a = got.modules[i];
+    const Module& b = want.modules[i];
+    CAPTURE(b.path);
+    REQUIRE(a.path == b.path);
+    CHECK(a.name == b.name);
+    CHECK(a.cls == b.cls);
+    CHECK(a.parent == b.parent);
+    CHECK(a.children == b.children);
+    CHECK(a.repeat == b.repeat);
+    CHECK(a.own_numel == b.own_numel);
+    CHECK(a.total_numel == b.total_numel);
+    REQUIRE(a.params.size() == b.params.size());
+    for (std::size_t k = 0; k < a.params.size(); ++k) {
+      const ParamInfo& p = a.params[k];
+      const ParamInfo& q = b.params[k];
+      CAPTURE(q.name);
+      CHECK(p.name == q.name);
+      CHECK(p.shape == q.shape);
+      CHECK(p.dtype == q.dtype);
+      CHECK(p.numel == q.numel);
+      CHECK(p.tied_to == q.tied_to);
+      CHECK(p.buffer == q.buffer);
+      CHECK(p.in_checkpoint == q.in_checkpoint);
+      CHECK(p.requires_grad == q.requires_grad);
+      CHECK(p.unreached == q.unreached);
+      CHECK(p.fused_from == q.fused_from);
+      CHECK(p.unpacked_shape == q.unpacked_shape);
+    }
+  }
+}
+
+// The adapter applied to `base` both ways; the folded result, expanded, must be the materialised
+// one. Returns how many modules the folded PeftModel holds, and the materialised one.
+std::pair<std::size_t, std::size_t> require_fold_exact(const ModuleTree& base, const LoraAdapter& adapter) {
+  DiagnosticSink sink;
+  const auto rules = PeftRules::load(SHARDCHECK_SOURCE_DIR "/rules", sink);
+  REQUIRE(rules.has_value());
+  ModuleTree whole = base;
+  DiagnosticSink whole_sink;
+  REQUIRE_MESSAGE(apply_lora_adapter(whole, adapter, *rules, whole_sink), errors_of(whole_sink));
+  ModuleTree folded = base;
+  DiagnosticSink folded_sink;
+  REQUIRE(apply_lora_adapter(folded, adapter, *rules, folded_sink, /*fold_repeats=*/true));
+  CHECK(folded_sink.items().size() == whole_sink.items().size());
+  REQUIRE(folded.peft.has_value());
+  CHECK(folded.peft->trainable == whole.peft->trainable);
+  CHECK(folded.peft->total == whole.peft->total);
+  CHECK(folded.peft->targeted == whole.peft->targeted);
+  CHECK(folded.peft->saved == whole.peft->saved);
+  CHECK(folded.tied.size() == whole.tied.size());
+  const std::size_t held = folded.modules.size();
+  expand_repeated_blocks(folded);
+  require_same_tree(folded, whole);
+  return {held, whole.modules.size()};
+}
+
+}  // namespace
+
+TEST_CASE("repeated blocks: Llama-3.1-70B's 80 decoder layers fold into one and expand back") {
+  const ModuleTree whole = load(kFixtures / "corpus-configs" / "meta-llama__Llama-3.1-70B-Instruct.json", true);
+  ModuleTree tree = whole;
+  const std::vector<int> now = fold_repeated_blocks(tree);
+  REQUIRE(tree.folded);
+  // The 80 layers are model.layers.0..79 (9 modules each: the layer, self_attn and its 4
+  // projections, mlp and its 3, ... as the registry lays them out): 79 of them go.
+  std::size_t per_layer = 0;
+  for (const Module& m : whole.modules)
+    if (m.path == "model.layers.0" || m.path.starts_with("model.layers.0.")) ++per_layer;
+  CHECK(tree.modules.size() == whole.modules.size() - 79 * per_layer);
+  int layers = -1;
+  for (std::size_t i = 0; i < whole.modules.size(); ++i) {
+    if (whole.modules[i].path == "model.layers.0") layers = now[i];
+    if (whole.modules[i].path == "model.layers.1") CHECK(now[i] == -1);
+  }
+  REQUIRE(layers >= 0);
+  CHECK(tree.modules[static_cast<std::size_t>(layers)].repeat == 80);
+  // Counts are the whole model's: published 70.6B (config-only inspect reproduces it exactly).
+  CHECK(tree.num_params == whole.num_params);
+  CHECK(tree.modules[0].total_numel == whole.modules[0].total_numel);
+  const std::vector<std::int64_t> mult = module_multiplicity(tree);
+  CHECK(mult[static_cast<std::size_t>(layers)] == 80);
+  CHECK(mult[static_cast<std::size_t>(layers) + 1] == 80);  // its first child
+  expand_repeated_blocks(tree);
+  require_same_tree(tree, whole);
+}
+
+TEST_CASE("repeated blocks: instances that differ, or that something outside names, stay apart") {
+  ModuleTree whole = load(kFixtures / "corpus-configs" / "meta-llama__Llama-3.1-70B-Instruct.json", true);
+  // Layer 5 frozen (plan --frozen does this by name): 0-4, 5, 6-79.
+  for (Module& m : whole.modules)
+    if (m.path.starts_with("model.layers.5."))
+      for (ParamInfo& p : m.params) p.requires_grad = false;
+  // A name pointing into layer 40 keeps layer 40 where it is: it may start a run, not be dropped
+  // from one: 6-39, 40-79.
+  whole.output_embeddings = "model.layers.40.mlp";
+  ModuleTree tree = whole;
+  fold_repeated_blocks(tree);
+  std::vector<std::pair<std::string, int>> runs;
+  for (const Module& m : tree.modules)
+    if (m.parent >= 0 && tree.modules[static_cast<std::size_t>(m.parent)].path == "model.layers")
+      runs.emplace_back(m.name, m.repeat);
+  const std::vector<std::pair<std::string, int>> want = {{"0", 5}, {"5", 1}, {"6", 34}, {"40", 40}};
+  CHECK(runs == want);
+  expand_repeated_blocks(tree);
+  require_same_tree(tree, whole);
+}
+
+TEST_CASE("repeated blocks: a PeftModel built folded is the materialised one, on every recorded adapter") {
+  int compared = 0, folded = 0;
+  for (const auto& dir : fs::directory_iterator(kFixtures / "peft-oracle" / "adapters")) {
+    for (const auto& file : json_files(dir.path(), "record")) {
+      const json rec = read_json(file);
+      CAPTURE(file.string());
+      if (!rec.value("quant", json()).is_null()) continue;  // the 4-bit records: the same builder
+      const ModuleTree base =
+          load(kFixtures / "oracle2" / "models" / rec.at("model").get<std::string>(), /*config_only=*/false);
+      DiagnosticSink sink;
+      auto adapter = load_adapter_config(dir.path().string(), sink);
+      REQUIRE(adapter.has_value());
+      adapter->weights.reset();  // an adapter with saved weights is never folded
+      const auto [held, all] = require_fold_exact(base, *adapter);
+      if (held < all) ++folded;
+      ++compared;
+    }
+  }
+  CHECK(compared >= 17);
+  // All but the adapter that tells the two layers apart (llama-layers: layers_to_transform [1]).
+  CHECK(folded == compared - 1);
+}
+
+TEST_CASE("repeated blocks: LoRA on Llama-3.1-70B folds as far as the adapter lets it") {
+  const ModuleTree base = load(kFixtures / "corpus-configs" / "meta-llama__Llama-3.1-70B-Instruct.json", true);
+  LoraAdapter a;
+  a.source = "test";
+  a.task_type = "CAUSAL_LM";
+  a.r = 16;
+  a.target_modules.kind = ModuleSelector::Kind::all_linear;
+  SUBCASE("all-linear: one layer of 80 built") {
+    // 7 LoRA layers per decoder layer, each its base_layer and 10 more modules (peft 0.20
+    // LoraLayer.__init__): the folded PeftModel holds one decoder layer of them.
+    const std::size_t held = require_fold_exact(base, a).first;
+    std::size_t per_layer = 0;
+    for (const Module& m : base.modules)
+      if (m.path == "model.layers.0" || m.path.starts_with("model.layers.0.")) ++per_layer;
+    CHECK(held == base.modules.size() - 79 * per_layer + 7 * 10 + 2);
+  }
+  SUBCASE("rank_pattern on layer 7") {
+    a.rank_pattern = {{"layers\\.7\\.self_attn\\.q_proj", 64}};
+    require_fold_exact(base, a);
+  }
+  SUBCASE("layers_to_transform") {
+    a.target_modules.kind = ModuleSelector::Kind::names;
+    a.target_modules.names = {"q_proj", "v_proj"};
+    a.layers_to_transform = std::vector<int>{0, 1, 2, 40};
+    require_fold_exact(base, a);
+  }
+  SUBCASE("a regex naming some layers, modules_to_save, DoRA and biases") {
+    a.target_modules.kind = ModuleSelector::Kind::regex;
+    a.target_modules.regex = R"(.*layers\.(1|2|3)\d*\.mlp\.(up|down)_proj)";
+    a.modules_to_save = {"lm_head", "layers.9.input_layernorm"};
+    a.use_dora = true;
+    a.bias = "all";
+    require_fold_exact(base, a);
+  }
+}
