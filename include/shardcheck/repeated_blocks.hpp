@@ -26,8 +26,9 @@ namespace shardcheck {
 // Returns, per module of the tree as it was, its index in the folded tree (-1: folded away).
 std::vector<int> fold_repeated_blocks(ModuleTree& tree, std::span<const std::uint64_t> marks = {});
 
-// The inverse: every instance materialised, named and with paths as the model has them.
-void expand_repeated_blocks(ModuleTree& tree);
+// The inverse: every instance materialised, named and with paths as the model has them. `origin`,
+// when given, receives for each module of the result the folded module it is an instance of.
+void expand_repeated_blocks(ModuleTree& tree, std::vector<int>* origin = nullptr);
 
 // How many instances each module stands for: the product of its own and its ancestors' repeats.
 std::vector<std::int64_t> module_multiplicity(const ModuleTree& tree);

@@ -57,6 +57,9 @@ struct ShardUnit {
   bool gets_grad = true;                      // some parameter gets a gradient in a step (torch allocates one)
   std::optional<bool> reshard_after_forward;  // FSDP2 group setting after torch's defaults
   std::vector<std::string> duplicated;        // tied parameters flattened again although another unit holds them
+  // In the plan of a folded tree (shardcheck/repeated_blocks.hpp): how many identical units this one
+  // stands for, one per instance of its module; its path and names are the first instance's.
+  std::int64_t instances = 1;
 };
 
 // A parameter of an ignored module: whole on every rank, in no unit, reduced by no FSDP collective.
@@ -96,6 +99,12 @@ struct ShardPlan {
 ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink);
 // FSDP2: `fully_shard` groups as accelerate's fsdp2_prepare_model calls them.
 ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink);
+// Whether a plan of a folded tree is exact as it is: every unit holds parameters of one instance of
+// its module only (a unit above a run, such as a root that keeps the decoder layers, would flatten
+// every instance), and the policy decides alike for every instance (a size policy counts a subtree's
+// elements, which a fold holds once). True for a tree that is not folded. Where false, the tree is
+// expanded and planned again.
+bool folded_plan_exact(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan);
 // Warnings about a plan that runs but is probably not what was meant (PLAN013: a wrap class that
 // holds no parameters; PLAN014: most parameters left in the root unit).
 void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink);

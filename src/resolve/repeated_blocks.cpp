@@ -140,8 +140,13 @@ std::vector<int> fold_repeated_blocks(ModuleTree& tree, std::span<const std::uin
   return new_index;
 }
 
-void expand_repeated_blocks(ModuleTree& tree) {
+void expand_repeated_blocks(ModuleTree& tree, std::vector<int>* origin) {
+  if (origin) {
+    origin->resize(tree.modules.size());
+    for (std::size_t i = 0; i < origin->size(); ++i) (*origin)[i] = static_cast<int>(i);
+  }
   if (!tree.folded) return;
+  if (origin) origin->clear();
   const std::vector<std::int64_t> mult = module_multiplicity(tree);
   std::int64_t total = 0;
   for (const std::int64_t k : mult) total += k;
@@ -160,6 +165,7 @@ void expand_repeated_blocks(ModuleTree& tree) {
     m.total_numel = src.total_numel;
     const int idx = static_cast<int>(out.size());
     out.push_back(std::move(m));
+    if (origin) origin->push_back(old);
     if (parent >= 0) out[static_cast<std::size_t>(parent)].children.push_back(idx);
     for (const int c : src.children) {
       const Module& child = tree.modules[static_cast<std::size_t>(c)];

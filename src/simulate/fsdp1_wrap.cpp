@@ -9,6 +9,7 @@
 #include <regex>
 
 #include "shardcheck/finding_codes.hpp"
+#include "shardcheck/repeated_blocks.hpp"
 #include "simulate/plan_internal.hpp"
 #include "simulate/unit_diagnostics.hpp"
 
@@ -250,11 +251,13 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       if (first < 0) first = static_cast<int>(u);
     }
 
+  const std::vector<std::int64_t> instances = tree.folded ? module_multiplicity(tree) : std::vector<std::int64_t>();
   UnitDiagnostics unit_diagnostics;  // repeated blocks failing alike are reported once
   DiagnosticSink scratch;
   plan.units.reserve(order.size());
   for (int u : order) {
     ShardUnit unit = flat_unit(tree, s, plan, params, modules[u], owned[u], scratch);
+    if (!instances.empty()) unit.instances = instances[static_cast<std::size_t>(modules[u])];
     for (int pidx : owned[u])
       if (holder[static_cast<std::size_t>(params[pidx].storage)] != u) unit.duplicated.emplace_back(params[pidx].fqn);
     if (!unit.duplicated.empty()) report_duplicated_tie(tree, unit, s, scratch);
@@ -265,6 +268,23 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
   check_tied_views(tree, s, plan, params, modules, holder, sink);
   plan.ignored = ignored_params(params);
   return plan;
+}
+
+bool folded_plan_exact(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan) {
+  if (!tree.folded) return true;
+  if (plan.fsdp_version != 1 || plan.tensor_parallel) return false;  // FSDP1's units are what this reads
+  if (s.policy.value == WrapPolicyKind::size || !s.ignored_modules.value.empty() || !plan.ignored.empty()) return false;
+  const std::vector<std::int64_t> mult = module_multiplicity(tree);
+  std::vector<int> owner(tree.modules.size(), -1);  // module -> its innermost unit's module
+  for (const ShardUnit& u : plan.units)
+    if (u.module >= 0) owner[static_cast<std::size_t>(u.module)] = u.module;
+  for (std::size_t i = 1; i < tree.modules.size(); ++i) {
+    int& o = owner[i];
+    if (o < 0) o = owner[static_cast<std::size_t>(tree.modules[i].parent)];
+    // A module held once for several instances but flattened by a unit that stands for fewer.
+    if (o >= 0 && !tree.modules[i].params.empty() && mult[i] != mult[static_cast<std::size_t>(o)]) return false;
+  }
+  return true;
 }
 
 }  // namespace shardcheck

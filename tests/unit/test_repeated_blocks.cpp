@@ -6,10 +6,12 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <map>
 
 #include "shardcheck/load_tree.hpp"
 #include "shardcheck/peft_model.hpp"
 #include "shardcheck/repeated_blocks.hpp"
+#include "shardcheck/shard_plan.hpp"
 #include "oracle_case.hpp"
 #include "test_files.hpp"
 
@@ -202,4 +204,131 @@ TEST_CASE("repeated blocks: LoRA on Llama-3.1-70B folds as far as the adapter le
     a.bias = "all";
     require_fold_exact(base, a);
   }
+}
+
+namespace {
+
+// The plan of the folded tree against the plan of the materialised one: each materialised unit is
+// an instance of a folded unit (the module it expands from) with the same numbers and layout, its
+// parameter names differing only in the instance's path, and every folded unit stands for as many
+// as it says.
+void require_same_plan(const ShardPlan& whole, const ModuleTree& folded_tree, const ShardPlan& folded) {
+  ModuleTree expanded = folded_tree;
+  std::vector<int> origin;
+  expand_repeated_blocks(expanded, &origin);
+  std::map<int, const ShardUnit*> by_module;
+  for (const ShardUnit& f : folded.units) by_module[f.module] = &f;
+  std::map<int, std::int64_t> seen;
+  for (const ShardUnit& u : whole.units) {
+    CAPTURE(u.path);
+    const auto it = by_module.find(origin[static_cast<std::size_t>(u.module)]);
+    REQUIRE(it != by_module.end());
+    const ShardUnit& f = *it->second;
+    CHECK(f.cls == u.cls);
+    CHECK(f.numel == u.numel);
+    CHECK(f.padded_numel == u.padded_numel);
+    CHECK(f.shard_numel == u.shard_numel);
+    CHECK(f.rank_pad == u.rank_pad);
+    CHECK(f.dtype == u.dtype);
+    CHECK(f.compute_dtype == u.compute_dtype);
+    CHECK(f.reduce_dtype == u.reduce_dtype);
+    CHECK(f.requires_grad == u.requires_grad);
+    CHECK(f.gets_grad == u.gets_grad);
+    CHECK(f.param_numels == u.param_numels);
+    CHECK(f.duplicated.size() == u.duplicated.size());
+    REQUIRE(f.params.size() == u.params.size());
+    for (std::size_t k = 0; k < u.params.size(); ++k)
+      CHECK(f.params[k].substr(f.path.size()) == u.params[k].substr(u.path.size()));
+    REQUIRE(f.layout.size() == u.layout.size());
+    for (std::size_t k = 0; k < u.layout.size(); ++k) {
+      CHECK(f.layout[k].offset == u.layout[k].offset);
+      CHECK(f.layout[k].numel == u.layout[k].numel);
+      CHECK(f.layout[k].padding == u.layout[k].padding);
+      CHECK(f.layout[k].requires_grad == u.layout[k].requires_grad);
+      CHECK(f.layout[k].gets_grad == u.layout[k].gets_grad);
+    }
+    ++seen[f.module];
+  }
+  for (const ShardUnit& f : folded.units) CHECK(seen[f.module] == f.instances);
+}
+
+// Both trees planned by FSDP1 under `s`; the folded plan must be exact and match.
+void require_fold_plans_alike(const ModuleTree& whole, const ModuleTree& folded, const FsdpSettings& s) {
+  DiagnosticSink a, b;
+  const ShardPlan plan = plan_fsdp1(whole, s, a);
+  const ShardPlan folded_plan = plan_fsdp1(folded, s, b);
+  REQUIRE(folded_plan_exact(folded, s, folded_plan));
+  require_same_plan(plan, folded, folded_plan);
+}
+
+FsdpSettings fsdp1(int world, WrapPolicyKind policy, std::vector<std::string> classes, bool orig) {
+  FsdpSettings s;
+  s.world_size.value = world;
+  s.policy.value = policy;
+  s.wrap_classes.value = std::move(classes);
+  s.use_orig_params.value = orig;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("repeated blocks: the FSDP1 plan of a folded PeftModel is the materialised plan's, unit by unit") {
+  DiagnosticSink sink;
+  const auto rules = PeftRules::load(SHARDCHECK_SOURCE_DIR "/rules", sink);
+  REQUIRE(rules.has_value());
+  auto both = [&](const ModuleTree& base, const LoraAdapter& a) {
+    ModuleTree whole = base, folded = base;
+    DiagnosticSink s1, s2;
+    REQUIRE(apply_lora_adapter(whole, a, *rules, s1));
+    REQUIRE(apply_lora_adapter(folded, a, *rules, s2, true));
+    return std::pair{std::move(whole), std::move(folded)};
+  };
+  int planned = 0;
+  for (const auto& dir : fs::directory_iterator(kFixtures / "peft-oracle" / "adapters")) {
+    const json rec = read_json(dir.path() / "record.json");
+    CAPTURE(dir.path().string());
+    const ModuleTree base = load(kFixtures / "oracle2" / "models" / rec.at("model").get<std::string>(), false);
+    auto adapter = load_adapter_config(dir.path().string(), sink);
+    REQUIRE(adapter.has_value());
+    adapter->weights.reset();
+    const auto [whole, folded] = both(base, *adapter);
+    const std::vector<std::string> blocks = block_classes(base);
+    // transformers' Trainer (peft's policy) and plain accelerate (the class policy), over 3 ranks
+    // (padding) and 8, with and without use_orig_params.
+    for (const int world : {3, 8})
+      for (const bool orig : {true, false}) {
+        require_fold_plans_alike(whole, folded, fsdp1(world, WrapPolicyKind::peft, blocks, orig));
+        require_fold_plans_alike(whole, folded, fsdp1(world, WrapPolicyKind::transformer, blocks, orig));
+      }
+    ++planned;
+  }
+  CHECK(planned >= 17);
+
+  SUBCASE("Llama-3.1-70B, all-linear LoRA, DoRA and a saved head") {
+    const ModuleTree base = load(kFixtures / "corpus-configs" / "meta-llama__Llama-3.1-70B-Instruct.json", true);
+    LoraAdapter a;
+    a.source = "test";
+    a.task_type = "CAUSAL_LM";
+    a.r = 64;
+    a.target_modules.kind = ModuleSelector::Kind::all_linear;
+    a.use_dora = true;
+    a.modules_to_save = {"lm_head"};
+    const auto [whole, folded] = both(base, a);
+    require_fold_plans_alike(whole, folded, fsdp1(8, WrapPolicyKind::peft, {"LlamaDecoderLayer"}, true));
+  }
+}
+
+TEST_CASE("repeated blocks: a plan that would flatten several instances in one unit is not exact") {
+  ModuleTree tree = load(kFixtures / "corpus-configs" / "meta-llama__Llama-3.1-70B-Instruct.json", true);
+  fold_repeated_blocks(tree);
+  DiagnosticSink sink;
+  // No wrap: the root flattens all 80 layers, which the folded tree holds once.
+  FsdpSettings none = fsdp1(8, WrapPolicyKind::none, {}, true);
+  CHECK_FALSE(folded_plan_exact(tree, none, plan_fsdp1(tree, none, sink)));
+  // A size policy counts elements of subtrees that the fold holds once.
+  FsdpSettings size = fsdp1(8, WrapPolicyKind::size, {}, true);
+  size.min_num_params.value = 100'000'000;
+  CHECK_FALSE(folded_plan_exact(tree, size, plan_fsdp1(tree, size, sink)));
+  const FsdpSettings layers = fsdp1(8, WrapPolicyKind::transformer, {"LlamaDecoderLayer"}, true);
+  CHECK(folded_plan_exact(tree, layers, plan_fsdp1(tree, layers, sink)));
 }
