@@ -147,7 +147,7 @@ struct CpTraffic {
 };
 
 struct CommVolume {
-  std::vector<CollectiveBytes> units;
+  std::vector<CollectiveBytes> units;   // one per unit of the plan (of a folded plan: per unit it holds)
   CollectiveBytes total;                // FSDP's collectives (tensor parallelism's are in `tensor_parallel`)
   std::optional<double> bus_bandwidth;  // bytes per second, when --bus-bandwidth was given
   // bytes per second across machines (--inter-node-bandwidth): the bandwidth of every group that crosses

@@ -42,6 +42,11 @@ struct PreflightRequest {
   // The run's training-arguments file (--training-args): its TRL ModelConfig fields give the LoRA and
   // 4-bit settings and the load dtype when no flag does (trl_model_config.hpp).
   std::optional<TrainingArgs> training_args;
+  // The caller reads a folded tree and plan (shardcheck/repeated_blocks.hpp): a LoRA model's repeated
+  // blocks are then built and planned once, where that is exact (FSDP1; otherwise, or where the plan
+  // says it is not exact, the tree is materialised as usual). The text plan reads them; the JSON
+  // plan, SARIF and smoke name every unit and do not.
+  bool fold_repeats = false;
 };
 
 struct PreflightResult {

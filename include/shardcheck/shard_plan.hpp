@@ -60,6 +60,25 @@ struct ShardUnit {
   // In the plan of a folded tree (shardcheck/repeated_blocks.hpp): how many identical units this one
   // stands for, one per instance of its module; its path and names are the first instance's.
   std::int64_t instances = 1;
+  // Where its path names a repeated module, outermost first: the numeric component at byte `at` (of
+  // `len` bytes) is `first` in the first instance and counts on over `count` instances. Instance k
+  // of the unit numbers them like digits, the innermost fastest (unit_instance_path).
+  struct RepeatIndex {
+    std::size_t at = 0, len = 0;
+    std::int64_t first = 0, count = 1;
+  };
+  std::vector<RepeatIndex> repeats;
+};
+
+// The path of instance k (0 .. instances-1) of a unit of a folded plan: what the materialised plan
+// calls that unit.
+std::string unit_instance_path(const ShardUnit& u, std::int64_t k);
+void append_unit_instance_path(std::string& out, const ShardUnit& u, std::int64_t k);
+
+// One unit of the materialised plan, in a folded plan: which unit and which of its instances.
+struct UnitInstance {
+  int unit = 0;
+  std::int64_t instance = 0;
 };
 
 // A parameter of an ignored module: whole on every rank, in no unit, reduced by no FSDP collective.
@@ -78,7 +97,20 @@ struct ShardPlan {
   int replicate_group = 1;                                   // R: HSDP replicas
   ShardingStrategy strategy = ShardingStrategy::full_shard;  // after the world-size-1 clamp
   std::vector<ShardUnit> units;                              // pre-order of the module tree (root first)
-  std::vector<IgnoredParam> ignored;                         // fsdp_ignored_modules' parameters
+  // A plan of a folded tree: its units stand for several each (ShardUnit::instances), and this lists
+  // the materialised plan's units in their order, the order FSDP runs them in (memory replays it).
+  // Empty when the plan is not folded: then `units` is that order.
+  std::vector<UnitInstance> sequence;
+  std::size_t unit_count() const { return sequence.empty() ? units.size() : sequence.size(); }
+  // Calls f(unit, instance) for every unit of the materialised plan, in its order.
+  template <class F>
+  void for_each_in_order(F&& f) const {
+    if (sequence.empty())
+      for (const ShardUnit& u : units) f(u, std::int64_t{0});
+    else
+      for (const UnitInstance& ui : sequence) f(units[static_cast<std::size_t>(ui.unit)], ui.instance);
+  }
+  std::vector<IgnoredParam> ignored;  // fsdp_ignored_modules' parameters
   // Tensor parallelism (FSDP2 with tp_size > 1): the layout every TP rank loads, and which TP rank's
   // local tensors this plan shards (the one with the largest per-rank memory). Absent without TP.
   std::optional<TensorParallelLayout> tensor_parallel;

@@ -24,6 +24,7 @@ int run_plan(const PlanFlags& f, const CliContext& ctx) {
     std::fprintf(stderr, "shardcheck plan: %s\n", error.c_str());
     return to_int(ExitCode::usage);
   }
+  req->fold_repeats = f.format == "text";  // the text renderers read folded plans; JSON and HTML list every unit
   PreflightResult r = run_preflight(*req);
   util::StageTimer timer("plan: render");
   if (r.plan && r.tree && f.format == "html") {

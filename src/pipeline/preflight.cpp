@@ -1,4 +1,5 @@
 #include "shardcheck/preflight.hpp"
+#include "shardcheck/repeated_blocks.hpp"
 
 #include <fmt/format.h>
 
@@ -417,7 +418,11 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   if (adapter) {
     r.sink.append(peft_rules_sink);
     if (!peft_rules) return r;
-    if (!apply_lora_adapter(*r.tree, *adapter, *peft_rules, r.sink)) return r;
+    // Folded only where every later stage reads a folded tree exactly: FSDP1 (TP and CP are FSDP2's),
+    // no activation estimate (it walks the blocks), no --frozen regex (it names instances).
+    const bool fold = req.fold_repeats && r.settings.fsdp_version.value == 1 && !req.memory.seq_len &&
+                      r.settings.frozen.value.empty();
+    if (!apply_lora_adapter(*r.tree, *adapter, *peft_rules, r.sink, fold)) return r;
     apply_peft_caller(r.settings, r.tree->bnb_4bit);
     if (r.tree->quantized_4bit())
       check_qlora_versions(versions, *peft_rules, req.accelerate_config.value_or(r.tree->config_path), r.sink);
@@ -438,6 +443,16 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   const std::string tp_gap = tp ? tp_not_simulated(*r.tree, r.settings) : "";
   if (tp && tp_gap.empty()) {
     plan_tensor_parallel(r, req.memory);
+  } else if (r.tree->folded) {
+    // The folded plan stands where it is exact; else the tree is materialised and planned again.
+    DiagnosticSink folded_sink;
+    r.plan = plan_fsdp1(*r.tree, r.settings, folded_sink);
+    if (folded_plan_exact(*r.tree, r.settings, *r.plan)) {
+      r.sink.append(folded_sink);
+    } else {
+      expand_repeated_blocks(*r.tree);
+      r.plan = plan_fsdp1(*r.tree, r.settings, r.sink);
+    }
   } else {
     r.plan = r.settings.fsdp_version.value == 2 ? plan_fsdp2(*r.tree, r.settings, r.sink)
                                                 : plan_fsdp1(*r.tree, r.settings, r.sink);

@@ -82,6 +82,7 @@ struct UnitKey {
   std::string_view tail;  // after that component
   bool starred = false;   // a numeric component was replaced
   const ShardUnit* unit = nullptr;
+  // (A unit of a folded plan is a row per instance, each with its own path.)
 
   bool operator==(const UnitKey& o) const {
     return head == o.head && tail == o.tail && starred == o.starred && unit->cls == o.unit->cls &&
@@ -96,8 +97,15 @@ struct UnitKeyHash {
   }
 };
 
-UnitKey unit_key(const ShardUnit& u) {
-  const std::string_view path(u.path);
+// One row of the materialised plan: a unit, and the path of the instance it is.
+struct UnitRow {
+  const ShardUnit* unit;
+  std::string_view path;
+};
+
+UnitKey unit_key(const UnitRow& row) {
+  const ShardUnit& u = *row.unit;
+  const std::string_view path = row.path;
   for (std::size_t start = 0; start <= path.size();) {
     std::size_t dot = path.find('.', start);
     if (dot == std::string_view::npos) dot = path.size();
@@ -110,13 +118,36 @@ UnitKey unit_key(const ShardUnit& u) {
 }
 
 // Each unit's key as a small number: equal numbers, collapsible rows.
-std::vector<int> unit_keys(const std::vector<ShardUnit>& units) {
+std::vector<int> unit_keys(const std::vector<UnitRow>& rows) {
   std::unordered_map<UnitKey, int, UnitKeyHash> ids;
-  ids.reserve(units.size());
+  ids.reserve(rows.size());
   std::vector<int> keys;
-  keys.reserve(units.size());
-  for (const auto& u : units) keys.push_back(ids.try_emplace(unit_key(u), static_cast<int>(ids.size())).first->second);
+  keys.reserve(rows.size());
+  for (const auto& r : rows) keys.push_back(ids.try_emplace(unit_key(r), static_cast<int>(ids.size())).first->second);
   return keys;
+}
+
+// The materialised plan's rows; a folded plan's instance paths are written into `names`.
+std::vector<UnitRow> unit_rows(const ShardPlan& plan, std::string& names) {
+  std::vector<UnitRow> rows;
+  rows.reserve(plan.unit_count());
+  if (plan.sequence.empty()) {
+    for (const ShardUnit& u : plan.units) rows.push_back({&u, u.path});
+    return rows;
+  }
+  std::vector<std::size_t> ends;
+  ends.reserve(plan.sequence.size());
+  for (const UnitInstance& ui : plan.sequence) {
+    append_unit_instance_path(names, plan.units[static_cast<std::size_t>(ui.unit)], ui.instance);
+    ends.push_back(names.size());
+  }
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < plan.sequence.size(); ++i) {
+    rows.push_back({&plan.units[static_cast<std::size_t>(plan.sequence[i].unit)],
+                    std::string_view(names).substr(start, ends[i] - start)});
+    start = ends[i];
+  }
+  return rows;
 }
 
 // The longest repetition starting at i of a block of `period` units (a decoder layer followed by its
@@ -177,7 +208,7 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
   std::string out;
   auto bold = [&](const std::string& x) { return style.color ? "\x1b[1m" + x + "\x1b[0m" : x; };
   out += bold(fmt::format("FSDP{} {}: {} {} over {} rank(s) per shard group", plan.fsdp_version,
-                          strategy_name(plan.strategy), plan.units.size(), plan.fsdp_version == 1 ? "units" : "groups",
+                          strategy_name(plan.strategy), plan.unit_count(), plan.fsdp_version == 1 ? "units" : "groups",
                           plan.shard_group));
   if (plan.replicate_group > 1) out += fmt::format(" x {} replicas", plan.replicate_group);
   if (plan.fsdp_version == 2)
@@ -223,8 +254,10 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
   out += "\n";
   out += fmt::format("  {:<34} {:<30} {:>15} {:>15}  {:<6} {}\n", "unit", "class", "numel", "shard/rank", "dtype",
                      "padding by rank");
-  auto row = [&](const ShardUnit& u, const ShardUnit& last, std::size_t run) {
-    const std::string label = run > 1 ? range_label(u.path, last.path) : module_label(u.path);
+  auto row = [&](const UnitRow& first, const UnitRow& last, std::size_t run) {
+    const ShardUnit& u = *first.unit;
+    const std::string label =
+        run > 1 ? range_label(std::string(first.path), std::string(last.path)) : module_label(std::string(first.path));
     std::string cls = run > 1 ? fmt::format("{} x {}", run, u.cls) : u.cls;
     if (u.modules.size() > 1) {
       cls.clear();
@@ -235,18 +268,20 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                        fmt::group_digits(u.shard_numel), u.params.empty() ? "-" : dtype_name(u.dtype), pads(u.rank_pad),
                        u.reshard_after_forward && !*u.reshard_after_forward ? "  (kept after forward)" : "");
   };
-  const std::vector<int> keys = unit_keys(plan.units);
-  for (std::size_t i = 0; i < plan.units.size();) {
+  std::string names;
+  const std::vector<UnitRow> rows = unit_rows(plan, names);
+  const std::vector<int> keys = unit_keys(rows);
+  for (std::size_t i = 0; i < rows.size();) {
     // Identical consecutive units, or a repeated block of them (a layer and its LoRA units), collapse.
     std::size_t run = 1;
-    while (i + run < plan.units.size() && keys[i + run] == keys[i]) ++run;
+    while (i + run < rows.size() && keys[i + run] == keys[i]) ++run;
     const auto [period, reps] = repetition_at(keys, i);
     if (reps >= 2 && period > 1 && period * reps > run) {
-      for (std::size_t k = 0; k < period; ++k) row(plan.units[i + k], plan.units[i + (reps - 1) * period + k], reps);
+      for (std::size_t k = 0; k < period; ++k) row(rows[i + k], rows[i + (reps - 1) * period + k], reps);
       i += period * reps;
       continue;
     }
-    row(plan.units[i], plan.units[i + run - 1], run);
+    row(rows[i], rows[i + run - 1], run);
     i += run;
   }
   if (!mem.ranks.empty()) {

@@ -3,8 +3,10 @@
 // with parameter counts, shapes and dtypes.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
+#include "shardcheck/repeated_blocks.hpp"
 #include "shardcheck/report.hpp"
 
 namespace shardcheck {
@@ -16,13 +18,22 @@ std::string shape_str(const std::vector<std::int64_t>& s) {
   return out + "]";
 }
 
+// Instance k of numbered module m and instance l of n have the same name ("3" + 2 == "5" + 0).
+bool same_instance_name(const Module& m, int k, const Module& n, int l) {
+  if (k == 0 && l == 0) return m.name == n.name;
+  return repeat_instance_name(m, k) == repeat_instance_name(n, l);
+}
+
 // Whether modules a and b have identical subtrees (class, mark, parameters with their names,
 // shapes, dtypes, ties and buffer flags, children with their names), as PyTorch's ModuleList repr
-// compares the repr strings of consecutive items. A walk of both subtrees, no allocation.
+// compares the repr strings of consecutive items. A walk of both subtrees, no allocation. In a folded
+// tree (shardcheck/repeated_blocks.hpp) the children are compared instance by instance, as the
+// materialised tree would be.
 bool same_structure(const ModuleTree& tree, const std::vector<std::string>* marks, int a, int b) {
   const Module& x = tree.modules[static_cast<std::size_t>(a)];
   const Module& y = tree.modules[static_cast<std::size_t>(b)];
-  if (x.cls != y.cls || x.params.size() != y.params.size() || x.children.size() != y.children.size()) return false;
+  if (x.cls != y.cls || x.params.size() != y.params.size()) return false;
+  if (!tree.folded && x.children.size() != y.children.size()) return false;
   if (marks && (*marks)[static_cast<std::size_t>(a)] != (*marks)[static_cast<std::size_t>(b)]) return false;
   for (std::size_t k = 0; k < x.params.size(); ++k) {
     const ParamInfo& p = x.params[k];
@@ -31,14 +42,27 @@ bool same_structure(const ModuleTree& tree, const std::vector<std::string>* mark
         p.buffer != q.buffer)
       return false;
   }
-  for (std::size_t k = 0; k < x.children.size(); ++k) {
-    const int c = x.children[k];
-    const int d = y.children[k];
-    if (tree.modules[static_cast<std::size_t>(c)].name != tree.modules[static_cast<std::size_t>(d)].name ||
-        !same_structure(tree, marks, c, d))
-      return false;
+  // Both children lists unrolled: instance ki of x.children[i] against instance kj of y.children[j],
+  // a stretch of instances at a time (numbered on alike from equal names, they stay equal).
+  std::size_t i = 0, j = 0;
+  int ki = 0, kj = 0;
+  while (i < x.children.size() && j < y.children.size()) {
+    const int c = x.children[i];
+    const int d = y.children[j];
+    const Module& cm = tree.modules[static_cast<std::size_t>(c)];
+    const Module& dm = tree.modules[static_cast<std::size_t>(d)];
+    if (!same_instance_name(cm, ki, dm, kj) || !same_structure(tree, marks, c, d)) return false;
+    const int step = std::min(cm.repeat - ki, dm.repeat - kj);
+    if ((ki += step) == cm.repeat) {
+      ++i;
+      ki = 0;
+    }
+    if ((kj += step) == dm.repeat) {
+      ++j;
+      kj = 0;
+    }
   }
-  return true;
+  return i == x.children.size() && j == y.children.size();
 }
 
 class TextTree {
@@ -122,18 +146,21 @@ class TextTree {
       line += "  " + dim(params_str(m));
     }
     out_ += line + "\n";
-    // Consecutive children with identical structure and numeric names collapse into one line.
+    // Consecutive children with identical structure and numeric names collapse into one line (a
+    // child of a folded tree is as many children as it repeats).
     for (std::size_t k = 0; k < m.children.size();) {
       const int c = m.children[k];
-      std::size_t run = 1;
-      const bool numeric =
-          !tree_.modules[c].name.empty() && std::isdigit(static_cast<unsigned char>(tree_.modules[c].name[0]));
-      while (numeric && k + run < m.children.size() && same_structure(tree_, marks_, c, m.children[k + run])) ++run;
+      const Module& first = tree_.modules[c];
+      std::size_t next = k + 1;
+      int run = first.repeat;
+      const bool numeric = !first.name.empty() && std::isdigit(static_cast<unsigned char>(first.name[0]));
+      while (numeric && next < m.children.size() && same_structure(tree_, marks_, c, m.children[next]))
+        run += tree_.modules[m.children[next++]].repeat;
+      const Module& last = tree_.modules[m.children[next - 1]];
       const std::string child_label =
-          run > 1 ? fmt::format("{}-{}", tree_.modules[c].name, tree_.modules[m.children[k + run - 1]].name)
-                  : tree_.modules[c].name;
-      module(c, child_label, depth + 1, static_cast<int>(run));
-      k += run;
+          run > 1 ? fmt::format("{}-{}", first.name, repeat_instance_name(last, last.repeat - 1)) : first.name;
+      module(c, child_label, depth + 1, run);
+      k = next;
     }
   }
 };

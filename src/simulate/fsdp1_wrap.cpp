@@ -230,7 +230,68 @@ void check_tied_views(const ModuleTree& tree, const FsdpSettings& s, const Shard
   }
 }
 
+// A unit of a folded tree: how many it stands for, and where its path names repeated modules.
+void set_instances(const ModuleTree& tree, ShardUnit& unit) {
+  for (int m = unit.module; m > 0; m = tree.modules[static_cast<std::size_t>(m)].parent) {
+    const Module& mod = tree.modules[static_cast<std::size_t>(m)];
+    if (mod.repeat == 1) continue;
+    ShardUnit::RepeatIndex r;
+    r.at = mod.path.size() - mod.name.size();
+    r.len = mod.name.size();
+    r.first = std::stoll(mod.name);
+    r.count = mod.repeat;
+    unit.instances *= mod.repeat;
+    unit.repeats.insert(unit.repeats.begin(), r);
+  }
+}
+
+// The materialised plan's units in their order (pre-order of the materialised tree), walking each
+// run as often as it repeats, through the subtrees that hold units only.
+std::vector<UnitInstance> materialised_order(const ModuleTree& tree, const ShardPlan& plan) {
+  const std::size_t n = tree.modules.size();
+  std::vector<int> unit_at(n, -1);
+  std::vector<char> holds(n, 0);
+  for (std::size_t u = 0; u < plan.units.size(); ++u) {
+    unit_at[static_cast<std::size_t>(plan.units[u].module)] = static_cast<int>(u);
+    holds[static_cast<std::size_t>(plan.units[u].module)] = 1;
+  }
+  for (std::size_t i = n; i-- > 1;)
+    if (holds[i]) holds[static_cast<std::size_t>(tree.modules[i].parent)] = 1;
+  std::vector<std::int64_t> visits(n, 0);
+  std::vector<UnitInstance> order;
+  std::size_t total = 0;
+  for (const ShardUnit& u : plan.units) total += static_cast<std::size_t>(u.instances);
+  order.reserve(total);
+  auto walk = [&](auto& self, int m) -> void {
+    const std::int64_t k = visits[static_cast<std::size_t>(m)]++;
+    if (unit_at[static_cast<std::size_t>(m)] >= 0) order.push_back({unit_at[static_cast<std::size_t>(m)], k});
+    for (const int c : tree.modules[static_cast<std::size_t>(m)].children)
+      if (holds[static_cast<std::size_t>(c)])
+        for (int r = 0; r < tree.modules[static_cast<std::size_t>(c)].repeat; ++r) self(self, c);
+  };
+  walk(walk, 0);
+  return order;
+}
+
 }  // namespace
+
+void append_unit_instance_path(std::string& out, const ShardUnit& u, std::int64_t k) {
+  std::size_t pos = 0;
+  for (std::size_t i = 0; i < u.repeats.size(); ++i) {
+    std::int64_t inner = 1;  // instances of the runs inside this one, per step of its index
+    for (std::size_t j = i + 1; j < u.repeats.size(); ++j) inner *= u.repeats[j].count;
+    out.append(u.path, pos, u.repeats[i].at - pos);
+    fmt::format_to(std::back_inserter(out), "{}", u.repeats[i].first + k / inner % u.repeats[i].count);
+    pos = u.repeats[i].at + u.repeats[i].len;
+  }
+  out.append(u.path, pos);
+}
+
+std::string unit_instance_path(const ShardUnit& u, std::int64_t k) {
+  std::string out;
+  append_unit_instance_path(out, u, k);
+  return out;
+}
 
 ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
   ShardPlan plan = plan_header(s, 1);
@@ -251,18 +312,34 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
       if (first < 0) first = static_cast<int>(u);
     }
 
-  const std::vector<std::int64_t> instances = tree.folded ? module_multiplicity(tree) : std::vector<std::int64_t>();
   UnitDiagnostics unit_diagnostics;  // repeated blocks failing alike are reported once
   DiagnosticSink scratch;
+  std::vector<std::vector<Diagnostic>> findings(order.size());  // a folded plan's, per unit
   plan.units.reserve(order.size());
   for (int u : order) {
     ShardUnit unit = flat_unit(tree, s, plan, params, modules[u], owned[u], scratch);
-    if (!instances.empty()) unit.instances = instances[static_cast<std::size_t>(modules[u])];
     for (int pidx : owned[u])
       if (holder[static_cast<std::size_t>(params[pidx].storage)] != u) unit.duplicated.emplace_back(params[pidx].fqn);
     if (!unit.duplicated.empty()) report_duplicated_tie(tree, unit, s, scratch);
-    unit_diagnostics.add_all(unit.path, scratch);
+    if (tree.folded) {
+      set_instances(tree, unit);
+      findings[plan.units.size()] = std::move(scratch.items());
+      scratch.items().clear();
+    } else {
+      unit_diagnostics.add_all(unit.path, scratch);
+    }
     plan.units.push_back(std::move(unit));
+  }
+  if (tree.folded) {
+    plan.sequence = materialised_order(tree, plan);
+    // Each instance's findings as the materialised plan has them, in its order: the first instance's
+    // with the path of this one.
+    for (const UnitInstance& ui : plan.sequence) {
+      const ShardUnit& unit = plan.units[static_cast<std::size_t>(ui.unit)];
+      const std::string path = ui.instance == 0 ? unit.path : unit_instance_path(unit, ui.instance);
+      for (const Diagnostic& d : findings[static_cast<std::size_t>(ui.unit)])
+        unit_diagnostics.add(path, ui.instance == 0 ? d : UnitDiagnostics::for_instance(d, unit.path, path));
+    }
   }
   unit_diagnostics.flush(sink);
   check_tied_views(tree, s, plan, params, modules, holder, sink);
@@ -273,7 +350,10 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
 bool folded_plan_exact(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan) {
   if (!tree.folded) return true;
   if (plan.fsdp_version != 1 || plan.tensor_parallel) return false;  // FSDP1's units are what this reads
-  if (s.policy.value == WrapPolicyKind::size || !s.ignored_modules.value.empty() || !plan.ignored.empty()) return false;
+  // A size policy counts subtrees' elements; ignored modules and frozen parameters are named by regex.
+  if (s.policy.value == WrapPolicyKind::size || !s.ignored_modules.value.empty() || !s.frozen.value.empty() ||
+      !plan.ignored.empty())
+    return false;
   const std::vector<std::int64_t> mult = module_multiplicity(tree);
   std::vector<int> owner(tree.modules.size(), -1);  // module -> its innermost unit's module
   for (const ShardUnit& u : plan.units)

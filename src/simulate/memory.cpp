@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "shardcheck/memory.hpp"
+#include "shardcheck/repeated_blocks.hpp"
 #include "shardcheck/tensor_parallel.hpp"
 
 namespace shardcheck {
@@ -55,9 +56,11 @@ std::int64_t trainable_numel(const ShardUnit& u) {
 
 std::uint64_t buffer_bytes(const ModuleTree& tree) {
   std::uint64_t b = 0;
-  for (const auto& m : tree.modules)
-    for (const auto& p : m.params)
-      if (p.buffer) b += bytes(p.numel, p.dtype);
+  // Every instance of a module of a folded tree holds its buffers.
+  const std::vector<std::int64_t> mult = tree.folded ? module_multiplicity(tree) : std::vector<std::int64_t>();
+  for (std::size_t i = 0; i < tree.modules.size(); ++i)
+    for (const auto& p : tree.modules[i].params)
+      if (p.buffer) b += static_cast<std::uint64_t>(mult.empty() ? 1 : mult[i]) * bytes(p.numel, p.dtype);
   return b;
 }
 
@@ -97,21 +100,26 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   std::uint64_t kept = 0;
   std::vector<std::uint64_t> flowing, grads, unsharded_grad;
   const BackwardPrefetch prefetch = plan.fsdp_version == 2 ? BackwardPrefetch::pre : s.backward_prefetch.value;
-  std::vector<const ShardUnit*> flowing_units;  // labelled only for the one the note names
+  // Labelled only for the one the note names: the unit and, in a folded plan, which instance.
+  std::vector<std::pair<const ShardUnit*, std::int64_t>> flowing_units;
   const bool zero2 =
       plan.strategy == ShardingStrategy::shard_grad_op || plan.strategy == ShardingStrategy::hybrid_shard_zero2;
-  for (const auto& u : plan.units) {
+  plan.for_each_in_order([&](const ShardUnit& u, std::int64_t instance) {
     const std::uint64_t g = unsharded(plan, u);
     const bool stays = plan.fsdp_version == 1 ? (is_root(u) || zero2) : !u.reshard_after_forward.value_or(true);
     if (stays) {
       kept += g;
-      continue;
+      return;
     }
     flowing.push_back(g);
     grads.push_back(grad_temps(plan, u));
     unsharded_grad.push_back(u.gets_grad && !u.params.empty() ? bytes(u.numel, dtypes_of(u).c) : 0);
-    flowing_units.push_back(&u);
-  }
+    flowing_units.emplace_back(&u, instance);
+  });
+  const auto label = [&](std::size_t at) {
+    const auto [u, instance] = flowing_units[at];
+    return module_label(instance == 0 ? u->path : unit_instance_path(*u, instance));
+  };
   // Forward: the rate limiter (_limiter_utils.py, 2 in flight) and FSDP2's one-ahead prefetch keep
   // at most the current and the next unit unsharded.
   std::uint64_t fwd = 0, bwd = 0;
@@ -147,11 +155,9 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
   Transient t;
   t.bytes = kept + std::max(fwd, bwd);
   if (!flowing.empty())
-    t.note = fwd >= bwd
-                 ? fmt::format("forward all-gathers of {} and the next unit", module_label(flowing_units[fwd_at]->path))
-                 : fmt::format("backward of {} (unsharded params{}, gradient buffers)",
-                               module_label(flowing_units[bwd_at]->path),
-                               prefetch == BackwardPrefetch::none ? "" : ", prefetch");
+    t.note = fwd >= bwd ? fmt::format("forward all-gathers of {} and the next unit", label(fwd_at))
+                        : fmt::format("backward of {} (unsharded params{}, gradient buffers)", label(bwd_at),
+                                      prefetch == BackwardPrefetch::none ? "" : ", prefetch");
   if (kept) t.note += fmt::format("; {} bytes stay unsharded through the step (root / kept groups)", kept);
   return t;
 }
@@ -361,6 +367,8 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
     std::uint64_t params = 0, grads = 0, optim = 0;
     for (const auto& u : plan.units) {
       if (u.params.empty()) continue;
+      // A unit of a folded plan stands for that many identical ones (FSDP1 only: folded_plan_exact).
+      const auto times = static_cast<std::uint64_t>(u.instances);
       if (plan.fsdp_version == 2) {
         // Per parameter (_fsdp_param.py): a padded local shard each, a padded sharded gradient for
         // those that train, and optimizer states over the unpadded local rows of those (a LoRA group
@@ -375,20 +383,20 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
         continue;
       }
       const DType p = u.dtype;
-      params += bytes(u.shard_numel, p);
+      params += times * bytes(u.shard_numel, p);
       // A FlatParameter with any trainable parameter requires grad and gets a whole sharded gradient
       // (torch warns of "higher than expected gradient memory" for frozen ones in it) -- when the
       // step's forward reaches one of them: a unit it never reaches keeps grad None, and AdamW skips
       // it (torch 2.14.1 oracle, llava-*: the vision layer after the feature layer).
       if (!u.gets_grad) continue;
-      grads += bytes(u.shard_numel, p);
+      grads += times * bytes(u.shard_numel, p);
       std::int64_t opt_numel = u.shard_numel;
       // use_orig_params=True: the optimizer gets the original parameters that train, so its states
       // cover their elements on this rank and none of the alignment or world-size padding; NO_SHARD
       // (also a shard group of one) keeps every original whole (torch 2.14.1 oracles, *-noshard-orig-*,
       // fixtures/peft-oracle *-orig-accelerate-*).
       if (orig) opt_numel = plan.strategy == ShardingStrategy::no_shard ? trainable_numel(u) : trainable_in_rank(u, r);
-      optim += static_cast<std::uint64_t>(opts.optimizer_states) * bytes(opt_numel, p);
+      optim += times * static_cast<std::uint64_t>(opts.optimizer_states) * bytes(opt_numel, p);
     }
     if (offload) {
       m.cpu = params + grads + optim;
@@ -435,6 +443,9 @@ CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwi
   // NO_SHARD all-reduces over the shard group; HSDP all-reduces the shards over the replicas.
   const int ar_ranks =
       plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard ? plan.shard_group : plan.replicate_group;
+  // A folded plan's units once each; the totals add every instance in the materialised plan's order
+  // (sums of seconds round as they did there).
+  cv.units.reserve(plan.units.size());
   for (const auto& u : plan.units) {
     CollectiveBytes cb;
     cb.unit = u.path;
@@ -470,6 +481,10 @@ CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwi
     cb.seconds = ring(cb.all_gather, plan.shard_group, 1, plan.shard_spans_nodes) +
                  ring(cb.reduce_scatter, plan.shard_group, 1, plan.shard_spans_nodes) +
                  ring(cb.all_reduce, ar_ranks, 2, ar_spans);
+    cv.units.push_back(std::move(cb));
+  }
+  plan.for_each_in_order([&](const ShardUnit& u, std::int64_t) {
+    const CollectiveBytes& cb = cv.units[static_cast<std::size_t>(&u - plan.units.data())];
     cv.total.seconds += cb.seconds;
     cv.total.all_gather += cb.all_gather;
     cv.total.reduce_scatter += cb.reduce_scatter;
@@ -477,8 +492,7 @@ CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwi
     cv.total.all_gathers += cb.all_gathers;
     cv.total.reduce_scatters += cb.reduce_scatters;
     cv.total.all_reduces += cb.all_reduces;
-    cv.units.push_back(std::move(cb));
-  }
+  });
   return cv;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 
 namespace shardcheck {
 namespace {
@@ -27,6 +28,26 @@ void UnitDiagnostics::add(const std::string& unit_path, Diagnostic d) {
     return;
   }
   groups_.push_back(Group{std::move(key), std::move(d), {unit_path}});
+}
+
+Diagnostic UnitDiagnostics::for_instance(Diagnostic d, const std::string& from, const std::string& to) {
+  // "model.layers.3" names layer 3 where no digit follows (not "model.layers.30").
+  auto rename = [&](std::string& text) {
+    for (std::size_t pos = 0; (pos = text.find(from, pos)) != std::string::npos;) {
+      const std::size_t end = pos + from.size();
+      if (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) {
+        pos = end;
+        continue;
+      }
+      text.replace(pos, from.size(), to);
+      pos += to.size();
+    }
+  };
+  if (from.empty()) return d;
+  rename(d.message);
+  rename(d.help);
+  if (d.location.model_path) rename(*d.location.model_path);
+  return d;
 }
 
 void UnitDiagnostics::add_all(const std::string& unit_path, DiagnosticSink& sink) {

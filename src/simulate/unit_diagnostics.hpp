@@ -20,6 +20,9 @@ class UnitDiagnostics {
   void add_all(const std::string& unit_path, DiagnosticSink& sink);
   // The merged diagnostics, in first-seen order.
   void flush(DiagnosticSink& sink);
+  // In a folded plan: what another instance of a unit reports, from the first instance's `d`, whose
+  // unit path `from` becomes `to` wherever it names that unit or something in it.
+  static Diagnostic for_instance(Diagnostic d, const std::string& from, const std::string& to);
 
  private:
   struct Group {

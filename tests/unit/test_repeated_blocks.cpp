@@ -19,7 +19,7 @@ using namespace shardcheck;
 using namespace shardcheck::test;
 namespace fs = std::filesystem;
 
-namespace {
+namespace repeated_blocks_test {
 
 const fs::path kFixtures = fs::path(SHARDCHECK_FIXTURES_DIR);
 
@@ -96,7 +96,8 @@ std::pair<std::size_t, std::size_t> require_fold_exact(const ModuleTree& base, c
   return {held, whole.modules.size()};
 }
 
-}  // namespace
+}  // namespace repeated_blocks_test
+using namespace repeated_blocks_test;
 
 TEST_CASE("repeated blocks: Llama-3.1-70B's 80 decoder layers fold into one and expand back") {
   const ModuleTree whole = load(kFixtures / "corpus-configs" / "meta-llama__Llama-3.1-70B-Instruct.json", true);
@@ -206,7 +207,7 @@ TEST_CASE("repeated blocks: LoRA on Llama-3.1-70B folds as far as the adapter le
   }
 }
 
-namespace {
+namespace repeated_blocks_test {
 
 // The plan of the folded tree against the plan of the materialised one: each materialised unit is
 // an instance of a folded unit (the module it expands from) with the same numbers and layout, its
@@ -270,7 +271,8 @@ FsdpSettings fsdp1(int world, WrapPolicyKind policy, std::vector<std::string> cl
   return s;
 }
 
-}  // namespace
+}  // namespace repeated_blocks_test
+using namespace repeated_blocks_test;
 
 TEST_CASE("repeated blocks: the FSDP1 plan of a folded PeftModel is the materialised plan's, unit by unit") {
   DiagnosticSink sink;
