@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <regex>
 
 #include "shardcheck/finding_codes.hpp"
@@ -281,7 +282,9 @@ void append_unit_instance_path(std::string& out, const ShardUnit& u, std::int64_
     std::int64_t inner = 1;  // instances of the runs inside this one, per step of its index
     for (std::size_t j = i + 1; j < u.repeats.size(); ++j) inner *= u.repeats[j].count;
     out.append(u.path, pos, u.repeats[i].at - pos);
-    fmt::format_to(std::back_inserter(out), "{}", u.repeats[i].first + k / inner % u.repeats[i].count);
+    char digits[24];
+    const auto end = std::to_chars(digits, digits + sizeof digits, u.repeats[i].first + k / inner % u.repeats[i].count);
+    out.append(digits, end.ptr);
     pos = u.repeats[i].at + u.repeats[i].len;
   }
   out.append(u.path, pos);

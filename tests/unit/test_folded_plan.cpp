@@ -23,6 +23,7 @@ const fs::path kFixtures = fs::path(SHARDCHECK_FIXTURES_DIR);
 
 struct Outcome {
   std::string text;
+  std::vector<Diagnostic> findings;
   bool folded = false;
   std::uint64_t peak = 0;
   std::vector<std::uint64_t> rank_totals;
@@ -39,6 +40,7 @@ Outcome run(PreflightRequest req, bool fold) {
     o.folded = r.tree->folded;
   }
   o.text += render_diagnostics_text(r.sink.items());
+  o.findings = r.sink.items();
   o.peak = r.memory.peak;
   for (const RankMemory& m : r.memory.ranks) o.rank_totals.push_back(m.total());
   o.comm = r.comm.total;
@@ -51,6 +53,22 @@ bool require_same_plan(const PreflightRequest& req) {
   const Outcome folded = run(req, true);
   CHECK_FALSE(whole.folded);
   CHECK(folded.text == whole.text);
+  // Every field, as SARIF and the code-host formats print them (the model path too).
+  REQUIRE(folded.findings.size() == whole.findings.size());
+  for (std::size_t i = 0; i < whole.findings.size(); ++i) {
+    const Diagnostic& a = folded.findings[i];
+    const Diagnostic& b = whole.findings[i];
+    CHECK(a.code == b.code);
+    CHECK(a.severity == b.severity);
+    CHECK(a.exit_code == b.exit_code);
+    CHECK(a.message == b.message);
+    CHECK(a.help == b.help);
+    CHECK(a.location.file == b.location.file);
+    CHECK(a.location.line == b.location.line);
+    CHECK(a.location.column == b.location.column);
+    CHECK(a.location.model_path == b.location.model_path);
+    CHECK(a.fix.size() == b.fix.size());
+  }
   CHECK(folded.peak == whole.peak);
   CHECK(folded.rank_totals == whole.rank_totals);
   CHECK(folded.comm.all_gather == whole.comm.all_gather);
@@ -82,7 +100,10 @@ std::vector<Variant> variants() {
        },
        true},
       {"accelerate's class policy, use_orig_params=False (mixed requires_grad fails in every layer)",
-       [](FsdpSettings& s) { s.trainer = {false, "test"}; }, true},
+       [](FsdpSettings& s) {
+         s.trainer = {false, "test"};
+       },
+       true},
       {"accelerate, bf16, SHARD_GRAD_OP, BACKWARD_POST, 5 ranks",
        [](FsdpSettings& s) {
          s.trainer = {false, "test"};
@@ -120,9 +141,16 @@ std::vector<Variant> variants() {
          s.policy = {WrapPolicyKind::none, "test"};
        },
        false},
-      {"--frozen (names instances: planned materialised)", [](FsdpSettings& s) { s.frozen = {"layers\\.1\\.", "test"}; },
+      {"--frozen (names instances: planned materialised)",
+       [](FsdpSettings& s) {
+         s.frozen = {"layers\\.1\\.", "test"};
+       },
        false},
-      {"FSDP2 (not folded)", [](FsdpSettings& s) { s.fsdp_version = {2, "test"}; }, false},
+      {"FSDP2 (not folded)",
+       [](FsdpSettings& s) {
+         s.fsdp_version = {2, "test"};
+       },
+       false},
   };
 }
 
@@ -211,4 +239,33 @@ TEST_CASE("folded plan: corpus models, config only") {
       folded += was_folded;
     }
   CHECK(folded >= 30);
+}
+
+TEST_CASE("folded plan: QLoRA (4-bit weights), uint8 and bfloat16 storage, prepared for k-bit training or not") {
+  int folded = 0;
+  for (const DType storage : {DType::U8, DType::BF16})
+    for (const bool prepare : {false, true})
+      for (const Variant& v : variants()) {
+        CAPTURE(dtype_name(storage));
+        CAPTURE(prepare);
+        CAPTURE(v.name);
+        for (const auto& [model, config_only] :
+             {std::pair{kFixtures / "oracle2" / "models" / "llama", false},
+              std::pair{kFixtures / "corpus-configs" / "meta-llama__Meta-Llama-3-8B.json", true}}) {
+          PreflightRequest req = request(model, config_only, all_linear(16), v.tweak);
+          Bnb4bitConfig bnb;
+          bnb.quant_storage = storage;
+          bnb.compute_dtype = DType::BF16;
+          bnb.quant_type = "nf4";
+          bnb.double_quant = true;
+          bnb.source = "test";
+          req.resolve.bnb_4bit = bnb;
+          req.resolve.load_dtype = "bfloat16";
+          req.prepare_kbit = prepare;
+          const bool was_folded = require_same_plan(req);
+          if (!v.foldable) CHECK_FALSE(was_folded);
+          folded += was_folded;
+        }
+      }
+  CHECK(folded >= 16);
 }
