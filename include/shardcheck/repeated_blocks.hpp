@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardcheck/module_tree.hpp"
@@ -32,6 +33,11 @@ void expand_repeated_blocks(ModuleTree& tree, std::vector<int>* origin = nullptr
 
 // How many instances each module stands for: the product of its own and its ancestors' repeats.
 std::vector<std::int64_t> module_multiplicity(const ModuleTree& tree);
+
+// The module that the module `path` of the materialised model is (an instance of): its index, or
+// -1 when the tree has no such module. A walk down the tree by name, so it answers for folded and
+// materialised trees alike.
+int find_module_instance(const ModuleTree& tree, std::string_view path);
 
 // The name of instance k (0-based) of a repeated module: its numeric name plus k.
 std::string repeat_instance_name(const Module& m, int k);

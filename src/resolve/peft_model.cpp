@@ -270,26 +270,36 @@ std::string torch_size(std::span<const std::int64_t> shape) {
 // adapter trained on another model size, or its config edited); one the model has no place for is
 // dropped with peft's warning.
 bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, DiagnosticSink& sink) {
-  std::unordered_map<std::string, const ParamInfo*> params;
-  std::set<std::string> saved_modules;
-  for (const auto& m : tree.modules) {
-    if (m.cls == "ModulesToSaveWrapper") saved_modules.insert(m.path);
-    for (const auto& p : m.params) params.emplace(qualified_name(m.path, p.name), &p);
-  }
+  // Saved keys name every instance of the materialised PeftModel; the tree may hold each repeated
+  // block once (shardcheck/repeated_blocks.hpp), so names are looked up by walking down it.
+  auto is_saved = [&](std::string_view path) {
+    const int m = find_module_instance(tree, path);
+    return m >= 0 && tree.modules[static_cast<std::size_t>(m)].cls == "ModulesToSaveWrapper";
+  };
+  auto find = [&](std::string_view full) -> const ParamInfo* {
+    const std::size_t dot = full.rfind('.');
+    const int m = find_module_instance(tree, dot == std::string_view::npos ? std::string_view() : full.substr(0, dot));
+    if (m < 0) return nullptr;
+    const std::string_view name = dot == std::string_view::npos ? full : full.substr(dot + 1);
+    for (const ParamInfo& p : tree.modules[static_cast<std::size_t>(m)].params)
+      if (p.name == name) return &p;
+    return nullptr;
+  };
   const std::string& file = a.weights->path;
   std::vector<std::string> mismatches, unexpected;
   for (const TensorInfo& t : a.weights->tensors) {
     const std::string key(t.name);
-    const auto it = params.find(parameter_of_saved_key(key, a.name, saved_modules));
-    if (it == params.end()) {
+    const std::string full = parameter_of_saved_key(key, a.name, is_saved);
+    const ParamInfo* p = find(full);
+    if (!p) {
       unexpected.push_back(key);
       continue;
     }
-    if (!std::equal(t.shape.begin(), t.shape.end(), it->second->shape.begin(), it->second->shape.end()))
+    if (!std::equal(t.shape.begin(), t.shape.end(), p->shape.begin(), p->shape.end()))
       mismatches.push_back(
           fmt::format("size mismatch for {}: copying a param with shape {} from checkpoint, the "
                       "shape in current model is {}.",
-                      it->first, torch_size(t.shape), torch_size(it->second->shape)));
+                      full, torch_size(t.shape), torch_size(p->shape)));
   }
   if (!mismatches.empty()) {
     Diagnostic d =
@@ -432,7 +442,7 @@ std::optional<MoeConversion> convert_moe_targets(const ModuleTree& base, LoraAda
 // "X.lora_magnitude_vector.<name>.weight", "X.lora_embedding_A" -> "X.lora_embedding_A.<name>", and a
 // modules_to_save module's "X.weight" -> "X.modules_to_save.<name>.weight".
 std::string parameter_of_saved_key(const std::string& key, const std::string& name,
-                                   const std::set<std::string>& saved_modules) {
+                                   const std::function<bool(std::string_view)>& is_saved_module) {
   for (const char* part : {".lora_A.", ".lora_B."})
     if (const auto at = key.rfind(part); at != std::string::npos)
       return key.substr(0, at + std::strlen(part)) + name + "." + key.substr(at + std::strlen(part));
@@ -440,9 +450,15 @@ std::string parameter_of_saved_key(const std::string& key, const std::string& na
     if (key.ends_with(part)) return key + "." + name;
   if (key.ends_with(".lora_magnitude_vector")) return key + "." + name + ".weight";
   const auto dot = key.rfind('.');
-  if (dot != std::string::npos && saved_modules.count(key.substr(0, dot)))
+  if (dot != std::string::npos && is_saved_module(std::string_view(key).substr(0, dot)))
     return key.substr(0, dot) + ".modules_to_save." + name + key.substr(dot);
   return key;
+}
+
+std::string parameter_of_saved_key(const std::string& key, const std::string& name,
+                                   const std::set<std::string>& saved_modules) {
+  return parameter_of_saved_key(key, name,
+                                [&](std::string_view path) { return saved_modules.count(std::string(path)) > 0; });
 }
 
 std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, DiagnosticSink& sink) {
@@ -821,9 +837,8 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   // A caller that reads folded trees gets the PeftModel with its repeated blocks held once: the base
   // model folds where the decisions above agree block for block (a rank_pattern or
   // layers_to_transform that tells layers apart keeps them apart), and the build then makes one
-  // instance of each. Saved adapter weights are checked against every instance's name, so an adapter
-  // with weights is built whole.
-  if (fold_repeats && !a.weights) {
+  // instance of each.
+  if (fold_repeats) {
     std::vector<std::uint64_t> marks(base.modules.size(), 0);
     std::map<std::vector<int>, std::size_t> wrapped_kinds;
     for (std::size_t i = 1; i < base.modules.size(); ++i) {

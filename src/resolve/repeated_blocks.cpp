@@ -186,6 +186,32 @@ std::vector<std::int64_t> module_multiplicity(const ModuleTree& tree) {
   return mult;
 }
 
+int find_module_instance(const ModuleTree& tree, std::string_view path) {
+  if (tree.modules.empty()) return -1;
+  int m = 0;
+  for (std::size_t start = 0; !path.empty() && start <= path.size();) {
+    std::size_t dot = path.find('.', start);
+    if (dot == std::string_view::npos) dot = path.size();
+    const std::string_view part = path.substr(start, dot - start);
+    long long index = -1;
+    const bool numbered = index_of(part, index);
+    int found = -1;
+    for (const int c : tree.modules[static_cast<std::size_t>(m)].children) {
+      const Module& child = tree.modules[static_cast<std::size_t>(c)];
+      long long first = 0;
+      if (child.name == part || (numbered && child.repeat > 1 && index_of(child.name, first) && index >= first &&
+                                 index < first + child.repeat)) {
+        found = c;
+        break;
+      }
+    }
+    if (found < 0) return -1;
+    m = found;
+    start = dot + 1;
+  }
+  return m;
+}
+
 std::string repeat_instance_name(const Module& m, int k) {
   if (k == 0) return m.name;
   long long index = 0;

@@ -187,7 +187,7 @@ TEST_CASE("folded plan: the text plan of every recorded adapter, under every set
     DiagnosticSink sink;
     auto adapter = load_adapter_config(dir.path().string(), sink);
     REQUIRE(adapter.has_value());
-    adapter->weights.reset();  // saved weights are checked by name: such an adapter is built whole
+    REQUIRE(adapter->weights.has_value());  // peft's saved tensors, checked against every instance's name
     const fs::path model = kFixtures / "oracle2" / "models" / rec.at("model").get<std::string>();
     for (const Variant& v : variants()) {
       CAPTURE(dir.path().filename().string());
@@ -268,4 +268,24 @@ TEST_CASE("folded plan: QLoRA (4-bit weights), uint8 and bfloat16 storage, prepa
         }
       }
   CHECK(folded >= 16);
+}
+
+TEST_CASE("folded plan: saved adapter weights that do not fit, or are left over, are reported alike") {
+  DiagnosticSink sink;
+  // peft's llama-qv adapter with r edited from 3 to 4: torch's size mismatch when it loads (PEFT008).
+  auto edited = load_adapter_config((kFixtures / "adapters" / "rank-edited").string(), sink);
+  REQUIRE(edited.has_value());
+  // peft's llama-qv adapter with only q_proj targeted: its v_proj tensors have no place (PEFT009).
+  auto q_only = load_adapter_config((kFixtures / "peft-oracle" / "adapters" / "llama-qv").string(), sink);
+  REQUIRE(q_only.has_value());
+  q_only->target_modules.names = {"q_proj"};
+  for (const auto& [adapter, code] : {std::pair{*edited, "PEFT008"}, std::pair{*q_only, "PEFT009"}}) {
+    CAPTURE(code);
+    for (const auto& model : {kFixtures / "models" / "llama", kFixtures / "oracle2" / "models" / "llama"}) {
+      PreflightRequest req = request(model, false, adapter, [](FsdpSettings&) {});
+      const folded_plan_test::Outcome whole = run(req, false);
+      CHECK(whole.text.find(code) != std::string::npos);
+      require_same_plan(req);
+    }
+  }
 }
