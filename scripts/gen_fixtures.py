@@ -950,11 +950,42 @@ def gen_sparse(out: Path, name, cfg, cfg_text, n_shards, total_digits, digest):
           f"on disk {disk / 1e6:.1f} MB, {time.monotonic() - t0:.2f}s")
 
 
+def gen_sparse_lora(out: Path, name, cfg, r, digest):
+    """A LoRA adapter as peft 0.20's save_pretrained writes it for all-linear on this model:
+    adapter_config.json with the resolved full module names, adapter_model.safetensors with lora_A
+    [r, in] and lora_B [out, r] of every decoder Linear in float32, keys under base_model.model. and
+    without the adapter name; data-sparse like the checkpoints (the benchmark of `plan --adapter`)."""
+    t0 = time.monotonic()
+    if up_to_date(out, digest):
+        print(f"{name}: up to date (stamp matches), skipped in {time.monotonic() - t0:.2f}s")
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    targets, tensors = [], []
+    for tname, _, shape in LAYOUTS[cfg["model_type"]](cfg):
+        if not (tname.startswith("model.layers.") and tname.endswith("_proj.weight")):
+            continue
+        module = tname[: -len(".weight")]
+        targets.append(module)
+        tensors.append((f"base_model.model.{module}.lora_A.weight", "F32", [r, shape[1]]))
+        tensors.append((f"base_model.model.{module}.lora_B.weight", "F32", [shape[0], r]))
+    config = {"base_model_name_or_path": None, "bias": "none", "fan_in_fan_out": False,
+              "lora_alpha": 2 * r, "lora_dropout": 0.0, "modules_to_save": None, "peft_type": "LORA",
+              "r": r, "target_modules": sorted(targets), "task_type": "CAUSAL_LM", "use_dora": False,
+              "use_rslora": False}
+    text = json.dumps(config, indent=2, sort_keys=True) + "\n"
+    (out / "adapter_config.json").write_text(text)
+    size = write_safetensors(out / "adapter_model.safetensors", tensors, sparse=True)
+    files = {"adapter_config.json": len(text.encode()), "adapter_model.safetensors": size}
+    (out / STAMP).write_text(json.dumps({"script_sha256": digest, "files": files}, indent=1) + "\n")
+    print(f"{name}: {len(targets)} LoRA layers, {len(tensors)} tensors, {time.monotonic() - t0:.2f}s")
+
+
 def cmd_sparse(out_root: Path):
     digest = script_hash()
     cfg = llama_405b_config()
     gen_sparse(out_root / "llama-3.1-405b", "llama-3.1-405b", cfg,
                json.dumps(cfg, indent=2, sort_keys=True) + "\n", 191, 5, digest)
+    gen_sparse_lora(out_root / "llama-3.1-405b-lora-r64", "llama-3.1-405b-lora-r64", cfg, 64, digest)
     text = DEEPSEEK_V3_CONFIG.read_text()  # copied verbatim
     gen_sparse(out_root / "deepseek-v3", "deepseek-v3", json.loads(text), text, 163, 6, digest)
 

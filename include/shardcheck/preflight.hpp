@@ -56,6 +56,7 @@ struct PreflightResult {
   std::optional<ModuleTree> tree;
   FsdpSettings settings;
   std::optional<ShardPlan> plan;
+  std::optional<LoraAdapter> adapter;  // the LoRA adapter as read (flags, training args or files)
   MemoryEstimate memory;
   CommVolume comm;
 };

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <type_traits>
+#include <unordered_map>
 
 namespace shardcheck {
 namespace {
@@ -28,18 +29,35 @@ struct Reader {
   bool ok = true;
 
   // The 1-based line of a top-level key: the first `"key"` followed by a colon. adapter_config.json
-  // is one flat object as peft writes it, so the first occurrence is the key itself.
+  // is one flat object as peft writes it, so the first occurrence is the key itself. Every key's
+  // line is found in one pass over the text, on the first question (the config of an all-linear
+  // adapter of a big model lists ~900 module names, which a search per field scanned again).
+  mutable std::unordered_map<std::string_view, int> key_lines;
+  mutable bool scanned = false;
+
   int line_of(const std::string& key) const {
-    const std::string quoted = "\"" + key + "\"";
-    for (std::size_t at = text.find(quoted); at != std::string_view::npos; at = text.find(quoted, at + 1)) {
-      std::size_t after = at + quoted.size();
-      while (after < text.size() &&
-             (text[after] == ' ' || text[after] == '\t' || text[after] == '\n' || text[after] == '\r'))
-        ++after;
-      if (after < text.size() && text[after] == ':')
-        return 1 + static_cast<int>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+    if (!scanned) {
+      scanned = true;
+      int line = 1;
+      for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '\n') ++line;
+        if (text[i] != '"') continue;
+        std::size_t end = i + 1;  // the closing quote, past escaped characters
+        while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+        if (end >= text.size()) break;
+        std::size_t after = end + 1;
+        int lines_after = 0;
+        while (after < text.size() &&
+               (text[after] == ' ' || text[after] == '\t' || text[after] == '\n' || text[after] == '\r'))
+          lines_after += text[after++] == '\n';
+        if (after < text.size() && text[after] == ':') key_lines.try_emplace(text.substr(i + 1, end - i - 1), line);
+        for (std::size_t k = i + 1; k < end; ++k) line += text[k] == '\n';  // (JSON strings hold none)
+        i = after - 1;
+        line += lines_after;
+      }
     }
-    return 0;
+    const auto it = key_lines.find(key);
+    return it == key_lines.end() ? 0 : it->second;
   }
 
   void fail(const std::string& code, const std::string& key, std::string message, std::string help = {}) {
@@ -142,7 +160,7 @@ std::string LoraAdapter::source_of(const std::string& field) const {
 }
 
 std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std::string& label, DiagnosticSink& sink) {
-  Reader rd{label, text, sink};
+  Reader rd{label, text, sink, true, {}, false};
   json doc;
   try {
     doc = json::parse(text);

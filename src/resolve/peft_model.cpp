@@ -287,12 +287,12 @@ bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, Diagnosti
   };
   const std::string& file = a.weights->path;
   std::vector<std::string> mismatches, unexpected;
+  std::string full;  // one buffer for every key's parameter name
   for (const TensorInfo& t : a.weights->tensors) {
-    const std::string key(t.name);
-    const std::string full = parameter_of_saved_key(key, a.name, is_saved);
+    parameter_of_saved_key(full, t.name, a.name, is_saved);
     const ParamInfo* p = find(full);
     if (!p) {
-      unexpected.push_back(key);
+      unexpected.emplace_back(t.name);
       continue;
     }
     if (!std::equal(t.shape.begin(), t.shape.end(), p->shape.begin(), p->shape.end()))
@@ -441,18 +441,36 @@ std::optional<MoeConversion> convert_moe_targets(const ModuleTree& base, LoraAda
 // "X.lora_A.weight" -> "X.lora_A.<name>.weight", "X.lora_magnitude_vector" ->
 // "X.lora_magnitude_vector.<name>.weight", "X.lora_embedding_A" -> "X.lora_embedding_A.<name>", and a
 // modules_to_save module's "X.weight" -> "X.modules_to_save.<name>.weight".
+void parameter_of_saved_key(std::string& out, std::string_view key, std::string_view name,
+                            const std::function<bool(std::string_view)>& is_saved_module) {
+  out.clear();
+  for (const std::string_view part : {std::string_view(".lora_A."), std::string_view(".lora_B.")})
+    if (const auto at = key.rfind(part); at != std::string_view::npos) {
+      out.append(key.substr(0, at + part.size())).append(name).append(1, '.').append(key.substr(at + part.size()));
+      return;
+    }
+  for (const std::string_view part : {std::string_view(".lora_embedding_A"), std::string_view(".lora_embedding_B")})
+    if (key.ends_with(part)) {
+      out.append(key).append(1, '.').append(name);
+      return;
+    }
+  if (key.ends_with(".lora_magnitude_vector")) {
+    out.append(key).append(1, '.').append(name).append(".weight");
+    return;
+  }
+  const auto dot = key.rfind('.');
+  if (dot != std::string_view::npos && is_saved_module(key.substr(0, dot))) {
+    out.append(key.substr(0, dot)).append(".modules_to_save.").append(name).append(key.substr(dot));
+    return;
+  }
+  out.append(key);
+}
+
 std::string parameter_of_saved_key(const std::string& key, const std::string& name,
                                    const std::function<bool(std::string_view)>& is_saved_module) {
-  for (const char* part : {".lora_A.", ".lora_B."})
-    if (const auto at = key.rfind(part); at != std::string::npos)
-      return key.substr(0, at + std::strlen(part)) + name + "." + key.substr(at + std::strlen(part));
-  for (const char* part : {".lora_embedding_A", ".lora_embedding_B"})
-    if (key.ends_with(part)) return key + "." + name;
-  if (key.ends_with(".lora_magnitude_vector")) return key + "." + name + ".weight";
-  const auto dot = key.rfind('.');
-  if (dot != std::string::npos && is_saved_module(std::string_view(key).substr(0, dot)))
-    return key.substr(0, dot) + ".modules_to_save." + name + key.substr(dot);
-  return key;
+  std::string out;
+  parameter_of_saved_key(out, key, name, is_saved_module);
+  return out;
 }
 
 std::string parameter_of_saved_key(const std::string& key, const std::string& name,
@@ -613,15 +631,19 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
   const ModuleTree& base = tree;
   // The config as inject_adapter rewrites it: transformers 5 MoE targets first, then peft's default
   // targets for the model_type, then all-linear.
-  LoraAdapter a = given;
+  // A copy only when the conversion rewrites it (an all-linear adapter of a big model lists ~900
+  // names and its saved tensors' table).
+  std::optional<LoraAdapter> converted;
+  const LoraAdapter* adapter = &given;
   std::optional<MoeConversion> moe;
   if (tree.transformers >= Version{5, 0, 0})
     if (const auto it = rules.moe_mapping.find(tree.model_type); it != rules.moe_mapping.end()) {
       try {
-        moe = convert_moe_targets(base, a, it->second);
+        adapter = &converted.emplace(given);
+        moe = convert_moe_targets(base, *converted, it->second);
       } catch (const std::regex_error& e) {
         sink.report(
-            adapter_finding("PEFT002", a, "target_modules",
+            adapter_finding("PEFT002", *converted, "target_modules",
                             fmt::format("a module pattern of the adapter is not a regular expression shardcheck can "
                                         "read ({})",
                                         e.what()),
@@ -630,13 +652,14 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       }
       if (moe && !moe->error.empty()) {
         sink.report(
-            adapter_finding("PEFT012", a, "target_modules", "ValueError: " + moe->error,
+            adapter_finding("PEFT012", *converted, "target_modules", "ValueError: " + moe->error,
                             fmt::format("transformers 5 fuses them into one parameter of every expert; target all "
                                         "of them (or none) in this {} model",
                                         tree.model_type)));
         return false;
       }
     }
+  const LoraAdapter& a = *adapter;
   PeftSummary summary;
   summary.adapter = a.source;
   // _prepare_adapter_config: peft's default for the model_type, unless the conversion above already
