@@ -5,6 +5,7 @@
 // models with adapters that tell layers apart.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -334,4 +335,31 @@ TEST_CASE("repeated blocks: a plan that would flatten several instances in one u
   CHECK_FALSE(folded_plan_exact(tree, size, plan_fsdp1(tree, size, sink)));
   const FsdpSettings layers = fsdp1(8, WrapPolicyKind::transformer, {"LlamaDecoderLayer"}, true);
   CHECK(folded_plan_exact(tree, layers, plan_fsdp1(tree, layers, sink)));
+}
+
+TEST_CASE("repeated blocks: every module path of the materialised model finds the module it is an instance of") {
+  const ModuleTree whole = load(kFixtures / "corpus-configs" / "Qwen__Qwen3-30B-A3B.json", true);
+  ModuleTree tree = whole;
+  fold_repeated_blocks(tree);
+  REQUIRE(tree.folded);
+  ModuleTree expanded = tree;
+  std::vector<int> origin;
+  expand_repeated_blocks(expanded, &origin);
+  REQUIRE(expanded.modules.size() == whole.modules.size());
+  for (std::size_t i = 0; i < whole.modules.size(); ++i) {
+    CAPTURE(whole.modules[i].path);
+    CHECK(find_module_instance(tree, whole.modules[i].path) == origin[i]);
+  }
+  // Not in the model: past the last layer, a name no module has, a part of a name.
+  const int layers = static_cast<int>(std::count_if(whole.modules.begin(), whole.modules.end(), [](const Module& m) {
+    return m.parent >= 0 && m.path.starts_with("model.layers.") && m.path.find('.', 13) == std::string::npos;
+  }));
+  CHECK(layers == 48);
+  CHECK(find_module_instance(tree, "model.layers.48") == -1);
+  CHECK(find_module_instance(tree, "model.layers.3.mlp.gate.nope") == -1);
+  CHECK(find_module_instance(tree, "model.lay") == -1);
+  CHECK(find_module_instance(tree, "model.layers.47.mlp") ==
+        origin[static_cast<std::size_t>(std::find_if(whole.modules.begin(), whole.modules.end(),
+                                                     [](const Module& m) { return m.path == "model.layers.47.mlp"; }) -
+                                        whole.modules.begin())]);
 }
