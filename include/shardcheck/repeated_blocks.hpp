@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "shardcheck/module_tree.hpp"
@@ -38,6 +39,19 @@ std::vector<std::int64_t> module_multiplicity(const ModuleTree& tree);
 // -1 when the tree has no such module. A walk down the tree by name, so it answers for folded and
 // materialised trees alike.
 int find_module_instance(const ModuleTree& tree, std::string_view path);
+
+// The same for many paths in a row (the keys of a saved adapter, in their sorted order): a path that
+// shares leading components with the previous one goes on from where that walk was.
+class ModuleInstanceFinder {
+ public:
+  explicit ModuleInstanceFinder(const ModuleTree& tree) : tree_(tree) {}
+  int find(std::string_view path);
+
+ private:
+  const ModuleTree& tree_;
+  std::string last_;                                // the previous path
+  std::vector<std::pair<std::size_t, int>> steps_;  // per component of it: where it ends, its module
+};
 
 // The name of instance k (0-based) of a repeated module: its numeric name plus k.
 std::string repeat_instance_name(const Module& m, int k);

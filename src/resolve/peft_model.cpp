@@ -276,9 +276,10 @@ bool check_saved_weights(const ModuleTree& tree, const LoraAdapter& a, Diagnosti
     const int m = find_module_instance(tree, path);
     return m >= 0 && tree.modules[static_cast<std::size_t>(m)].cls == "ModulesToSaveWrapper";
   };
+  ModuleInstanceFinder modules(tree);  // the keys come sorted: neighbours share most of the walk
   auto find = [&](std::string_view full) -> const ParamInfo* {
     const std::size_t dot = full.rfind('.');
-    const int m = find_module_instance(tree, dot == std::string_view::npos ? std::string_view() : full.substr(0, dot));
+    const int m = modules.find(dot == std::string_view::npos ? std::string_view() : full.substr(0, dot));
     if (m < 0) return nullptr;
     const std::string_view name = dot == std::string_view::npos ? full : full.substr(dot + 1);
     for (const ParamInfo& p : tree.modules[static_cast<std::size_t>(m)].params)

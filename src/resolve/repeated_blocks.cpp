@@ -4,6 +4,7 @@
 // stricter test: every field a later stage reads must agree, not only what the repr prints.
 #include "shardcheck/repeated_blocks.hpp"
 
+#include <algorithm>
 #include <charconv>
 
 namespace shardcheck {
@@ -186,30 +187,50 @@ std::vector<std::int64_t> module_multiplicity(const ModuleTree& tree) {
   return mult;
 }
 
-int find_module_instance(const ModuleTree& tree, std::string_view path) {
-  if (tree.modules.empty()) return -1;
-  int m = 0;
-  for (std::size_t start = 0; !path.empty() && start <= path.size();) {
+namespace {
+
+// The child of module m that the path component `part` names: by name, or an instance of a run.
+int child_instance(const ModuleTree& tree, int m, std::string_view part) {
+  long long index = -1;
+  const bool numbered = index_of(part, index);
+  for (const int c : tree.modules[static_cast<std::size_t>(m)].children) {
+    const Module& child = tree.modules[static_cast<std::size_t>(c)];
+    long long first = 0;
+    if (child.name == part ||
+        (numbered && child.repeat > 1 && index_of(child.name, first) && index >= first && index < first + child.repeat))
+      return c;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int ModuleInstanceFinder::find(std::string_view path) {
+  if (tree_.modules.empty()) return -1;
+  // The deepest component of the previous walk that this path shares.
+  const std::size_t common = static_cast<std::size_t>(
+      std::mismatch(path.begin(), path.end(), last_.begin(), last_.end()).first - path.begin());
+  std::size_t kept = 0;
+  while (kept < steps_.size() && steps_[kept].first <= common &&
+         (steps_[kept].first == path.size() || path[steps_[kept].first] == '.'))
+    ++kept;
+  steps_.resize(kept);
+  int m = kept ? steps_.back().second : 0;
+  std::size_t start = kept ? steps_.back().first + 1 : 0;
+  last_.assign(path);
+  while (!path.empty() && start <= path.size()) {
     std::size_t dot = path.find('.', start);
     if (dot == std::string_view::npos) dot = path.size();
-    const std::string_view part = path.substr(start, dot - start);
-    long long index = -1;
-    const bool numbered = index_of(part, index);
-    int found = -1;
-    for (const int c : tree.modules[static_cast<std::size_t>(m)].children) {
-      const Module& child = tree.modules[static_cast<std::size_t>(c)];
-      long long first = 0;
-      if (child.name == part || (numbered && child.repeat > 1 && index_of(child.name, first) && index >= first &&
-                                 index < first + child.repeat)) {
-        found = c;
-        break;
-      }
-    }
-    if (found < 0) return -1;
-    m = found;
+    m = child_instance(tree_, m, path.substr(start, dot - start));
+    if (m < 0) return -1;  // the steps so far stay valid prefixes of last_
+    steps_.emplace_back(dot, m);
     start = dot + 1;
   }
   return m;
+}
+
+int find_module_instance(const ModuleTree& tree, std::string_view path) {
+  return ModuleInstanceFinder(tree).find(path);
 }
 
 std::string repeat_instance_name(const Module& m, int k) {

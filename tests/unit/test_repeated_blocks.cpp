@@ -346,19 +346,24 @@ TEST_CASE("repeated blocks: every module path of the materialised model finds th
   std::vector<int> origin;
   expand_repeated_blocks(expanded, &origin);
   REQUIRE(expanded.modules.size() == whole.modules.size());
+  // One at a time, and in a row in both orders (a walk that goes on from the previous path's).
+  ModuleInstanceFinder forward(tree), backward(tree);
   for (std::size_t i = 0; i < whole.modules.size(); ++i) {
     CAPTURE(whole.modules[i].path);
     CHECK(find_module_instance(tree, whole.modules[i].path) == origin[i]);
+    CHECK(forward.find(whole.modules[i].path) == origin[i]);
+    const std::size_t j = whole.modules.size() - 1 - i;
+    CHECK(backward.find(whole.modules[j].path) == origin[j]);
   }
   // Not in the model: past the last layer, a name no module has, a part of a name.
   const int layers = static_cast<int>(std::count_if(whole.modules.begin(), whole.modules.end(), [](const Module& m) {
     return m.parent >= 0 && m.path.starts_with("model.layers.") && m.path.find('.', 13) == std::string::npos;
   }));
   CHECK(layers == 48);
-  CHECK(find_module_instance(tree, "model.layers.48") == -1);
-  CHECK(find_module_instance(tree, "model.layers.3.mlp.gate.nope") == -1);
-  CHECK(find_module_instance(tree, "model.lay") == -1);
-  CHECK(find_module_instance(tree, "model.layers.47.mlp") ==
+  CHECK(forward.find("model.layers.48") == -1);
+  CHECK(forward.find("model.layers.3.mlp.gate.nope") == -1);
+  CHECK(forward.find("model.lay") == -1);
+  CHECK(forward.find("model.layers.47.mlp") ==
         origin[static_cast<std::size_t>(std::find_if(whole.modules.begin(), whole.modules.end(),
                                                      [](const Module& m) { return m.path == "model.layers.47.mlp"; }) -
                                         whole.modules.begin())]);
