@@ -53,9 +53,7 @@ void check_qlora_versions(const StackVersions& versions, const PeftRules& rules,
 std::string parameter_of_saved_key(const std::string& key, const std::string& name,
                                    const std::set<std::string>& saved_modules);
 // The same with a test for a ModulesToSaveWrapper path (a folded tree answers it by walking down),
-// and written into `out` (one buffer for a file's keys).
-std::string parameter_of_saved_key(const std::string& key, const std::string& name,
-                                   const std::function<bool(std::string_view)>& is_saved_module);
+// written into `out` (one buffer for a file's keys).
 void parameter_of_saved_key(std::string& out, std::string_view key, std::string_view name,
                             const std::function<bool(std::string_view)>& is_saved_module);
 

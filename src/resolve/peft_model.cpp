@@ -468,16 +468,11 @@ void parameter_of_saved_key(std::string& out, std::string_view key, std::string_
 }
 
 std::string parameter_of_saved_key(const std::string& key, const std::string& name,
-                                   const std::function<bool(std::string_view)>& is_saved_module) {
-  std::string out;
-  parameter_of_saved_key(out, key, name, is_saved_module);
-  return out;
-}
-
-std::string parameter_of_saved_key(const std::string& key, const std::string& name,
                                    const std::set<std::string>& saved_modules) {
-  return parameter_of_saved_key(key, name,
-                                [&](std::string_view path) { return saved_modules.count(std::string(path)) > 0; });
+  std::string out;
+  parameter_of_saved_key(out, key, name,
+                         [&](std::string_view path) { return saved_modules.count(std::string(path)) > 0; });
+  return out;
 }
 
 std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, DiagnosticSink& sink) {
