@@ -8,12 +8,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <type_traits>
 #include <unordered_map>
+
+#include "load/padded_file.hpp"
+#include "load/plain_json_value.hpp"
 
 namespace shardcheck {
 namespace {
@@ -28,34 +30,51 @@ struct Reader {
   DiagnosticSink& sink;
   bool ok = true;
 
-  // The 1-based line of a top-level key: the first `"key"` followed by a colon. adapter_config.json
-  // is one flat object as peft writes it, so the first occurrence is the key itself. Every key's
-  // line is found in one pass over the text, on the first question (the config of an all-linear
-  // adapter of a big model lists ~900 module names, which a search per field scanned again).
+  // The 1-based line of each top-level key, its last occurrence (whose value json.load keeps, and
+  // nlohmann too): from the plain reader's key offsets (load/plain_json_value.hpp), or else from one
+  // pass over the text on the first question.
   mutable std::unordered_map<std::string_view, int> key_lines;
   mutable bool scanned = false;
 
-  int line_of(const std::string& key) const {
-    if (!scanned) {
-      scanned = true;
-      int line = 1;
-      for (std::size_t i = 0; i < text.size(); ++i) {
-        if (text[i] == '\n') ++line;
-        if (text[i] != '"') continue;
-        std::size_t end = i + 1;  // the closing quote, past escaped characters
-        while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
-        if (end >= text.size()) break;
-        std::size_t after = end + 1;
-        int lines_after = 0;
-        while (after < text.size() &&
-               (text[after] == ' ' || text[after] == '\t' || text[after] == '\n' || text[after] == '\r'))
-          lines_after += text[after++] == '\n';
-        if (after < text.size() && text[after] == ':') key_lines.try_emplace(text.substr(i + 1, end - i - 1), line);
-        for (std::size_t k = i + 1; k < end; ++k) line += text[k] == '\n';  // (JSON strings hold none)
-        i = after - 1;
-        line += lines_after;
-      }
+  void lines_from(const std::vector<detail::TopLevelKey>& keys) const {
+    scanned = true;
+    int line = 1;
+    std::size_t counted = 0;  // newlines before here are in `line`; the offsets only grow
+    for (const auto& [key, at] : keys) {
+      line += static_cast<int>(std::count(text.begin() + static_cast<std::ptrdiff_t>(counted),
+                                          text.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+      counted = at;
+      key_lines.insert_or_assign(key, line);
     }
+  }
+
+  // For a text nlohmann read (one with escapes, say): a string followed by a colon at depth 1.
+  void scan_lines() const {
+    scanned = true;
+    int line = 1, depth = 0;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      const char c = text[i];
+      if (c == '\n') ++line;
+      if (c == '{' || c == '[') ++depth;
+      if (c == '}' || c == ']') --depth;
+      if (c != '"') continue;
+      std::size_t end = i + 1;  // the closing quote, past escaped characters (JSON strings hold no newline)
+      while (end < text.size() && text[end] != '"') end += text[end] == '\\' ? 2 : 1;
+      if (end >= text.size()) break;
+      std::size_t after = end + 1;
+      int lines_after = 0;
+      while (after < text.size() &&
+             (text[after] == ' ' || text[after] == '\t' || text[after] == '\n' || text[after] == '\r'))
+        lines_after += text[after++] == '\n';
+      if (depth == 1 && after < text.size() && text[after] == ':')
+        key_lines.insert_or_assign(text.substr(i + 1, end - i - 1), line);
+      i = after - 1;
+      line += lines_after;
+    }
+  }
+
+  int line_of(const std::string& key) const {
+    if (!scanned) scan_lines();
     const auto it = key_lines.find(key);
     return it == key_lines.end() ? 0 : it->second;
   }
@@ -80,7 +99,8 @@ struct Reader {
 };
 
 // A list of strings, or (when `allow_string`) one string: the two shapes of target_modules.
-bool read_selector(Reader& rd, const json& doc, const std::string& key, ModuleSelector& out, bool all_linear) {
+// The names are moved out of `doc` (an all-linear list holds every targeted module's full name).
+bool read_selector(Reader& rd, json& doc, const std::string& key, ModuleSelector& out, bool all_linear) {
   const auto it = doc.find(key);
   if (it == doc.end() || it->is_null()) return true;
   if (it->is_string()) {
@@ -97,13 +117,12 @@ bool read_selector(Reader& rd, const json& doc, const std::string& key, ModuleSe
   }
   if (it->is_array()) {
     out.kind = ModuleSelector::Kind::names;
-    for (const auto& v : *it) {
-      if (!v.is_string()) {
-        rd.wrong(key, "a list of module names or one regular expression", *it);
-        return false;
-      }
-      out.names.push_back(v.get<std::string>());
+    if (!std::all_of(it->begin(), it->end(), [](const json& v) { return v.is_string(); })) {
+      rd.wrong(key, "a list of module names or one regular expression", *it);
+      return false;
     }
+    out.names.reserve(it->size());
+    for (auto& v : *it) out.names.push_back(std::move(v.get_ref<std::string&>()));
     return true;
   }
   rd.wrong(key, "a list of module names or one regular expression", *it);
@@ -159,15 +178,23 @@ std::string LoraAdapter::source_of(const std::string& field) const {
   return source;
 }
 
-std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std::string& label, DiagnosticSink& sink) {
+namespace {
+
+std::optional<LoraAdapter> parse_padded(std::string_view text, const std::string& label, DiagnosticSink& sink) {
   Reader rd{label, text, sink, true, {}, false};
   json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::exception& e) {
-    rd.fail("PEFT001", "", fmt::format("adapter_config.json is not valid JSON: {}", e.what()),
-            "peft writes this file with save_pretrained; write it again or fix the JSON");
-    return std::nullopt;
+  std::vector<detail::TopLevelKey> keys;
+  if (auto plain = detail::read_plain_json_value(text, &keys)) {
+    doc = std::move(*plain);
+    rd.lines_from(keys);
+  } else {
+    try {
+      doc = json::parse(text);
+    } catch (const json::exception& e) {
+      rd.fail("PEFT001", "", fmt::format("adapter_config.json is not valid JSON: {}", e.what()),
+              "peft writes this file with save_pretrained; write it again or fix the JSON");
+      return std::nullopt;
+    }
   }
   if (!doc.is_object()) {
     rd.fail("PEFT001", "",
@@ -274,6 +301,16 @@ std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std
   return a;
 }
 
+}  // namespace
+
+std::optional<LoraAdapter> parse_adapter_config(std::string_view text, const std::string& label, DiagnosticSink& sink) {
+  // The plain reader needs kJsonPadding readable bytes after the text.
+  std::string padded;
+  padded.reserve(text.size() + detail::kJsonPadding);
+  padded.append(text).append(detail::kJsonPadding, '\0');
+  return parse_padded(std::string_view(padded).substr(0, text.size()), label, sink);
+}
+
 std::optional<LoraAdapter> load_adapter_config(const std::string& path, DiagnosticSink& sink) {
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -296,8 +333,8 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
       file = resolved->dir;
     }
   if (fs::is_directory(file, ec)) file /= "adapter_config.json";
-  std::ifstream in(file, std::ios::binary);
-  if (!in || fs::is_directory(file, ec)) {
+  const auto text = detail::PaddedFile::read(file);
+  if (!text) {
     Diagnostic d =
         finding("IO005", in_file(file.string()),
                 fmt::format("cannot read the adapter's config `{}`: {}", file.string(),
@@ -307,9 +344,7 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
     sink.report(std::move(d));
     return std::nullopt;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto adapter = parse_adapter_config(text.str(), file.string(), sink);
+  auto adapter = parse_padded(text->view(), file.string(), sink);
   // PeftModel.from_pretrained reads adapter_model.safetensors from the same directory (peft
   // utils/save_and_load.py load_peft_weights): its header says what the saved matrices are.
   const fs::path weights = file.parent_path() / "adapter_model.safetensors";

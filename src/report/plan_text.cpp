@@ -97,15 +97,7 @@ struct UnitKeyHash {
   }
 };
 
-// One row of the materialised plan: a unit, and the path of the instance it is.
-struct UnitRow {
-  const ShardUnit* unit;
-  std::string_view path;
-};
-
-UnitKey unit_key(const UnitRow& row) {
-  const ShardUnit& u = *row.unit;
-  const std::string_view path = row.path;
+UnitKey unit_key(const ShardUnit& u, std::string_view path) {
   for (std::size_t start = 0; start <= path.size();) {
     std::size_t dot = path.find('.', start);
     if (dot == std::string_view::npos) dot = path.size();
@@ -117,38 +109,65 @@ UnitKey unit_key(const UnitRow& row) {
   return {path, {}, false, &u};
 }
 
-// Each unit's key as a small number: equal numbers, collapsible rows.
-std::vector<int> unit_keys(const std::vector<UnitRow>& rows) {
-  std::unordered_map<UnitKey, int, UnitKeyHash> ids;
-  ids.reserve(rows.size());
-  std::vector<int> keys;
-  keys.reserve(rows.size());
-  for (const auto& r : rows) keys.push_back(ids.try_emplace(unit_key(r), static_cast<int>(ids.size())).first->second);
-  return keys;
+// Whether every instance of a folded unit has instance 0's key (its own path): when its only run's
+// index is the first numeric component, the instances differ in that component alone, which the key
+// stars. Then no instance's path need be written out to key it (a LoRA plan of a 405B model has
+// 1,891 instances of 16 units).
+bool key_shared_by_instances(const ShardUnit& u) {
+  if (u.repeats.empty()) return true;
+  if (u.repeats.size() > 1) return false;
+  const UnitKey k = unit_key(u, u.path);
+  return k.starred && k.head.size() == u.repeats[0].at;
 }
 
-// The materialised plan's rows; a folded plan's instance paths are written into `names`.
-std::vector<UnitRow> unit_rows(const ShardPlan& plan, std::string& names) {
-  std::vector<UnitRow> rows;
-  rows.reserve(plan.unit_count());
-  if (plan.sequence.empty()) {
-    for (const ShardUnit& u : plan.units) rows.push_back({&u, u.path});
-    return rows;
+// The materialised plan's rows, in its order, each with its key as a small number: equal numbers,
+// collapsible rows.
+class UnitRows {
+ public:
+  explicit UnitRows(const ShardPlan& plan) : plan_(plan) {
+    if (plan.sequence.empty())
+      for (std::size_t u = 0; u < plan.units.size(); ++u) rows_.push_back({static_cast<int>(u), 0});
+    else
+      rows_ = plan.sequence;
+    // Instances whose keys differ by instance get their paths written out, all before any is viewed.
+    std::vector<char> shared(plan.units.size());
+    for (std::size_t u = 0; u < plan.units.size(); ++u) shared[u] = key_shared_by_instances(plan.units[u]) ? 1 : 0;
+    std::vector<std::size_t> ends(rows_.size(), 0);
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      if (shared[static_cast<std::size_t>(rows_[i].unit)]) continue;
+      append_unit_instance_path(names_, unit(i), rows_[i].instance);
+      ends[i] = names_.size();
+    }
+    std::unordered_map<UnitKey, int, UnitKeyHash> ids;
+    std::vector<int> shared_id(plan.units.size(), -1);
+    keys_.reserve(rows_.size());
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < rows_.size(); ++i) {
+      const auto u = static_cast<std::size_t>(rows_[i].unit);
+      auto id_of = [&](std::string_view path) {
+        return ids.try_emplace(unit_key(plan.units[u], path), static_cast<int>(ids.size())).first->second;
+      };
+      if (shared[u]) {
+        if (shared_id[u] < 0) shared_id[u] = id_of(plan.units[u].path);
+        keys_.push_back(shared_id[u]);
+      } else {
+        keys_.push_back(id_of(std::string_view(names_).substr(start, ends[i] - start)));
+        start = ends[i];
+      }
+    }
   }
-  std::vector<std::size_t> ends;
-  ends.reserve(plan.sequence.size());
-  for (const UnitInstance& ui : plan.sequence) {
-    append_unit_instance_path(names, plan.units[static_cast<std::size_t>(ui.unit)], ui.instance);
-    ends.push_back(names.size());
-  }
-  std::size_t start = 0;
-  for (std::size_t i = 0; i < plan.sequence.size(); ++i) {
-    rows.push_back({&plan.units[static_cast<std::size_t>(plan.sequence[i].unit)],
-                    std::string_view(names).substr(start, ends[i] - start)});
-    start = ends[i];
-  }
-  return rows;
-}
+
+  std::size_t size() const { return rows_.size(); }
+  const std::vector<int>& keys() const { return keys_; }
+  const ShardUnit& unit(std::size_t i) const { return plan_.units[static_cast<std::size_t>(rows_[i].unit)]; }
+  std::string path(std::size_t i) const { return unit_instance_path(unit(i), rows_[i].instance); }
+
+ private:
+  const ShardPlan& plan_;
+  std::vector<UnitInstance> rows_;
+  std::string names_;
+  std::vector<int> keys_;
+};
 
 // The longest repetition starting at i of a block of `period` units (a decoder layer followed by its
 // LoRA units repeats with period 1 + adapters per layer): {period, repetitions}.
@@ -254,10 +273,11 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
   out += "\n";
   out += fmt::format("  {:<34} {:<30} {:>15} {:>15}  {:<6} {}\n", "unit", "class", "numel", "shard/rank", "dtype",
                      "padding by rank");
-  auto row = [&](const UnitRow& first, const UnitRow& last, std::size_t run) {
-    const ShardUnit& u = *first.unit;
-    const std::string label =
-        run > 1 ? range_label(std::string(first.path), std::string(last.path)) : module_label(std::string(first.path));
+  const UnitRows rows(plan);
+  const std::vector<int>& keys = rows.keys();
+  auto row = [&](std::size_t first, std::size_t last, std::size_t run) {
+    const ShardUnit& u = rows.unit(first);
+    const std::string label = run > 1 ? range_label(rows.path(first), rows.path(last)) : module_label(rows.path(first));
     std::string cls = run > 1 ? fmt::format("{} x {}", run, u.cls) : u.cls;
     if (u.modules.size() > 1) {
       cls.clear();
@@ -268,20 +288,17 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                        fmt::group_digits(u.shard_numel), u.params.empty() ? "-" : dtype_name(u.dtype), pads(u.rank_pad),
                        u.reshard_after_forward && !*u.reshard_after_forward ? "  (kept after forward)" : "");
   };
-  std::string names;
-  const std::vector<UnitRow> rows = unit_rows(plan, names);
-  const std::vector<int> keys = unit_keys(rows);
   for (std::size_t i = 0; i < rows.size();) {
     // Identical consecutive units, or a repeated block of them (a layer and its LoRA units), collapse.
     std::size_t run = 1;
     while (i + run < rows.size() && keys[i + run] == keys[i]) ++run;
     const auto [period, reps] = repetition_at(keys, i);
     if (reps >= 2 && period > 1 && period * reps > run) {
-      for (std::size_t k = 0; k < period; ++k) row(rows[i + k], rows[i + (reps - 1) * period + k], reps);
+      for (std::size_t k = 0; k < period; ++k) row(i + k, i + (reps - 1) * period + k, reps);
       i += period * reps;
       continue;
     }
-    row(rows[i], rows[i + run - 1], run);
+    row(i, i + run - 1, run);
     i += run;
   }
   if (!mem.ranks.empty()) {
