@@ -4,6 +4,7 @@
 // while the checkpoint's headers are still being read. The one way inspect, plan and check get a
 // tree; diagnostics come out in the order of the stages (load, registry, tree).
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -20,7 +21,10 @@ struct LoadedTree {
                                    // in full, but nothing is built on it
 };
 
+// `alongside`, when given, runs on the checkpoint's reading thread once the headers are read
+// (ModelLoad::begin's `then`) and has run when this returns, unless the model could not be found or
+// its config.json read: the caller can tell by a flag the work sets. It must not throw.
 LoadedTree load_module_tree(const std::string& model, bool config_only, const std::string& rules_dir,
-                            const ResolveOptions& options, DiagnosticSink& sink);
+                            const ResolveOptions& options, DiagnosticSink& sink, std::function<void()> alongside = {});
 
 }  // namespace shardcheck

@@ -3,6 +3,7 @@
 // here). Loads config.json and, unless asked not to, every safetensors header.
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,8 +29,16 @@ std::optional<ModelInputs> load_model(const std::string& ref, bool config_only, 
 class ModelLoad {
  public:
   // Finds the model and reads config.json (its diagnostics go to `sink` now), then starts reading
-  // the checkpoint in the background. nullopt when there is no usable config.json.
-  static std::optional<ModelLoad> begin(const std::string& ref, bool config_only, DiagnosticSink& sink);
+  // the checkpoint in the background. nullopt when there is no usable config.json (and then `then`
+  // never runs).
+  //
+  // `then`, when given, runs once the checkpoint is read, on the thread that read it (on a thread of
+  // its own when there is nothing to read): finish() does not wait for it, the destructor does. It
+  // must not throw. Why there: on a small machine the caller's work from config.json and the header
+  // reading fill the cores, and more work started beside them takes a core from the caller, whom
+  // everything waits for; once the headers are read their thread is idle until the join.
+  static std::optional<ModelLoad> begin(const std::string& ref, bool config_only, DiagnosticSink& sink,
+                                        std::function<void()> then = {});
 
   const ModelConfig& config() const;
   // Files whose headers are read from now on are also shown to `observer` (FileObserver), which

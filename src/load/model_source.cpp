@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <latch>
 #include <system_error>
 #include <utility>
@@ -90,18 +91,22 @@ struct ModelLoad::State {
   std::exception_ptr failure;  // what the loader threw, rethrown by finish()
   std::latch loaded{1};        // checkpoint, checkpoint_sink and failure are final
   std::atomic<FileObserver*> observer{nullptr};
-  std::thread loader;  // reads the checkpoint; joined by the destructor
+  std::function<void()> then;  // the caller's work after the load (ModelLoad::begin)
+  std::thread loader;          // reads the checkpoint, then runs `then`; joined by the destructor
 
   // Publishes the checkpoint before releasing the load's scratch memory, so that finish() returns
-  // while this thread unmaps (detail::load_checkpoint says why).
+  // while this thread unmaps (detail::load_checkpoint says why); then the caller's work.
   void load() {
-    std::shared_ptr<void> scratch;
-    try {
-      checkpoint = detail::load_checkpoint(dir, checkpoint_sink, scratch, &observer);
-    } catch (...) {
-      failure = std::current_exception();
+    {
+      std::shared_ptr<void> scratch;
+      try {
+        checkpoint = detail::load_checkpoint(dir, checkpoint_sink, scratch, &observer);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+      loaded.count_down();
     }
-    loaded.count_down();
+    if (then) then();
   }
 };
 
@@ -116,8 +121,10 @@ const ModelConfig& ModelLoad::config() const { return state_->config; }
 
 void ModelLoad::observe(FileObserver* observer) { state_->observer.store(observer, std::memory_order_release); }
 
-std::optional<ModelLoad> ModelLoad::begin(const std::string& ref, bool config_only, DiagnosticSink& sink) {
+std::optional<ModelLoad> ModelLoad::begin(const std::string& ref, bool config_only, DiagnosticSink& sink,
+                                          std::function<void()> then) {
   auto state = std::make_unique<State>();
+  state->then = std::move(then);
   fs::path config_file;
   std::error_code ec;
   const fs::path path = ref;
@@ -164,6 +171,14 @@ std::optional<ModelLoad> ModelLoad::begin(const std::string& ref, bool config_on
     }
   } else {
     state->loaded.count_down();  // nothing to wait for
+    if (state->then) {
+      State* s = state.get();
+      try {
+        state->loader = std::thread([s] { s->then(); });
+      } catch (const std::system_error&) {
+        s->then();  // no thread to be had: run it now
+      }
+    }
   }
   return ModelLoad(std::move(state));
 }

@@ -119,7 +119,7 @@ class Reader {
     }
     if (integer && negative) {
       std::int64_t v = 0;
-      if (std::from_chars(start, p, v).ec != std::errc() ) return false;
+      if (std::from_chars(start, p, v).ec != std::errc()) return false;
       out = v;
     } else if (integer) {
       std::uint64_t v = 0;

@@ -6,14 +6,14 @@
 namespace shardcheck {
 
 LoadedTree load_module_tree(const std::string& model, bool config_only, const std::string& rules_dir,
-                            const ResolveOptions& options, DiagnosticSink& sink) {
+                            const ResolveOptions& options, DiagnosticSink& sink, std::function<void()> alongside) {
   LoadedTree out;
   util::StageTimer timer("load: config.json");
   DiagnosticSink load_sink;
   // Declared before the load: the load's reading threads call the expansion's observer, so the
   // load must end (finish(), or its destructor's join) before the expansion goes.
   std::optional<TreeExpansion> expansion;
-  auto load = ModelLoad::begin(model, config_only, load_sink);
+  auto load = ModelLoad::begin(model, config_only, load_sink, std::move(alongside));
   if (!load) {
     sink.append(load_sink);
     return out;
