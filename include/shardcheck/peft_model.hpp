@@ -42,8 +42,17 @@ struct PeftRules {
 // peft's conversion of transformers 5 MoE targets) become nested ParamWrapper layers.
 // `fold_repeats`: the result may be a folded tree (shardcheck/repeated_blocks.hpp), for a caller whose
 // later stages read one.
+// With the adapter's saved weights (adapter_model.safetensors' header), they are checked against the
+// result too (check_saved_adapter_weights).
 bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules, DiagnosticSink& sink,
                         bool fold_repeats = false);
+// apply_lora_adapter without the check of the saved weights, for a caller that runs it itself.
+bool build_peft_model(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules, DiagnosticSink& sink,
+                      bool fold_repeats = false);
+// The saved weights against the PeftModel `tree` (as built from `adapter`): false with torch's
+// size-mismatch error (PEFT008) where a saved matrix does not fit its parameter; a warning (PEFT009)
+// for saved tensors with no place. True without saved weights. Reads `tree` only.
+bool check_saved_adapter_weights(const ModuleTree& tree, const LoraAdapter& adapter, DiagnosticSink& sink);
 // FSDP + QLoRA with a release below peft's guide (PEFT011, a warning for each known one).
 void check_qlora_versions(const StackVersions& versions, const PeftRules& rules, const std::string& fallback_file,
                           DiagnosticSink& sink);

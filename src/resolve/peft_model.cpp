@@ -632,8 +632,17 @@ std::unordered_map<std::string, std::string> peft_base_names(const ModuleTree& t
   return names;
 }
 
-bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRules& rules, DiagnosticSink& sink,
+bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const PeftRules& rules, DiagnosticSink& sink,
                         bool fold_repeats) {
+  return build_peft_model(tree, adapter, rules, sink, fold_repeats) && check_saved_adapter_weights(tree, adapter, sink);
+}
+
+bool check_saved_adapter_weights(const ModuleTree& tree, const LoraAdapter& adapter, DiagnosticSink& sink) {
+  return !adapter.weights || check_saved_weights(tree, adapter, sink);
+}
+
+bool build_peft_model(ModuleTree& tree, const LoraAdapter& given, const PeftRules& rules, DiagnosticSink& sink,
+                      bool fold_repeats) {
   // LoraLayer.update_layer builds nn.Dropout(p=lora_dropout) when it is above 0, and torch refuses a
   // probability above 1 (torch/nn/modules/dropout.py); 0 or less is an Identity.
   if (given.lora_dropout > 1) {
@@ -1111,7 +1120,7 @@ bool apply_lora_adapter(ModuleTree& tree, const LoraAdapter& given, const PeftRu
       if (p.requires_grad) summary.trainable += n;
     }
   tree.peft = std::move(summary);
-  return !a.weights || check_saved_weights(tree, a, sink);
+  return true;
 }
 
 }  // namespace shardcheck

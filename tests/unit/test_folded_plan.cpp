@@ -4,6 +4,7 @@
 // the same numbers. The materialised pipeline is the reference; this runs both on real models and
 // real peft adapters under the settings that change units, shards, memory and findings.
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <filesystem>
 #include <functional>
@@ -25,6 +26,8 @@ struct Outcome {
   std::string text;
   std::vector<Diagnostic> findings;
   bool folded = false;
+  bool planned = false;
+  std::string policy;  // the wrap policy and where it came from: a stopped run keeps the settings it had
   std::uint64_t peak = 0;
   std::vector<std::uint64_t> rank_totals;
   CollectiveBytes comm;
@@ -39,6 +42,9 @@ Outcome run(PreflightRequest req, bool fold) {
     o.text += render_plan_text(*r.plan, r.settings, r.memory, r.comm, {}, r.tree->peft ? &*r.tree->peft : nullptr);
     o.folded = r.tree->folded;
   }
+  if (r.tree) o.folded = r.tree->folded;
+  o.planned = r.plan.has_value();
+  o.policy = fmt::format("{} {}", static_cast<int>(r.settings.policy.value), r.settings.policy.source);
   o.text += render_diagnostics_text(r.sink.items());
   o.findings = r.sink.items();
   o.peak = r.memory.peak;
@@ -285,6 +291,13 @@ TEST_CASE("folded plan: saved adapter weights that do not fit, or are left over,
       PreflightRequest req = request(model, false, adapter, [](FsdpSettings&) {});
       const folded_plan_test::Outcome whole = run(req, false);
       CHECK(whole.text.find(code) != std::string::npos);
+      // The folded run checks the saved weights beside the plan (preflight.cpp SavedWeightsCheck): a
+      // size mismatch still stops it where the check stands, with no plan and the settings it had.
+      const folded_plan_test::Outcome folded = run(req, true);
+      CHECK(folded.folded);
+      CHECK(folded.planned == (std::string(code) != "PEFT008"));
+      CHECK(folded.planned == whole.planned);
+      CHECK(folded.policy == whole.policy);
       require_same_plan(req);
     }
   }

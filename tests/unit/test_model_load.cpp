@@ -61,8 +61,8 @@ TEST_CASE("load_module_tree: the work alongside has run when it returns") {
   Work w;
   w.released = true;
   DiagnosticSink sink;
-  const LoadedTree loaded = load_module_tree((models_dir() / "qwen3").string(), false, SHARDCHECK_SOURCE_DIR "/rules",
-                                             {}, sink, w.fn());
+  const LoadedTree loaded =
+      load_module_tree((models_dir() / "qwen3").string(), false, SHARDCHECK_SOURCE_DIR "/rules", {}, sink, w.fn());
   CHECK(loaded.tree.has_value());
   CHECK(w.runs == 1);
 }
