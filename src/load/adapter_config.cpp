@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 #include <unordered_map>
@@ -333,8 +335,22 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
       file = resolved->dir;
     }
   if (fs::is_directory(file, ec)) file /= "adapter_config.json";
-  const auto text = detail::PaddedFile::read(file);
-  if (!text) {
+  // A regular file is read with its padding in one go; anything else that reads (a pipe, as in
+  // `--adapter <(...)`) through a stream, padded here.
+  const auto padded_file = detail::PaddedFile::read(file);
+  std::string streamed;
+  std::string_view text;
+  bool readable = padded_file.has_value();
+  if (padded_file) {
+    text = padded_file->view();
+  } else if (std::ifstream in(file, std::ios::binary); in && !fs::is_directory(file, ec)) {
+    streamed.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    readable = !in.bad();
+    const std::size_t size = streamed.size();
+    streamed.append(detail::kJsonPadding, '\0');
+    text = std::string_view(streamed).substr(0, size);
+  }
+  if (!readable) {
     Diagnostic d =
         finding("IO005", in_file(file.string()),
                 fmt::format("cannot read the adapter's config `{}`: {}", file.string(),
@@ -344,7 +360,7 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
     sink.report(std::move(d));
     return std::nullopt;
   }
-  auto adapter = parse_padded(text->view(), file.string(), sink);
+  auto adapter = parse_padded(text, file.string(), sink);
   // PeftModel.from_pretrained reads adapter_model.safetensors from the same directory (peft
   // utils/save_and_load.py load_peft_weights): its header says what the saved matrices are.
   const fs::path weights = file.parent_path() / "adapter_model.safetensors";

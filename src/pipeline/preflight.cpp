@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <functional>
 #include <regex>
@@ -36,9 +37,9 @@ class SavedWeightsCheck {
   // False when the check ran here (an unfolded tree) and stops the run: `r` is then final.
   bool start(PreflightResult& r, const LoraAdapter& adapter) {
     started_ = true;
+    if (!adapter.weights) return true;
     at_ = r.sink.items().size();
     settings_ = r.settings;
-    if (!adapter.weights) return true;
     const ModuleTree& tree = *r.tree;
     auto run = [this, &tree, &adapter] {
       try {
@@ -47,12 +48,14 @@ class SavedWeightsCheck {
         failure_ = std::current_exception();
       }
     };
-    if (tree.folded) try {
+    if (tree.folded) {
+      try {
         thread_ = std::jthread(run);
         return true;
       } catch (const std::system_error&) {
         // no thread to be had: check it now
       }
+    }
     run();
     return finish(r);
   }
@@ -65,14 +68,13 @@ class SavedWeightsCheck {
     if (thread_.joinable()) thread_.join();
     if (failure_) std::rethrow_exception(failure_);
     auto& items = r.sink.items();
-    if (!ok_) {
+    if (!ok_) {  // (memory and communication come after the last finish())
       items.erase(items.begin() + static_cast<std::ptrdiff_t>(at_), items.end());
       r.settings = std::move(settings_);
       r.plan.reset();
-      r.memory = MemoryEstimate{};
-      r.comm = CommVolume{};
     }
-    items.insert(items.begin() + static_cast<std::ptrdiff_t>(at_), sink_.items().begin(), sink_.items().end());
+    items.insert(items.begin() + static_cast<std::ptrdiff_t>(at_), std::make_move_iterator(sink_.items().begin()),
+                 std::make_move_iterator(sink_.items().end()));
     return ok_;
   }
 
@@ -458,13 +460,19 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   // ~0.7 ms over its 4 KB) are read on the checkpoint's reading thread once the headers are read
   // (ModelLoad::begin says why there), while this thread still expands the registry tree. On a thread
   // of their own from the start they took the core this thread needed: bench_plan's ratio for the 405B
-  // all-linear adapter went from 1.25-1.32 to 1.20-1.22 (4 pairs of 41 runs). Their findings keep
-  // their places: the adapter's before the model's, the rules' after.
+  // all-linear adapter went from 1.25-1.32 to 1.20-1.22 (4 pairs of 41 runs). When no load starts (no
+  // config.json) they are read here. Their findings keep their places: the adapter's before the
+  // model's, the rules' after.
   const bool peft = adapter.has_value() || !adapter_path.empty();
   std::optional<PeftRules> peft_rules;
   DiagnosticSink adapter_sink, peft_rules_sink;
   std::exception_ptr peft_failure;  // rethrown here, as a call on this thread would have thrown
   bool peft_read = false;           // set by the reading; joined (or run here) before it is read
+  // A model or an adapter from the Hub is fetched over the network: there the two are read at once,
+  // as before, each on its own thread.
+  std::error_code ec;
+  const bool remote =
+      !std::filesystem::exists(model, ec) || (!adapter_path.empty() && !std::filesystem::exists(adapter_path, ec));
   auto read_peft = [&]() noexcept {
     peft_read = true;
     try {
@@ -479,8 +487,11 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     }
   };
   DiagnosticSink model_sink;
+  std::jthread peft_reader;
+  if (peft && remote) peft_reader = std::jthread(read_peft);
   LoadedTree loaded = load_module_tree(model, req.config_only, req.rules_dir, resolve, model_sink,
-                                       peft ? std::function<void()>(read_peft) : std::function<void()>());
+                                       peft && !remote ? std::function<void()>(read_peft) : std::function<void()>());
+  if (peft_reader.joinable()) peft_reader.join();
   if (peft && !peft_read) read_peft();  // the model was not found: nothing ran it
   if (peft_failure) std::rethrow_exception(peft_failure);
   r.sink.append(adapter_sink);

@@ -446,17 +446,10 @@ std::optional<MoeConversion> convert_moe_targets(const ModuleTree& base, LoraAda
   return out;
 }
 
-}  // namespace
-
-// The parameter a key of adapter_model.safetensors loads into: peft saves the adapter's state dict
-// without the adapter name and set_peft_model_state_dict puts it back (utils/save_and_load.py):
-// "X.lora_A.weight" -> "X.lora_A.<name>.weight", "X.lora_magnitude_vector" ->
-// "X.lora_magnitude_vector.<name>.weight", "X.lora_embedding_A" -> "X.lora_embedding_A.<name>", and a
-// modules_to_save module's "X.weight" -> "X.modules_to_save.<name>.weight".
-namespace {
-// Where the last component of `key` equal to `component`, with a component after it, ends (the
-// position of the dot after it), or npos: key.rfind(".lora_A.") and the like, one component at a time
-// from the end rather than a compare at every byte (a 405B all-linear adapter has ~1,800 keys).
+// Where the last component of `key` equal to `component`, with a component before it and one after
+// it, ends (the position of the dot after it), or npos: key.rfind(".lora_A.") and the like, one
+// component at a time from the end rather than a compare at every byte (a 405B all-linear adapter has
+// ~1,800 keys).
 std::size_t end_of_inner_component(std::string_view key, std::string_view component) {
   for (std::size_t end = key.rfind('.'); end != std::string_view::npos && end > 0;) {
     const std::size_t dot = key.rfind('.', end - 1);
@@ -466,8 +459,14 @@ std::size_t end_of_inner_component(std::string_view key, std::string_view compon
   }
   return std::string_view::npos;
 }
+
 }  // namespace
 
+// The parameter a key of adapter_model.safetensors loads into: peft saves the adapter's state dict
+// without the adapter name and set_peft_model_state_dict puts it back (utils/save_and_load.py):
+// "X.lora_A.weight" -> "X.lora_A.<name>.weight", "X.lora_magnitude_vector" ->
+// "X.lora_magnitude_vector.<name>.weight", "X.lora_embedding_A" -> "X.lora_embedding_A.<name>", and a
+// modules_to_save module's "X.weight" -> "X.modules_to_save.<name>.weight".
 void parameter_of_saved_key(std::string& out, std::string_view key, std::string_view name,
                             const std::function<bool(std::string_view)>& is_saved_module) {
   out.clear();

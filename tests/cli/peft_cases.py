@@ -93,6 +93,18 @@ CASES = [
     {"name": "adapter_config.json that is not JSON",
      "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/bad-json"], "exit": 12,
      "stderr": ["adapter_config.json is not valid JSON", "[PEFT001]"]},
+    # A local adapter beside a local model is read on the checkpoint's reading thread; a directory
+    # without config.json starts no load, and preflight reads the adapter itself: its findings still
+    # come out (a path that does not exist may be a Hub id: the adapter is read beside it, as before).
+    {"name": "a broken adapter is reported when the model directory has no config.json",
+     "args": ["plan", ADAPTERS, "--adapter", ADAPTERS + "/bad-json"], "exit": 12,
+     "stderr": ["adapter_config.json is not valid JSON", "[PEFT001]"]},
+    {"name": "a broken adapter is reported when the model is missing",
+     "args": ["plan", "no/such/model/dir", "--adapter", ADAPTERS + "/bad-json"], "exit": 12,
+     "stderr": ["adapter_config.json is not valid JSON", "[PEFT001]"]},
+    {"name": "a good adapter with a model directory without config.json: the model's error",
+     "args": ["plan", ADAPTERS, "--adapter", ADAPTERS + "/rank-edited"], "exit": 3,
+     "stderr": ["config.json"]},
     {"name": "a prefix-tuning adapter is refused, not planned as LoRA",
      "args": ["plan", LLAMA, "--adapter", ADAPTERS + "/prefix-tuning"], "exit": 12,
      "stderr": ["peft_type `PREFIX_TUNING`", "[PEFT003]"]},

@@ -40,7 +40,6 @@ Outcome run(PreflightRequest req, bool fold) {
   if (r.plan && r.tree) {
     o.text += render_plan_tree_text(*r.tree, *r.plan) + "\n";
     o.text += render_plan_text(*r.plan, r.settings, r.memory, r.comm, {}, r.tree->peft ? &*r.tree->peft : nullptr);
-    o.folded = r.tree->folded;
   }
   if (r.tree) o.folded = r.tree->folded;
   o.planned = r.plan.has_value();

@@ -1,6 +1,6 @@
 // ModelLoad::begin's `then` (and load_module_tree's `alongside`, which is it): the caller's work runs
-// once, off the caller's thread, after the checkpoint is read and without holding finish() back; it
-// never runs for a model that cannot be found.
+// once, off the caller's thread, without holding finish() back (model_source.cpp runs it after the
+// load's count_down); it never runs for a model that cannot be found.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -30,7 +30,7 @@ struct Work {
   }
 };
 
-TEST_CASE("ModelLoad: `then` runs once on the reading thread after the checkpoint, and finish() does not wait for it") {
+TEST_CASE("ModelLoad: `then` runs once off the caller's thread, and finish() does not wait for it") {
   for (const bool config_only : {false, true}) {
     CAPTURE(config_only);
     Work w;
