@@ -11,10 +11,10 @@
 #include <cstdlib>
 #include <map>
 #include <fstream>
-#include <sstream>
 
 #include "shardcheck/environment.hpp"
 #include "shardcheck/text.hpp"
+#include "util/bounded_read.hpp"
 
 namespace shardcheck::cli {
 namespace {
@@ -281,9 +281,16 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
       error = fmt::format("cannot read --env-file {}", f.env_file);
       return std::nullopt;
     }
-    std::stringstream ss;
-    ss << in.rdbuf();
-    req.env = parse_env_file(ss.str());
+    constexpr std::size_t kMaxBytes = std::size_t{1} << 20;  // NAME=value lines: a few KiB
+    std::string text;
+    if (!util::read_bounded(in, kMaxBytes, text)) {
+      error = fmt::format(
+          "expected an --env-file of at most {} bytes of NAME=value lines, found more (or an "
+          "unreadable file) in {}",
+          kMaxBytes, f.env_file);
+      return std::nullopt;
+    }
+    req.env = parse_env_file(text);
   } else if (!f.no_env) {
     req.env = fsdp_environment_of_process();
   }

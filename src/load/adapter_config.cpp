@@ -11,13 +11,13 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <nlohmann/json.hpp>
 #include <type_traits>
 #include <unordered_map>
 
 #include "load/padded_file.hpp"
 #include "load/plain_json_value.hpp"
+#include "util/bounded_read.hpp"
 
 namespace shardcheck {
 namespace {
@@ -336,31 +336,33 @@ std::optional<LoraAdapter> load_adapter_config(const std::string& path, Diagnost
     }
   if (fs::is_directory(file, ec)) file /= "adapter_config.json";
   // A regular file is read with its padding in one go; anything else that reads (a pipe, as in
-  // `--adapter <(...)`) through a stream, padded here.
+  // `--adapter <(...)`) through a stream, up to a bound (`--adapter /dev/zero` has no end). An
+  // all-linear adapter of a big model lists a few thousand names: ~100 KB.
+  constexpr std::size_t kMaxStreamed = std::size_t{64} << 20;
   const auto padded_file = detail::PaddedFile::read(file);
   std::string streamed;
-  std::string_view text;
-  bool readable = padded_file.has_value();
-  if (padded_file) {
-    text = padded_file->view();
-  } else if (std::ifstream in(file, std::ios::binary); in && !fs::is_directory(file, ec)) {
-    streamed.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    readable = !in.bad();
-    const std::size_t size = streamed.size();
-    streamed.append(detail::kJsonPadding, '\0');
-    text = std::string_view(streamed).substr(0, size);
+  bool readable = padded_file.has_value(), too_long = false;
+  if (!padded_file && !fs::is_directory(file, ec)) {
+    std::ifstream in(file, std::ios::binary);
+    if (in) {
+      readable = util::read_bounded(in, kMaxStreamed, streamed);
+      too_long = streamed.size() > kMaxStreamed;
+    }
   }
   if (!readable) {
     Diagnostic d =
         finding("IO005", in_file(file.string()),
                 fmt::format("cannot read the adapter's config `{}`: {}", file.string(),
-                            fs::exists(file, ec) ? "not a readable file" : "no such file"),
+                            too_long               ? fmt::format("more than {} bytes", kMaxStreamed)
+                            : fs::exists(file, ec) ? "not a readable file"
+                                                   : "no such file"),
                 "--adapter takes a PEFT adapter directory (holding adapter_config.json, as save_pretrained writes it) "
                 "or the adapter_config.json itself");
     sink.report(std::move(d));
     return std::nullopt;
   }
-  auto adapter = parse_padded(text, file.string(), sink);
+  auto adapter = padded_file ? parse_padded(padded_file->view(), file.string(), sink)
+                             : parse_adapter_config(streamed, file.string(), sink);
   // PeftModel.from_pretrained reads adapter_model.safetensors from the same directory (peft
   // utils/save_and_load.py load_peft_weights): its header says what the saved matrices are.
   const fs::path weights = file.parent_path() / "adapter_model.safetensors";

@@ -5,12 +5,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "shardcheck/config_doc.hpp"
 #include "shardcheck/finding_codes.hpp"
 #include "shardcheck/lint.hpp"
+#include "util/bounded_read.hpp"
 
 namespace shardcheck {
 namespace fs = std::filesystem;
@@ -83,10 +83,8 @@ std::optional<ConfigDoc> load_config_doc(const std::string& path, DiagnosticSink
   std::string text;
   std::size_t want = ec ? 0 : static_cast<std::size_t>(size);
   want = std::min(want, limits.max_bytes) + 1;
-  char chunk[16384];
   text.reserve(want);
-  while (text.size() <= limits.max_bytes && in.read(chunk, sizeof chunk).gcount() > 0)
-    text.append(chunk, static_cast<std::size_t>(in.gcount()));
+  util::read_bounded(in, limits.max_bytes, text);  // parse_config_doc reports a text over the limit
   return parse_config_doc(std::move(text), path, sink, limits);
 }
 

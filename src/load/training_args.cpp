@@ -12,8 +12,10 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "util/bounded_read.hpp"
+
 #include <fstream>
-#include <sstream>
+#include <string>
 
 namespace shardcheck {
 namespace {
@@ -130,9 +132,14 @@ void load_trl_fields(const std::string& path, const YAML::Node& root, TrainingAr
 std::variant<TrainingArgs, std::string> load_training_args(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return fmt::format("cannot read the training arguments file {}", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_training_args(text.str(), path);
+  // A TRL or Trainer config is a few KiB; a bound keeps `--training-args /dev/zero` from reading forever.
+  constexpr std::size_t kMaxBytes = std::size_t{1} << 20;
+  std::string text;
+  if (!util::read_bounded(in, kMaxBytes, text))
+    return fmt::format(
+        "expected a training arguments file of at most {} bytes, found more (or an unreadable one) in {}", kMaxBytes,
+        path);
+  return parse_training_args(text, path);
 }
 
 std::variant<TrainingArgs, std::string> parse_training_args(const std::string& text, const std::string& path) {

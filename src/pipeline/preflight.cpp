@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <exception>
 #include <filesystem>
-#include <map>
 #include <functional>
+#include <map>
 #include <regex>
 #include <system_error>
 #include <thread>

@@ -76,13 +76,12 @@ std::size_t shape_hash(const ShardUnit& u) {
 }
 
 // What makes rows collapsible: the path with its first numeric component (the layer index) as "*",
-// the class, and the unit's shape; views into the unit.
+// the class, and the unit's shape; views into the path it was taken from.
 struct UnitKey {
   std::string_view head;  // the path before its first numeric component (all of it when none)
   std::string_view tail;  // after that component
   bool starred = false;   // a numeric component was replaced
   const ShardUnit* unit = nullptr;
-  // (A unit of a folded plan is a row per instance, each with its own path.)
 
   bool operator==(const UnitKey& o) const {
     return head == o.head && tail == o.tail && starred == o.starred && unit->cls == o.unit->cls &&

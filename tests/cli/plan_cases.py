@@ -78,6 +78,16 @@ def sarif_ok(doc):
 
 
 CASES = [
+    # A file with no end is refused after a bound, not read until memory runs out (util/bounded_read.hpp).
+    {"name": "--adapter /dev/zero is refused after 64 MiB", "timeout": 30,
+     "args": ["plan", LLAMA, "--no-env", "--adapter", "/dev/zero"], "exit": 3,
+     "stderr": ["/dev/zero", "more than 67108864 bytes", "[IO005]"]},
+    {"name": "--training-args /dev/zero is refused after 1 MiB", "timeout": 30,
+     "args": ["plan", LLAMA, "--no-env", "--training-args", "/dev/zero"], "exit": 2,
+     "stderr": ["at most 1048576 bytes", "/dev/zero"]},
+    {"name": "--env-file /dev/zero is refused after 1 MiB", "timeout": 30,
+     "args": ["plan", LLAMA, "--env-file", "/dev/zero"], "exit": 2,
+     "stderr": ["at most 1048576 bytes", "/dev/zero"]},
     {"name": "plan FSDP1 W=3 units", "args": ["plan", LLAMA, "--world-size", "3", "--format", "json"], "json": fsdp1_w3},
     {"name": "plan FSDP1 W=3 memory", "args": ["plan", LLAMA, "--world-size", "3", "--format", "json"],
      "json": fsdp1_w3_memory},
