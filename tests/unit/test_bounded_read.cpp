@@ -21,7 +21,7 @@ TEST_CASE("read_bounded: whole streams up to the bound, and where a stream holds
     std::istringstream over(data + "y");
     std::string cut = "prefix:";
     CHECK_FALSE(shardcheck::util::read_bounded(over, n + 7, cut));
-    CHECK(cut.size() > n + 7);              // it read past the bound, no more than a chunk past it
+    CHECK(cut.size() > n + 7);  // it read past the bound, no more than a chunk past it
     CHECK(cut.size() <= n + 7 + 16384);
   }
 }
