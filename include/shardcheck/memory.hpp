@@ -10,14 +10,28 @@
 #include <vector>
 
 #include "shardcheck/module_tree.hpp"
+#include "shardcheck/optimizers.hpp"
 #include "shardcheck/settings.hpp"
 #include "shardcheck/shard_plan.hpp"
 
 namespace shardcheck {
 
+// The training loop around the step, which decides how long the logits live (docs/step-peak.md).
+enum class TrainingLoop {
+  accelerate,  // `outputs = model(**batch)`: the logits live on until the next forward returns
+  trainer,     // transformers' Trainer / TRL: compute_loss returns the loss alone
+};
+
+// Bytes of optimizer state for `numel` trainable elements of dtype `d`.
+std::uint64_t optimizer_state_bytes(const OptimizerModel& o, std::int64_t numel, DType d);
+
 struct MemoryOptions {
   std::uint64_t gpu_memory = 80ull << 30;  // --gpu-memory, bytes
-  int optimizer_states = 2;                // AdamW: exp_avg, exp_avg_sq
+  OptimizerModel optimizer;
+  TrainingLoop loop = TrainingLoop::accelerate;
+  int gradient_accumulation = 1;  // micro-batches per optimizer step
+  // The loss never builds the logits (Liger's fused linear cross-entropy): none of the T x V tensors.
+  bool fused_loss = false;
   // Activations are estimated only when both are given (--seq-len, --micro-batch).
   std::optional<std::int64_t> seq_len;
   std::optional<std::int64_t> micro_batch;
@@ -58,6 +72,27 @@ struct ActivationEstimate {
   std::uint64_t total() const { return blocks + recompute + logits + masks + scores; }
 };
 
+// One moment of the step and what is alive at it on one rank, part by part (docs/step-peak.md).
+struct StepPart {
+  std::string what;
+  std::uint64_t bytes = 0;
+};
+struct StepMoment {
+  std::string name;  // "loss backward (first op)", "backward of model.layers.31 (reduce-scatter)", ...
+  std::vector<StepPart> parts;
+  std::uint64_t total() const;
+};
+// The largest live bytes of a steady-state training step (its optimizer states exist, its gradients
+// were set to None by zero_grad), replayed unit by unit: forward with its all-gathers, the loss,
+// backward with recomputation, gradient and reduce-scatter buffers, the optimizer step.
+struct StepPeak {
+  bool available = false;
+  std::string why_not;
+  int rank = 0;  // of the shard group
+  StepMoment peak;
+  std::vector<StepMoment> moments;  // every moment replayed on that rank, in step order
+};
+
 struct RankMemory {
   int rank = 0;
   std::uint64_t params = 0;       // sharded master parameters (GPU; 0 when offloaded)
@@ -80,8 +115,10 @@ enum class FitVerdict {
   fits_without_activations,  // parameters, gradients, optimizer states and buffers fit; activations not estimated
   does_not_fit,              // FIT001
   withheld,                  // the job fails before training (an error finding): no verdict for it
+  may_not_fit,               // the replayed peak fits, but not with the margin for what torch does not count (FIT004)
+  not_estimated,             // the recipe names what the estimate cannot count (an unknown optim: FIT002)
 };
-const char* verdict_name(FitVerdict v);  // "fits", "fits_without_activations", "does_not_fit", "withheld"
+const char* verdict_name(FitVerdict v);  // "fits", "fits_without_activations", "does_not_fit", "withheld", ...
 
 // With tensor parallelism: the largest per-rank memory of one TP rank's data-parallel group.
 struct TpRankMemory {
@@ -103,7 +140,18 @@ struct MemoryEstimate {
   std::string verdict_reason;  // withheld: which finding stops the job
   std::string transient_note;  // which units make the transient peak
   ActivationEstimate activations;
+  // With activations estimated: the step replayed; `peak` is then its largest moment, not the sum of
+  // the categories above (which are each category's own largest size).
+  StepPeak step;
+  std::string optimizer;  // the optim name whose states are counted
+  // With a replayed step: what a GPU holds beyond torch's tensors (CUDA context, NCCL, allocator), and
+  // the least a real step holds (the replay is at most 10% above it).
+  std::uint64_t margin = 0, certain = 0;
 };
+// The CUDA context, NCCL's and cuBLAS's buffers: docs/step-peak.md "The margin".
+inline constexpr std::uint64_t kFixedOverhead = 1ull << 30;
+// The verdict from the peak, the GPU and the recipe (estimate_memory calls it; the pipeline withholds it).
+void decide_fit(MemoryEstimate& est, const MemoryOptions& opts);
 
 struct CollectiveBytes {
   std::string unit;              // unit path ("" root)
@@ -173,6 +221,9 @@ TpTraffic tensor_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree,
 CpTraffic context_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                    const MemoryOptions& opts, std::optional<double> bus_bandwidth,
                                    std::optional<double> inter_node_bandwidth = std::nullopt);
+// The step replayed on rank `rank` of the shard group, given that rank's persistent memory.
+StepPeak replay_step(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s, const MemoryOptions& opts,
+                     const ActivationEstimate& act, const RankMemory& state);
 ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
                                         const MemoryOptions& opts);
 

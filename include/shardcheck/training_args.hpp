@@ -21,6 +21,14 @@ struct TrainingArgs {
   std::optional<Setting<MixedPrecision>> mixed_precision;  // bf16 / fp16 from bf16: true / fp16: true
   std::optional<Setting<std::string>> load_dtype;          // torch_dtype / dtype (TRL ModelConfig)
 
+  // The recipe's memory-relevant choices (docs/step-peak.md).
+  std::optional<Setting<std::string>> optim;                   // TrainingArguments.optim
+  std::optional<Setting<bool>> liger;                          // use_liger_kernel (TRL < 0.20: use_liger)
+  std::optional<Setting<std::int64_t>> gradient_accumulation;  // gradient_accumulation_steps
+  // Keys the file sets that change a step's memory and that the estimate does not model, with their
+  // sources ("FILE:LINE"), so that a verdict never ignores them silently.
+  std::vector<std::pair<std::string, std::string>> unmodelled;
+
   // TRL's ModelConfig (trl/trainer/model_config.py), which `trl sft --config FILE` reads from the same
   // file: the LoRA and 4-bit settings TRL turns into peft's LoraConfig and transformers'
   // BitsAndBytesConfig (trl/trainer/utils.py get_peft_config, get_quantization_config). As written;

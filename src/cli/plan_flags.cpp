@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "shardcheck/environment.hpp"
+#include "shardcheck/optimizers.hpp"
 #include "shardcheck/text.hpp"
 #include "util/bounded_read.hpp"
 
@@ -60,6 +61,28 @@ std::optional<std::map<std::string, std::uint64_t>> load_gpu_presets(const std::
     error = fmt::format("{}: cannot read the GPU presets: {}", path, e.what());
     return std::nullopt;
   }
+}
+
+// The step's recipe: the loop, the optimizer, gradient accumulation and the loss, from the flags over
+// the training arguments. A Trainer / TRL recipe means the Trainer's loop and its default optimizer
+// (transformers 5.12.1 training_args.py: adamw_torch_fused with torch >= 2.8); a plain accelerate
+// loop builds torch.optim.AdamW (foreach).
+bool set_recipe(const PlanFlags& f, const std::optional<TrainingArgs>& args, const CliContext& ctx,
+                PreflightRequest& req, std::string& error) {
+  if (args || f.caller == "trainer") req.memory.loop = TrainingLoop::trainer;
+  std::string optim = f.optim;
+  if (optim.empty() && args && args->optim) optim = args->optim->value;
+  if (optim.empty()) optim = req.memory.loop == TrainingLoop::trainer ? "adamw_torch_fused" : "adamw_torch";
+  auto model = load_optimizer(ctx.rules_dir, optim, error);
+  if (!model) return false;
+  req.memory.optimizer = std::move(*model);
+  if (f.gradient_accumulation)
+    req.memory.gradient_accumulation = static_cast<int>(*f.gradient_accumulation);
+  else if (args && args->gradient_accumulation)
+    req.memory.gradient_accumulation =
+        static_cast<int>(std::min<std::int64_t>(args->gradient_accumulation->value, 1 << 20));
+  req.memory.fused_loss = f.liger || (args && args->liger && args->liger->value);
+  return true;
 }
 
 }  // namespace
@@ -111,6 +134,13 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_option(
       "--gpu-memory", f.gpu_memory,
       "Memory of one GPU with its unit (default 80GiB; torch.cuda.mem_get_info()[1] gives the exact bytes)");
+  cmd->add_option("--optim", f.optim,
+                  "Optimizer, as TrainingArguments.optim names it (rules/optimizers.yaml; default: the recipe's optim, "
+                  "else adamw_torch_fused with --training-args, else adamw_torch)");
+  cmd->add_option("--gradient-accumulation", f.gradient_accumulation, "Micro-batches per optimizer step")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  cmd->add_flag("--liger", f.liger,
+                "The loss is Liger's fused linear cross-entropy (use_liger_kernel): the logits are never built");
   cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
       ->check(CLI::IsMember({"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}, CLI::ignore_case));
   cmd->add_option("--ignored-modules", f.ignored_modules,
@@ -251,6 +281,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     if (f.load_dtype.empty() && args->load_dtype) req.resolve.load_dtype = args->load_dtype->value;
     req.training_args = args;
   }
+  if (!set_recipe(f, args, ctx, req, error)) return std::nullopt;
   // nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.
   for (auto [flag, given, out] :
        {std::tuple{"--bus-bandwidth", &f.bus_bandwidth, &req.bus_bandwidth},

@@ -36,6 +36,9 @@ struct PlanFlags {
   AdapterFlags adapter;
   std::string caller;         // --caller trainer|accelerate: who prepares a PEFT model
   std::string training_args;  // --training-args FILE: the Trainer / TRL config of the run
+  std::string optim;          // --optim NAME: rules/optimizers.yaml
+  std::optional<std::int64_t> gradient_accumulation;
+  bool liger = false;  // --liger: fused linear cross-entropy (no logits)
 };
 
 void add_plan_flags(CLI::App* cmd, PlanFlags& f);

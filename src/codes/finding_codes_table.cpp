@@ -794,12 +794,31 @@ constexpr FindingCode kCodes[] = {
 
     // ---- memory fit (src/pipeline/preflight.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",
-     "shardcheck adds up, per rank, the sharded parameters, gradients and optimizer states FSDP keeps plus "
-     "the largest unsharded units resident at once (replaying FSDP1's or FSDP2's unshard and reshard "
-     "order), and activations when it can estimate them, and compares the peak with --gpu-memory (default "
-     "80GiB). The transient part is a lower bound that ignores allocator fragmentation, so a plan over the "
-     "limit is expected to run out of GPU memory. Use more GPUs, fsdp_offload_params: true, mixed "
-     "precision, or a larger --gpu-memory if the GPU has it."},
+     "With --seq-len and --micro-batch, shardcheck replays one steady-state training step unit by unit "
+     "(docs/step-peak.md): forward with its all-gathers, the loss's logits-sized tensors, backward with "
+     "recomputation and reduce-scatter buffers, the optimizer step. Its peak is at most 10% above a real "
+     "step's and never below; even a tenth less than it does not fit in --gpu-memory (default 80GiB), so the "
+     "job runs out of GPU memory. Without activations the sharded parameters, gradients, optimizer states and "
+     "the largest unsharded units are compared instead. Use more GPUs, fsdp_offload_params: true, activation "
+     "checkpointing, a smaller micro-batch, or a larger --gpu-memory if the GPU has it."},
+
+    {"FIT002", Severity::warning, ExitCode::ok, "The recipe's optimizer is not modelled: no fit verdict",
+     "The optimizer's state per parameter comes from rules/optimizers.yaml, one entry per transformers "
+     "TrainingArguments.optim name (states in the parameter's dtype, 8-bit blockwise states, the step's "
+     "temporaries). A name it does not list is counted as adamw_torch and the verdict is not_estimated. Add the "
+     "optimizer to rules/optimizers.yaml with its source, or pass --optim with a listed name."},
+    {"FIT003", Severity::warning, ExitCode::ok, "A training argument that changes a step's memory is not modelled",
+     "The step replay counts the loop, the optimizer, gradient accumulation and Liger's fused loss from the "
+     "training arguments. Some keys change what a step holds in ways it does not model yet (torch_compile, TRL's "
+     "activation_offloading, DPO/ORPO/KTO/CPO's chosen and rejected pairs and reference model, GRPO's "
+     "generations, DeepSpeed, the Trainer's own fsdp setting, GaLore): the peak leaves them out, and this "
+     "warning names each one so that the verdict is never silently wrong about it."},
+    {"FIT004", Severity::warning, ExitCode::ok, "The step may not fit: its peak leaves less than the margin free",
+     "The replayed peak of a training step (docs/step-peak.md) is at most 10% above the peak of a real step "
+     "and never below it. A GPU also holds the CUDA context, NCCL's and cuBLAS's buffers and the caching "
+     "allocator's rounding, which torch does not count as tensors: shardcheck keeps 1 GiB plus 5% of the peak "
+     "for them. The peak fits in the GPU but not with that margin. Use more GPUs, activation checkpointing, a "
+     "smaller micro-batch or sequence, or measure one step with torch.cuda.max_memory_reserved."},
 
     // ---- Hugging Face Hub model ids (src/load/hub/, see hub_diagnostics.cpp) ----
     {"HUB001", Severity::error, ExitCode::hub_offline,

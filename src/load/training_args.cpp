@@ -127,6 +127,43 @@ void load_trl_fields(const std::string& path, const YAML::Node& root, TrainingAr
                     t.load_in_8bit->source)};
 }
 
+// Keys of transformers' TrainingArguments and TRL's configs that change what a step holds and that
+// the estimate does not model (transformers 5.12.1 training_args.py; trl 0.26 *_config.py). A value
+// that turns the feature off is not reported.
+constexpr const char* kUnmodelled[] = {
+    "torch_compile",             // compiled graphs free and fuse differently
+    "activation_offloading",     // TRL: saved activations moved to the CPU
+    "beta",                      // DPO / ORPO / KTO / CPO: chosen and rejected concatenated, a reference model
+    "num_generations",           // GRPO: completions per prompt and a reference model
+    "precompute_ref_log_probs",  // DPO
+    "deepspeed",                 // not FSDP
+    "fsdp",                      // the Trainer's own FSDP setting (not accelerate's config)
+    "optim_target_modules",      // GaLore / APOLLO projections
+    "neftune_noise_alpha",
+};
+
+bool turned_off(const YAML::Node& n) {
+  if (!n || n.IsNull()) return true;
+  if (!n.IsScalar()) return false;
+  const std::string& v = n.Scalar();
+  return v == "false" || v == "False" || v == "0" || v.empty() || v == "null" || v == "None";
+}
+
+void load_recipe_fields(const std::string& path, const YAML::Node& root, TrainingArgs& t) {
+  if (const auto n = root["optim"]; n && !n.IsNull()) {
+    if (!n.IsScalar())
+      throw Bad{fmt::format("{}: expected an optimizer name for optim, found {}", where(path, n), found(n))};
+    t.optim = Setting<std::string>{n.Scalar(), where(path, n)};
+  }
+  for (const char* key : {"use_liger_kernel", "use_liger"})
+    if (const auto n = root[key]; n && !n.IsNull() && !t.liger)
+      t.liger = Setting<bool>{boolean(path, key, n), where(path, n)};
+  if (const auto n = root["gradient_accumulation_steps"]; n && !n.IsNull())
+    t.gradient_accumulation = Setting<std::int64_t>{positive(path, "gradient_accumulation_steps", n), where(path, n)};
+  for (const char* key : kUnmodelled)
+    if (const auto n = root[key]; !turned_off(n)) t.unmodelled.emplace_back(key, where(path, n));
+}
+
 }  // namespace
 
 std::variant<TrainingArgs, std::string> load_training_args(const std::string& path) {
@@ -173,6 +210,7 @@ std::variant<TrainingArgs, std::string> parse_training_args(const std::string& t
         t.load_dtype = Setting<std::string>{v, where(path, n)};
       }
     load_trl_fields(path, root, t.trl);
+    load_recipe_fields(path, root, t);
   } catch (const Bad& e) {
     return e.message;
   } catch (const YAML::Exception& e) {

@@ -374,6 +374,22 @@ void check_lora_under_tp(const ModuleTree& tree, const FsdpSettings& s, const St
 
 }  // namespace
 
+// What the recipe asks for that the estimate does not count: an optimizer rules/optimizers.yaml does
+// not list (FIT002), a training argument that changes a step's memory (FIT003). Never silence.
+void report_recipe_gaps(const PreflightRequest& req, PreflightResult& r) {
+  if (!req.memory.optimizer.known)
+    r.sink.report(finding("FIT002", req.training_args ? in_file(req.training_args->path) : in_file(r.tree->config_path),
+                          fmt::format("optim {} is not modelled (rules/optimizers.yaml lists the optimizers shardcheck "
+                                      "counts): its states are counted as adamw_torch's and the fit is not estimated",
+                                      req.memory.optimizer.name)));
+  if (!req.training_args) return;
+  for (const auto& [key, source] : req.training_args->unmodelled)
+    r.sink.report(finding("FIT003", setting_location(source, req.training_args->path, nullptr),
+                          fmt::format("{} changes what a training step holds and is not modelled: the peak below "
+                                      "leaves it out",
+                                      key)));
+}
+
 PreflightResult run_preflight(const PreflightRequest& req) {
   PreflightResult r;
   r.settings = req.defaults;
@@ -588,19 +604,36 @@ PreflightResult run_preflight(const PreflightRequest& req) {
           d.code, d.message.substr(0, d.message.find(" (")));
       return r;
     }
-  if (!r.memory.fits) {
+  report_recipe_gaps(req, r);
+  if (r.memory.verdict == FitVerdict::may_not_fit)
+    r.sink.report(finding(
+        "FIT004", in_file(r.tree->config_path),
+        fmt::format("the step's peak is {} ({} at rank {}); with the margin of {} for the CUDA context, NCCL and the "
+                    "allocator that is more than a GPU's {}, so the job may run out of memory",
+                    human_bytes(r.memory.peak), r.memory.step.peak.name, r.memory.step.rank,
+                    human_bytes(r.memory.margin), human_bytes(r.memory.gpu_memory))));
+  if (r.memory.verdict == FitVerdict::does_not_fit) {
     // At config.json, a file for SARIF and annotations (req.model may be a directory).
-    Diagnostic d =
-        finding("FIT001", in_file(r.tree->config_path),
-                fmt::format("the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
-                            "optimizer states sharded; the largest unsharded units resident; {})",
-                            human_bytes(r.memory.peak), r.memory.peak,
-                            r.memory.peak_mesh_rank.value_or(r.memory.peak_rank), human_bytes(r.memory.gpu_memory),
-                            r.memory.activations.available ? "activations estimated" : "activations not counted"));
+    Diagnostic d = finding(
+        "FIT001", in_file(r.tree->config_path),
+        r.memory.step.available
+            ? fmt::format("the plan needs {} ({} bytes) per GPU on rank {} at its peak, {}, but a GPU has {}",
+                          human_bytes(r.memory.peak), r.memory.peak,
+                          r.memory.peak_mesh_rank.value_or(r.memory.peak_rank), r.memory.step.peak.name,
+                          human_bytes(r.memory.gpu_memory))
+            : fmt::format("the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
+                          "optimizer states sharded; the largest unsharded units resident; {})",
+                          human_bytes(r.memory.peak), r.memory.peak,
+                          r.memory.peak_mesh_rank.value_or(r.memory.peak_rank), human_bytes(r.memory.gpu_memory),
+                          r.memory.activations.available ? "activations estimated" : "activations not counted"));
     // Only the remedies that are not already on.
     std::vector<std::string> fixes{"more GPUs (num_processes)"};
     if (!r.settings.offload_params.value) fixes.emplace_back("fsdp_offload_params: true");
-    if (!r.settings.param_dtype()) fixes.emplace_back("mixed_precision: bf16");
+    // Under FSDP2 accelerate upcasts trainable low-precision parameters to float32 with mixed precision
+    // (fsdp_utils.py fsdp2_prepare_model, 1.14): it helps only where the parameters are float32 already.
+    if (!r.settings.param_dtype() &&
+        (r.plan->fsdp_version == 1 || r.plan->units.empty() || r.plan->units.back().dtype == DType::F32))
+      fixes.emplace_back("mixed_precision: bf16");
     if (r.memory.activations.available && !r.settings.activation_checkpointing.value)
       fixes.emplace_back("fsdp_activation_checkpointing: true");
     if (r.memory.activations.available) fixes.emplace_back("a smaller --micro-batch or --seq-len");

@@ -53,6 +53,39 @@ void settings_json(JsonWriter& w, const FsdpSettings& s) {
   w.end_object();
 }
 
+void moment_json(JsonWriter& w, const StepMoment& moment) {
+  w.begin_object();
+  w.key("moment").value(moment.name);
+  w.key("bytes").value(moment.total());
+  w.key("parts").begin_array();
+  for (const StepPart& p : moment.parts) {
+    w.begin_object();
+    w.key("what").value(p.what);
+    w.key("bytes").value(p.bytes);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+// "step": the replayed step's peak, the moment it happens and what is alive then, and each phase's largest.
+void step_json(JsonWriter& w, const StepPeak& step) {
+  w.key("step").begin_object();
+  w.key("replayed").value(step.available);
+  if (!step.available) {
+    w.key("why_not").value(step.why_not);
+    w.end_object();
+    return;
+  }
+  w.key("rank").value(step.rank);
+  w.key("peak");
+  moment_json(w, step.peak);
+  w.key("phases").begin_array();
+  for (const StepMoment& m : step.moments) moment_json(w, m);
+  w.end_array();
+  w.end_object();
+}
+
 void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   auto rank = [&](const RankMemory& r) {
     w.begin_object();
@@ -90,6 +123,7 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   w.key("headroom_bytes").value(m.headroom);
   w.key("transient_is_estimate").value(true);
   w.key("transient_note").value(m.transient_note);
+  step_json(w, m.step);
   const ActivationEstimate& a = m.activations;
   w.key("activations").begin_object();
   w.key("estimated").value(a.available);

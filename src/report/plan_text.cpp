@@ -186,6 +186,14 @@ std::pair<std::size_t, std::size_t> repetition_at(const std::vector<int>& keys, 
   return {best_p, best_r};
 }
 
+// The replayed step's peak: the moment, and what is alive at it.
+std::string render_step_peak(const StepPeak& step) {
+  std::string out = fmt::format("  {:<34} {:>14}   at {} (rank {})\n", "peak of a training step",
+                                human_bytes(step.peak.total()), step.peak.name, step.rank);
+  for (const StepPart& p : step.peak.parts) out += fmt::format("    {:<32} {:>14}\n", p.what, human_bytes(p.bytes));
+  return out;
+}
+
 }  // namespace
 
 std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan, const TextStyle& style) {
@@ -314,7 +322,8 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     }
     out += fmt::format("  {:<34} {:>14}\n", "sharded parameters", human_bytes(r.params));
     out += fmt::format("  {:<34} {:>14}\n", "sharded gradients", human_bytes(r.grads));
-    out += fmt::format("  {:<34} {:>14}\n", "optimizer states (AdamW)", human_bytes(r.optimizer));
+    out +=
+        fmt::format("  {:<34} {:>14}\n", fmt::format("optimizer states ({})", mem.optimizer), human_bytes(r.optimizer));
     out += fmt::format("  {:<34} {:>14}\n", "buffers", human_bytes(r.buffers));
     if (r.quant_state)
       out += fmt::format("  {:<34} {:>14}   absmax and codes of the 4-bit weights, whole on every rank\n",
@@ -350,12 +359,23 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
       out += fmt::format("  {:<34} {:>14}   {} parameters of ignored modules, whole on every rank\n",
                          "ignored modules (not sharded)", human_bytes(r.ignored), plan.ignored.size());
     if (r.cpu) out += fmt::format("  {:<34} {:>14}\n", "pinned CPU memory (offload)", human_bytes(r.cpu));
-    out += fmt::format("  {:<34} {:>14}{}\n", "total", human_bytes(r.total()),
-                       act.available ? "" : fmt::format("   (activations not included: {})", act.why_not));
+    if (mem.step.available) {
+      out += fmt::format("  {:<34} {:>14}   each category at its own largest, never all at once\n",
+                         "sum of the categories", human_bytes(r.total()));
+      out += render_step_peak(mem.step);
+    } else {
+      out += fmt::format("  {:<34} {:>14}{}\n", "total", human_bytes(r.total()),
+                         act.available ? "" : fmt::format("   (activations not included: {})", act.why_not));
+    }
     const auto headroom = static_cast<std::uint64_t>(mem.headroom < 0 ? -mem.headroom : mem.headroom);
     switch (mem.verdict) {
       case FitVerdict::fits:
-        out += bold(fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
+        out += bold(
+            mem.step.available
+                ? fmt::format("fits in {} with {} headroom ({} of it kept as the margin for the CUDA "
+                              "context, NCCL and the allocator)\n",
+                              human_bytes(mem.gpu_memory), human_bytes(headroom), human_bytes(mem.margin))
+                : fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
         break;
       case FitVerdict::fits_without_activations:
         out +=
@@ -365,6 +385,19 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
         break;
       case FitVerdict::does_not_fit:
         out += bold(fmt::format("DOES NOT FIT in {}: {} short\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
+        break;
+      case FitVerdict::may_not_fit:
+        out +=
+            bold(fmt::format("MAY NOT FIT in {}: a real step holds {} to {} with the margin of {} for the CUDA "
+                             "context, NCCL and the allocator\n",
+                             human_bytes(mem.gpu_memory), human_bytes(mem.certain), human_bytes(mem.peak + mem.margin),
+                             human_bytes(mem.margin)));
+        break;
+      case FitVerdict::not_estimated:
+        out +=
+            bold(fmt::format("fit not estimated: the optimizer {} is not modelled (rules/optimizers.yaml); "
+                             "counted as adamw_torch\n",
+                             mem.optimizer));
         break;
       case FitVerdict::withheld:
         out += bold(fmt::format("no fit verdict: {}; the figures above are what FSDP would hold once that is fixed\n",

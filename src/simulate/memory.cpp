@@ -11,13 +11,16 @@
 #include "shardcheck/memory.hpp"
 #include "shardcheck/repeated_blocks.hpp"
 #include "shardcheck/tensor_parallel.hpp"
+#include "unit_bytes.hpp"
 
 namespace shardcheck {
 namespace {
 
-std::uint64_t bytes(std::int64_t numel, DType d) {
-  return static_cast<std::uint64_t>(numel) * static_cast<std::uint64_t>(dtype_bits(d)) / 8;
-}
+using unit_bytes::grad_temps;
+using unit_bytes::is_root;
+using unit_bytes::unsharded;
+
+std::uint64_t bytes(std::int64_t numel, DType d) { return unit_bytes::of(numel, d); }
 
 struct Dtypes {
   DType p, c, r;  // master, compute (all-gather), reduce
@@ -62,31 +65,6 @@ std::uint64_t buffer_bytes(const ModuleTree& tree) {
     for (const auto& p : tree.modules[i].params)
       if (p.buffer) b += static_cast<std::uint64_t>(mult.empty() ? 1 : mult[i]) * bytes(p.numel, p.dtype);
   return b;
-}
-
-bool is_root(const ShardUnit& u) { return u.module == 0; }
-
-// Unsharded bytes of unit u while it computes (the all-gather output).
-std::uint64_t unsharded(const ShardPlan& plan, const ShardUnit& u) {
-  if (u.params.empty()) return 0;
-  const Dtypes d = dtypes_of(u);
-  if (plan.fsdp_version == 1 && plan.strategy == ShardingStrategy::no_shard)
-    return d.c != d.p ? bytes(u.numel, d.c) : 0;  // the low-precision copy only
-  return bytes(u.padded_numel, d.c);
-}
-
-// Gradient temporaries of one unit in its post-backward: unsharded grad in c, cast to r, padded
-// copy for the reduce-scatter input, reduce-scatter output.
-std::uint64_t grad_temps(const ShardPlan& plan, const ShardUnit& u) {
-  if (!u.gets_grad || u.params.empty()) return 0;
-  const Dtypes d = dtypes_of(u);
-  std::uint64_t t = bytes(u.numel, d.c);
-  if (d.r != d.c) t += bytes(u.numel, d.r);
-  if (plan.strategy != ShardingStrategy::no_shard) {
-    if (u.padded_numel != u.numel) t += bytes(u.padded_numel, d.r);
-    t += bytes(u.shard_numel, d.r);
-  }
-  return t;
 }
 
 struct Transient {
@@ -337,6 +315,16 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   return a;
 }
 
+std::uint64_t optimizer_state_bytes(const OptimizerModel& o, std::int64_t numel, DType d) {
+  const auto n = static_cast<std::uint64_t>(numel);
+  std::uint64_t b =
+      static_cast<std::uint64_t>(o.states) * bytes(numel, d) + static_cast<std::uint64_t>(o.byte_states) * n;
+  if (o.block > 0)
+    b += static_cast<std::uint64_t>(o.byte_states) *
+         ((n + static_cast<std::uint64_t>(o.block) - 1) / static_cast<std::uint64_t>(o.block)) * 4;
+  return b;
+}
+
 const char* verdict_name(FitVerdict v) {
   switch (v) {
     case FitVerdict::fits:
@@ -347,6 +335,10 @@ const char* verdict_name(FitVerdict v) {
       return "does_not_fit";
     case FitVerdict::withheld:
       return "withheld";
+    case FitVerdict::may_not_fit:
+      return "may_not_fit";
+    case FitVerdict::not_estimated:
+      return "not_estimated";
   }
   return "?";
 }
@@ -355,6 +347,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
                                const MemoryOptions& opts) {
   MemoryEstimate est;
   est.gpu_memory = opts.gpu_memory;
+  est.optimizer = opts.optimizer.name;
   const Transient transient = transient_peak(plan, s);
   const std::uint64_t buffers = buffer_bytes(tree);  // the same on every rank: one walk of the tree
   est.transient_note = transient.note;
@@ -378,7 +371,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
           params += local;
           if (!ps.gets_grad) continue;
           grads += local;
-          optim += static_cast<std::uint64_t>(opts.optimizer_states) * bytes(real_rows_numel(ps, r), ps.dtype);
+          optim += optimizer_state_bytes(opts.optimizer, real_rows_numel(ps, r), ps.dtype);
         }
         continue;
       }
@@ -396,7 +389,7 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
       // (also a shard group of one) keeps every original whole (torch 2.14.1 oracles, *-noshard-orig-*,
       // fixtures/peft-oracle *-orig-accelerate-*).
       if (orig) opt_numel = plan.strategy == ShardingStrategy::no_shard ? trainable_numel(u) : trainable_in_rank(u, r);
-      optim += times * static_cast<std::uint64_t>(opts.optimizer_states) * bytes(opt_numel, p);
+      optim += times * optimizer_state_bytes(opts.optimizer, opt_numel, p);
     }
     if (offload) {
       m.cpu = params + grads + optim;
@@ -410,7 +403,8 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
     // Ignored parameters are plain tensors on every rank: FSDP neither shards nor offloads them.
     for (const auto& p : plan.ignored) {
       m.ignored += bytes(p.numel, p.dtype);
-      if (p.requires_grad) m.ignored += static_cast<std::uint64_t>(1 + opts.optimizer_states) * bytes(p.numel, p.dtype);
+      if (p.requires_grad)
+        m.ignored += bytes(p.numel, p.dtype) + optimizer_state_bytes(opts.optimizer, p.numel, p.dtype);
     }
     m.transient = transient.bytes;
     m.activations = est.activations.available ? est.activations.total() : 0;
@@ -420,12 +414,42 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
     }
     est.ranks.push_back(m);
   }
-  est.fits = est.peak <= est.gpu_memory;
-  est.headroom = static_cast<std::int64_t>(est.gpu_memory) - static_cast<std::int64_t>(est.peak);
-  est.verdict = !est.fits                   ? FitVerdict::does_not_fit
-                : est.activations.available ? FitVerdict::fits
-                                            : FitVerdict::fits_without_activations;
+  // The step replayed on the rank whose persistent state is the largest: every moment adds the same
+  // state to what the step allocates, which is the same on every rank of the shard group.
+  if (est.activations.available && !est.ranks.empty()) {
+    const auto state = [](const RankMemory& m) {
+      return m.params + m.optimizer + m.buffers + m.quant_state + m.ignored;
+    };
+    const auto largest =
+        std::max_element(est.ranks.begin(), est.ranks.end(),
+                         [&](const RankMemory& x, const RankMemory& y) { return state(x) < state(y); });
+    est.step = replay_step(plan, tree, s, opts, est.activations, *largest);
+    est.peak = est.step.peak.total();
+    est.peak_rank = largest->rank;
+  }
+  decide_fit(est, opts);
   return est;
+}
+
+void decide_fit(MemoryEstimate& est, const MemoryOptions& opts) {
+  est.headroom = static_cast<std::int64_t>(est.gpu_memory) - static_cast<std::int64_t>(est.peak);
+  if (!est.step.available) {
+    est.fits = est.peak <= est.gpu_memory;
+    est.verdict = !est.fits                   ? FitVerdict::does_not_fit
+                  : est.activations.available ? FitVerdict::fits
+                                              : FitVerdict::fits_without_activations;
+    return;
+  }
+  // The replayed peak is at most 10% above a real step's (fixtures/oracle2/peak), and a GPU holds more
+  // than torch's tensors: the CUDA context, NCCL's buffers, cuBLAS workspaces and the caching
+  // allocator's rounding (docs/step-peak.md "The margin").
+  est.margin = kFixedOverhead + est.peak / 20;
+  est.certain = est.peak - est.peak / 11;  // peak / 1.1: what a real step holds at least
+  est.fits = est.peak + est.margin <= est.gpu_memory;
+  est.verdict = !opts.optimizer.known          ? FitVerdict::not_estimated
+                : est.fits                     ? FitVerdict::fits
+                : est.certain > est.gpu_memory ? FitVerdict::does_not_fit
+                                               : FitVerdict::may_not_fit;
 }
 
 CommVolume communication(const ShardPlan& plan, std::optional<double> bus_bandwidth,

@@ -235,14 +235,21 @@ inline std::string plan_invariants(const PreflightResult& r) {
         if (n > 1 && !duplicated.count(fqn)) return "parameter in two units, not reported: " + fqn;
       }
   }
-  // Memory: the peak is the largest rank, and the verdict agrees with the findings.
+  // Memory: the peak is the replayed step's largest moment (never above the sum of the categories of
+  // the largest rank), or without activations the largest rank's total; the verdict agrees with it.
   const MemoryEstimate& m = r.memory;
   std::uint64_t peak = 0;
   for (const auto& rk : m.ranks) peak = std::max(peak, rk.total());
-  if (!m.ranks.empty() && peak != m.peak) return "peak is not the largest rank's total";
+  if (m.step.available) {
+    if (m.peak != m.step.peak.total()) return "peak is not the replayed step's";
+  } else if (!m.ranks.empty() && peak != m.peak) {
+    return "peak is not the largest rank's total";
+  }
   if (job_fails != (m.verdict == FitVerdict::withheld))
     return "a verdict for a failing job, or none for a runnable one";
-  if (!job_fails && (m.verdict == FitVerdict::does_not_fit) != (m.peak > m.gpu_memory)) return "fit verdict vs peak";
+  if (!job_fails && m.verdict == FitVerdict::does_not_fit && m.peak <= m.gpu_memory)
+    return "does not fit, yet the peak fits";
+  if (!job_fails && m.verdict == FitVerdict::fits && m.peak > m.gpu_memory) return "fits, yet the peak does not";
   return "";
 }
 
