@@ -246,7 +246,7 @@ def train(model, c: dict) -> dict:
 
     # With activation checkpointing the step must not build a KV cache: the recomputed attention
     # appends to it again and torch.utils.checkpoint raises CheckpointError (keys of 2T tokens).
-    fwd = {"use_cache": False} if c.get("activation_checkpointing") else {}
+    fwd = {"use_cache": False} if c.get("activation_checkpointing") and not c.get("use_cache") else {}
 
     def trainer_loss(ids):
         out = model(input_ids=ids, labels=ids, **fwd)
@@ -408,6 +408,12 @@ def all_cases() -> list:
         cs.append(case("l256", fsdp, 2, 512, micro_batch=2))
         cs.append(case("q3moe", fsdp, 2, 1024))
         cs.append(case("q3moe", fsdp, 2, 1024, activation_checkpointing=True))
+    # The model's default use_cache=True with activation checkpointing: the recomputed attention appends
+    # to the KV cache again (the record is the error).
+    for fsdp in (2, 1):
+        c = case("l256", fsdp, 2, 128, activation_checkpointing=True, use_cache=True)
+        c["case"] += "-cache"
+        cs.append(c)
     cs.append(case("l256", 1, 2, 1024, sharding_strategy="SHARD_GRAD_OP"))
     cs.append(case("l256", 1, 2, 1024, use_orig_params=True))
     cs.append(case("l256", 2, 2, 1024, reshard_after_forward=False))

@@ -660,6 +660,17 @@ constexpr FindingCode kCodes[] = {
      "(run for real with peft 0.20: GPT-NeoX's query_key_value `The size of tensor a (30) must match the size of "
      "tensor b (15)`, its dense `mat1 and mat2 shapes cannot be multiplied`, Qwen2's q_proj; "
      "fixtures/oracle2/tp/lora-ranks-*). Layers without a bias (Llama's) are cut once and work."},
+    {"PLAN034", Severity::warning, ExitCode::ok,
+     "Activation checkpointing with the KV cache on: the first backward raises CheckpointError",
+     "accelerate's fsdp_activation_checkpointing wraps each decoder block (FSDP1) or each of its children (FSDP2, "
+     "fsdp2_apply_ac) in torch's non-reentrant checkpoint. A transformers model whose config has use_cache true "
+     "(the default) builds a DynamicCache in training too, and when backward recomputes the attention it appends "
+     "the keys and values to that cache again: the recomputed tensors are twice as long as the saved ones and "
+     "torch.utils.checkpoint raises CheckpointError at the first backward (checked on real torch 2.14.1 + "
+     "transformers 5.12.1 steps under FSDP1 and FSDP2). The Trainer sets config.use_cache from "
+     "TrainingArguments.use_cache, false by default, and transformers' own gradient_checkpointing turns the cache "
+     "off; a plain accelerate loop does neither. Pass use_cache=False to the model or set model.config.use_cache = "
+     "False."},
 
     // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp, src/simulate/peft_checks.cpp) ----
     {"PEFT001", Severity::error, ExitCode::bad_adapter, "adapter_config.json is not a JSON object",

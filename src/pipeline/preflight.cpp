@@ -248,6 +248,32 @@ void apply_peft_caller(FsdpSettings& s, const std::optional<Bnb4bitConfig>& bnb)
 }
 
 // Context parallelism's failures that depend on the model and the sequence (FSDP2, cp_size > 1).
+// accelerate's activation checkpointing (fsdp_activation_checkpointing: FSDP1's checkpoint_wrapper on
+// each block, FSDP2's fsdp2_apply_ac on each block's children) with the model's KV cache on: the
+// recomputed attention appends its keys and values to the cache a second time, and
+// torch.utils.checkpoint raises CheckpointError at the first backward (real torch 2.14.1 +
+// transformers 5.12.1 steps, FSDP1 and FSDP2: fixtures/oracle2/peak/*-cache.json). The Trainer sets
+// config.use_cache from TrainingArguments.use_cache (false by default, trainer.py); transformers' own
+// gradient_checkpointing turns it off; a plain loop keeps config.json's use_cache (true by default).
+void check_cache_with_checkpointing(const ModelConfig& config, const FsdpSettings& s, const MemoryOptions& opts,
+                                    DiagnosticSink& sink) {
+  if (!s.activation_checkpointing.value || s.activation_checkpointing.source.starts_with("training args") ||
+      opts.loop != TrainingLoop::accelerate)
+    return;
+  if (config.bool_field("use_cache").value_or(true) == false) return;
+  std::string from;
+  SourceLocation where = setting_location(s.activation_checkpointing.source, config.path, &from);
+  sink.report(finding(
+      "PLAN034", std::move(where),
+      fmt::format("activation checkpointing{} with the model's KV cache on (config.json use_cache: {}): in a loop that "
+                  "calls model(...) without use_cache=False, the recomputed attention appends to the cache again and "
+                  "the first backward raises torch.utils.checkpoint.CheckpointError (\"Recomputed values for the "
+                  "following tensors have different metadata than during the forward pass\")",
+                  from, config.bool_field("use_cache") ? "true" : "absent, so true"),
+      "pass use_cache=False in the forward call, or set model.config.use_cache = False before training (the "
+      "Trainer does so by itself)"));
+}
+
 void check_context_parallel(const ModuleTree& tree, const FsdpSettings& s, const MemoryOptions& opts,
                             DiagnosticSink& sink) {
   const int cp = s.context_parallel();
@@ -567,6 +593,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   if (r.tree->peft && !wrap_failed) check_peft_plan(*r.tree, r.settings, *r.plan, r.sink);
   if (tp && loaded.inputs) check_tp_heads(loaded.inputs->config, *r.tree, r.settings, r.sink);
   check_context_parallel(*r.tree, r.settings, req.memory, r.sink);
+  if (loaded.inputs) check_cache_with_checkpointing(loaded.inputs->config, r.settings, req.memory, r.sink);
   if (tp && r.tree->peft) check_lora_under_tp(*r.tree, r.settings, versions, r.sink);
   if (!tp_gap.empty()) {
     // What shardcheck cannot lay out it says so rather than guess.

@@ -190,7 +190,7 @@ std::pair<std::size_t, std::size_t> repetition_at(const std::vector<int>& keys, 
 std::string render_step_peak(const StepPeak& step) {
   std::string out = fmt::format("  {:<34} {:>14}   at {} (rank {})\n", "peak of a training step",
                                 human_bytes(step.peak.total()), step.peak.name, step.rank);
-  for (const StepPart& p : step.peak.parts) out += fmt::format("    {:<32} {:>14}\n", p.what, human_bytes(p.bytes));
+  for (const StepPart& p : step.peak.parts) out += fmt::format("    {:<44} {:>14}\n", p.what, human_bytes(p.bytes));
   return out;
 }
 
@@ -360,8 +360,8 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                          "ignored modules (not sharded)", human_bytes(r.ignored), plan.ignored.size());
     if (r.cpu) out += fmt::format("  {:<34} {:>14}\n", "pinned CPU memory (offload)", human_bytes(r.cpu));
     if (mem.step.available) {
-      out += fmt::format("  {:<34} {:>14}   each category at its own largest, never all at once\n",
-                         "sum of the categories", human_bytes(r.total()));
+      out += fmt::format("  {:<34} {:>14}   each at its own largest; the step's peak is what is alive at once:\n",
+                         "sum of the categories above", human_bytes(r.total()));
       out += render_step_peak(mem.step);
     } else {
       out += fmt::format("  {:<34} {:>14}{}\n", "total", human_bytes(r.total()),

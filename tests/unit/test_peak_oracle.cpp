@@ -96,3 +96,34 @@ TEST_CASE("the predicted step peak is within 1.00-1.10x of real FSDP steps, at t
   }
   CHECK(cases >= 10);
 }
+
+TEST_CASE("activation checkpointing with the KV cache on is reported where real steps raise CheckpointError") {
+  int cases = 0;
+  for (const auto& entry : fs::directory_iterator(kPeakRecords)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    const json c = json::parse(in);
+    if (!c.value("use_cache", false) || !c.value("activation_checkpointing", false)) continue;
+    CAPTURE(entry.path().filename().string());
+    REQUIRE(c.contains("error"));
+    CHECK(c.at("error").at("type") == "CheckpointError");
+    for (const bool trainer : {false, true}) {
+      json variant = c;
+      variant.erase("error");
+      variant["loop"] = trainer ? "trainer" : "accelerate";
+      PreflightRequest req;
+      req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
+      req.model = (kPeakRecords / "models" / c.at("model").get<std::string>()).string();
+      req.defaults = test::settings_for(variant);
+      req.defaults.activation_checkpointing = {true, "oracle"};
+      req.memory.loop = trainer ? TrainingLoop::trainer : TrainingLoop::accelerate;
+      const PreflightResult r = run_preflight(req);
+      bool reported = false;
+      for (const auto& d : r.sink.items()) reported = reported || d.code == "PLAN034";
+      // The Trainer sets config.use_cache = TrainingArguments.use_cache (false): no error there.
+      CHECK(reported == !trainer);
+    }
+    ++cases;
+  }
+  CHECK(cases == 2);
+}
