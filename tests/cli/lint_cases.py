@@ -61,6 +61,15 @@ CASES = [
                 "(lines 7-17)", "[flattened-fsdp-config]", "    6 | fsdp_config:", "      | ^~~~~~~~~~~",
                 "          fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer"],
      "stderr": ["1 error, 0 warnings, 11 notes in 1 file"]},
+    # accelerate v1.14.0 (utils/dataclasses.py, FullyShardedDataParallelPlugin.__post_init__) calls int() on
+    # FSDP_MIN_NUM_PARAMS only under SIZE_BASED_WRAP: '1e8' beside TRANSFORMER_BASED_WRAP never fails.
+    {"name": "lint: an ignored key's bad value is no error, only the warning that it is ignored",
+     "args": ["lint", "--no-env", CFG + "/unread_min_num_params_1e8_transformer_wrap.yaml"], "exit": 0,
+     "stdout": ["`fsdp_min_num_params` is ignored: the wrap policy is TRANSFORMER_BASED_WRAP"],
+     "not_stdout": ["int(", "error:"]},
+    {"name": "check: the same file plans without an error",
+     "args": ["check", "--no-env", "--config", CFG + "/unread_min_num_params_1e8_transformer_wrap.yaml", "--model",
+              "{src}/fixtures/models/llama", "--no-tree"], "exit": 0, "not_stdout": ["int("]},
     {"name": "lint --diff shows the re-nesting without writing",
      "args": ["lint", "--no-env", "--diff", SEED], "exit": 0,
      "stdout": ["-fsdp_activation_checkpointing: false", "+  fsdp_activation_checkpointing: false", "@@ "]},
