@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "shardcheck/config_doc.hpp"
 #include "util/bounded_read.hpp"
 
 #include <fstream>
@@ -146,7 +147,8 @@ std::variant<TrainingArgs, std::string> parse_training_args(const std::string& t
   TrainingArgs t;
   t.path = path;
   try {
-    const YAML::Node root = YAML::Load(text);
+    // TRL and HfArgumentParser read the file in text mode (universal newlines), as accelerate does.
+    const YAML::Node root = YAML::Load(yaml_universal_newlines(text));
     if (!root.IsMap()) return fmt::format("{}: expected a mapping of training arguments, found {}", path, found(root));
     if (const auto n = root["per_device_train_batch_size"])
       t.micro_batch = Setting<std::int64_t>{positive(path, "per_device_train_batch_size", n), where(path, n)};

@@ -19,6 +19,12 @@ shutil.copy(SRC / "fixtures/configs/good_fsdp2_accelerate_config.yaml", _TMP / "
 (_TMP / "xdg").mkdir()
 (_TMP / "stale.env").write_text("export FSDP_TRANSFORMER_CLS_TO_WRAP=BertLayer\nFSDP_SHARDING_STRATGY=FULL_SHARD\n")
 (_TMP / "big.yaml").write_text("a: " + "x" * (2 << 20) + "\n")
+# Line ends PyYAML loads (accelerate opens the config in text mode: universal newlines): CR only, and
+# a last line ending in CR without LF.
+_CLUSTER = ["compute_environment: LOCAL_MACHINE", "distributed_type: MULTI_GPU", "mixed_precision: bf16",
+            "num_machines: 1", "num_processes: 2", "use_cpu: true"]
+(_TMP / "cr_only.yaml").write_bytes(("\r".join(_CLUSTER) + "\r").encode())
+(_TMP / "cr_last.yaml").write_bytes(("\n".join(_CLUSTER) + "\r").encode())
 TMP = str(_TMP)
 
 
@@ -70,6 +76,10 @@ CASES = [
     {"name": "check: the same file plans without an error",
      "args": ["check", "--no-env", "--config", CFG + "/unread_min_num_params_1e8_transformer_wrap.yaml", "--model",
               "{src}/fixtures/models/llama", "--no-tree"], "exit": 0, "not_stdout": ["int("]},
+    {"name": "lint: a CR-only file loads as PyYAML loads it (no syntax error, no wrong type)",
+     "args": ["lint", "--no-env", TMP + "/cr_only.yaml"], "exit": 0, "not_stdout": ["error", "illegal"]},
+    {"name": "lint: a last line ending in CR without LF is `true`, not 'true\\r'",
+     "args": ["lint", "--no-env", TMP + "/cr_last.yaml"], "exit": 0, "not_stdout": ["wrong-type", "error"]},
     {"name": "lint --diff shows the re-nesting without writing",
      "args": ["lint", "--no-env", "--diff", SEED], "exit": 0,
      "stdout": ["-fsdp_activation_checkpointing: false", "+  fsdp_activation_checkpointing: false", "@@ "]},
