@@ -1,4 +1,5 @@
 #include "cli/adapter_flags.hpp"
+#include "cli/choices.hpp"
 
 #include <fmt/format.h>
 
@@ -27,7 +28,7 @@ void add_adapter_flags(CLI::App* cmd, AdapterFlags& f) {
                   "default: peft's for the model_type)");
   cmd->add_option("--lora-modules-to-save", f.modules_to_save, "Comma-separated modules trained in full and saved");
   cmd->add_option("--lora-exclude-modules", f.exclude_modules, "Comma-separated module names LoRA skips");
-  cmd->add_option("--lora-bias", f.bias, "none, all or lora_only")->check(CLI::IsMember({"none", "all", "lora_only"}));
+  cmd->add_option("--lora-bias", f.bias, "none, all or lora_only")->check(one_of({"none", "all", "lora_only"}));
   cmd->add_flag("--use-dora", f.use_dora, "DoRA (a magnitude vector per LoRA layer)");
   cmd->add_flag("--use-rslora", f.use_rslora, "rank-stabilised LoRA scaling (no change to the layout)");
   cmd->add_flag("--lora-bias-param", f.lora_bias, "peft's lora_bias: a bias on every lora_B");
@@ -36,10 +37,10 @@ void add_adapter_flags(CLI::App* cmd, AdapterFlags& f) {
   cmd->add_flag("--load-in-4bit", f.load_in_4bit, "QLoRA: load with BitsAndBytesConfig(load_in_4bit=True)");
   const std::vector<std::string> dtypes{"uint8", "bfloat16", "float16", "float32"};
   cmd->add_option("--bnb-4bit-quant-storage", f.quant_storage, "Params4bit storage dtype (default uint8)")
-      ->check(CLI::IsMember(dtypes));
+      ->check(one_of(dtypes));
   cmd->add_option("--bnb-4bit-compute-dtype", f.compute_dtype, "4-bit compute dtype (default float32)")
-      ->check(CLI::IsMember({"bfloat16", "float16", "float32"}));
-  cmd->add_option("--bnb-4bit-quant-type", f.quant_type, "fp4 (default) or nf4")->check(CLI::IsMember({"fp4", "nf4"}));
+      ->check(one_of({"bfloat16", "float16", "float32"}));
+  cmd->add_option("--bnb-4bit-quant-type", f.quant_type, "fp4 (default) or nf4")->check(one_of({"fp4", "nf4"}));
   cmd->add_flag("--bnb-4bit-use-double-quant", f.double_quant, "Quantize the quantization constants too");
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/choices.hpp"
 #include "report/json_writer.hpp"
 #include "shardcheck/finding_codes.hpp"
 #include "shardcheck/lint.hpp"
@@ -113,7 +114,7 @@ int run_explain(const std::string& id) {
 void register_rules(CLI::App& app, CliContext& ctx) {
   auto format = std::make_shared<std::string>("text");
   CLI::App* cmd = app.add_subcommand("rules", "List every lint rule and finding code with its severity");
-  cmd->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--format", *format, "Output format")->check(one_of({"text", "json"}));
   cmd->callback([format, &ctx] { ctx.exit_code = run_rules(*format); });
 }
 

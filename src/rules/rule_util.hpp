@@ -13,9 +13,8 @@
 
 namespace shardcheck::rules {
 
+using shardcheck::did_you_mean;   // shardcheck/text.hpp: the project's one suggestion helper
 using shardcheck::edit_distance;  // shardcheck/text.hpp
-// The closest candidate within a distance that scales with the word, or "".
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 // "a, b or c" with backticks.
 std::string quoted_list(const std::vector<std::string>& items, std::string_view last_sep = "or");
 // Python's repr of a sorted list of strings: ['a', 'b'].
