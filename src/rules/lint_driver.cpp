@@ -11,6 +11,11 @@ namespace shardcheck {
 
 void lint_document(const ConfigDoc& doc, const AccelerateSchema& schema, const LintOptions& opts,
                    DiagnosticSink& sink) {
+  // A training recipe in place of the config: one clear finding, not one unknown key per line.
+  if (auto wrong_kind = rules::training_args_as_config(doc)) {
+    sink.report(std::move(*wrong_kind));
+    return;
+  }
   DiagnosticSink local;
   LintContext ctx(doc, schema, opts, local);
   for (const Rule* rule : all_rules())

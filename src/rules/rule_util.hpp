@@ -42,6 +42,10 @@ struct ParallelismSizes {
 // integer (wrong-type reports that).
 std::optional<ParallelismSizes> parallelism_sizes(const LintContext& ctx);
 
+// training-args-as-config: the one finding for a Trainer/TRL recipe given as the accelerate config,
+// made before any rule runs; nullopt for any other file.
+std::optional<Diagnostic> training_args_as_config(const ConfigDoc& doc);
+
 }  // namespace shardcheck::rules
 
 namespace shardcheck::rules {

@@ -42,3 +42,26 @@ CASES = [
     {"name": "usage: case-insensitive choices still take any case",
      "args": ["plan", LLAMA, "--backward-prefetch", "backward_pre", "--no-tree"], "exit": 0},
 ]
+
+# The two YAML files swapped: a Trainer/TRL recipe as --config (accelerate's load_config_from_file would
+# refuse every key of it: commands/config/config_args.py v1.14.0), an accelerate config as --training-args
+# (HfArgumentParser.parse_yaml_file would refuse its keys as not dataclass fields: transformers hf_argparser.py).
+CASES += [
+    {"name": "file kinds: a training recipe given as --config is said once, with where it goes",
+     "args": ["check", "--no-env", "--config", "{src}/fixtures/configs/training-args-as-config.bad.yaml", "--model",
+              LLAMA, "--no-tree"], "exit": 10,
+     "stdout": ["4:1: error: this looks like Trainer/TRL training arguments (model_name_or_path,",
+                "with --training-args"],
+     "not_stdout": ["unknown-top-level-key", "missing-distributed-type"]},
+    {"name": "file kinds: lint says the same, once",
+     "args": ["lint", "--no-env", "{src}/fixtures/configs/training-args-as-config.bad.yaml"], "exit": 10,
+     "stdout": ["[training-args-as-config]"], "not_stdout": ["unknown-top-level-key"]},
+    {"name": "file kinds: an accelerate config given as --training-args is refused, not accepted silently",
+     "args": ["check", "--no-env", "--model", LLAMA, "--training-args",
+              "{src}/fixtures/configs/good_fsdp2_accelerate_config.yaml"], "exit": 2,
+     "stderr": ["good_fsdp2_accelerate_config.yaml:1:1: expected Trainer/TRL training arguments",
+                "found an accelerate config (compute_environment, distributed_type,", "give it with --config"]},
+    {"name": "file kinds: a real training-args file still loads",
+     "args": ["plan", LLAMA, "--no-env", "--no-tree", "--training-args", "{src}/fixtures/training-args/sft-qlora.yaml"],
+     "exit": 0},
+]
