@@ -83,6 +83,8 @@ CASES = [
     {"name": "lint --diff labels an absolute path as it is, as diff -u does (not a//abs/path)",
      "args": ["lint", "--no-env", "--diff", SEED], "exit": 0,
      "stdout": ["--- " + SEED + "\n+++ " + SEED + "\n"], "not_stdout": ["a//", "b//"]},
+    {"name": "explain: the code list names every code, sorted within its prefix (IO004, IO005 included)",
+     "args": ["explain", "NOPE001"], "exit": 2, "stderr": ["IO001-IO005"], "not_stderr": ["IO001-IO003,"]},
     {"name": "lint --diff shows the re-nesting without writing",
      "args": ["lint", "--no-env", "--diff", SEED], "exit": 0,
      "stdout": ["-fsdp_activation_checkpointing: false", "+  fsdp_activation_checkpointing: false", "@@ "]},
