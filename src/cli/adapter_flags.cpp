@@ -44,18 +44,25 @@ void add_adapter_flags(CLI::App* cmd, AdapterFlags& f) {
   cmd->add_flag("--bnb-4bit-use-double-quant", f.double_quant, "Quantize the quantization constants too");
 }
 
-std::optional<Bnb4bitConfig> bnb_from_flags(const AdapterFlags& f, std::string& error) {
+void bnb_overrides(const AdapterFlags& f, Bnb4bitConfig& c) {
+  if (!f.quant_storage.empty()) c.quant_storage = *parse_torch_dtype(f.quant_storage);
+  if (!f.compute_dtype.empty()) c.compute_dtype = *parse_torch_dtype(f.compute_dtype);
+  if (!f.quant_type.empty()) c.quant_type = f.quant_type;
+  if (f.double_quant) c.double_quant = true;
+}
+
+std::optional<Bnb4bitConfig> bnb_from_flags(const AdapterFlags& f, std::string& error, bool file_loads_4bit) {
   if (!f.load_in_4bit) {
-    if (!f.quant_storage.empty() || !f.compute_dtype.empty() || !f.quant_type.empty() || f.double_quant)
-      error = "the --bnb-4bit-* flags describe a 4-bit load: add --load-in-4bit";
+    const bool any = !f.quant_storage.empty() || !f.compute_dtype.empty() || !f.quant_type.empty() || f.double_quant;
+    if (any && !file_loads_4bit)
+      error =
+          "the --bnb-4bit-* flags describe a 4-bit load: add --load-in-4bit (or give --training-args with "
+          "load_in_4bit: true)";
     return std::nullopt;
   }
   Bnb4bitConfig c;
   c.source = "--load-in-4bit";
-  if (!f.quant_storage.empty()) c.quant_storage = *parse_torch_dtype(f.quant_storage);
-  if (!f.compute_dtype.empty()) c.compute_dtype = *parse_torch_dtype(f.compute_dtype);
-  if (!f.quant_type.empty()) c.quant_type = f.quant_type;
-  c.double_quant = f.double_quant;
+  bnb_overrides(f, c);
   return c;
 }
 

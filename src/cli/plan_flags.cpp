@@ -168,7 +168,6 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   req.resolve.load_dtype = f.load_dtype;
   req.adapter_path = f.adapter.adapter;
   req.adapter = adapter_from_flags(f.adapter, error);
-  if (error.empty()) req.resolve.bnb_4bit = bnb_from_flags(f.adapter, error);
   if (!error.empty()) return std::nullopt;
   req.prepare_kbit = f.adapter.prepare_kbit;
   if (!f.config.empty()) req.accelerate_config = f.config;
@@ -251,6 +250,13 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     if (f.load_dtype.empty() && args->load_dtype) req.resolve.load_dtype = args->load_dtype->value;
     req.training_args = args;
   }
+  // After the training arguments: their `load_in_4bit: true` is the 4-bit load the --bnb-4bit-* flags
+  // refine (TRL ModelConfig, trl/trainer/model_config.py), so those flags need no --load-in-4bit then.
+  const bool file_loads_4bit = args && args->trl.load_in_4bit && args->trl.load_in_4bit->value;
+  req.resolve.bnb_4bit = bnb_from_flags(f.adapter, error, file_loads_4bit);
+  if (!error.empty()) return std::nullopt;
+  if (!f.adapter.load_in_4bit && file_loads_4bit)
+    req.bnb_4bit_overrides = [flags = f.adapter](Bnb4bitConfig& c) { bnb_overrides(flags, c); };
   // nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.
   for (auto [flag, given, out] :
        {std::tuple{"--bus-bandwidth", &f.bus_bandwidth, &req.bus_bandwidth},
