@@ -37,7 +37,10 @@ struct KeySpec {
   bool nullable = false;
   std::optional<std::string> launch_ignored;  // the argparse default that wins
   std::string fsdp1_only;                     // removed | not_implemented | obsolete | ignored | ""
-  std::optional<std::int64_t> min, max;       // the range an integer value must lie in (accelerate, torchrun)
+  // `read_when: {KEY: VALUE}`: accelerate reads this key's value only when KEY (an enum of the same
+  // section) is VALUE; otherwise the value never reaches int()/split() and cannot fail.
+  std::string read_when_key, read_when_value;
+  std::optional<std::int64_t> min, max;  // the range an integer value must lie in (accelerate, torchrun)
   std::string invalid_message;
   std::string required_message;
   std::string doc;

@@ -87,6 +87,11 @@ struct ConfigDoc {
   SourceLocation value_location(const YamlEntry& e) const;
 };
 
+// `text` with every lone "\r" turned into "\n", as Python's text mode (universal newlines) hands it to
+// PyYAML; "\r\n" is kept. Same length, so offsets, lines and columns stay those of `text`. yaml-cpp
+// does not take a lone "\r" as a line break, so every YAML text goes through this before yaml-cpp.
+std::string yaml_universal_newlines(std::string_view text);
+
 // Parses `text` (labelled `path` in diagnostics). Syntax errors and exceeded limits are reported to
 // `sink` with rule "yaml-syntax" / "yaml-limits" and ExitCode::bad_accelerate_config; then nullopt.
 std::optional<ConfigDoc> parse_config_doc(std::string text, const std::string& path, DiagnosticSink& sink,

@@ -75,6 +75,15 @@ class LintContext {
   // A key of fsdp_config by canonical name (written with or without the fsdp_ prefix).
   const YamlEntry* fsdp(std::string_view canonical) const;
   const std::vector<KeyUse>& known_keys() const { return known_; }
+  // The known key of `section` ("" = top level) with this canonical name, or nullptr.
+  const KeyUse* known(std::string_view section, std::string_view canonical) const;
+
+  // Why the targeted accelerate never reads this key's value, or nullopt when it does. The one place
+  // that decides it: rules about a value (its type, range, spelling) skip an unread one, since a bad
+  // value that never reaches int() or split() cannot fail the job; the rules that say "is ignored"
+  // (key-not-in-version, renamed-key, min-num-params-without-size-wrap, ...) still report the key.
+  std::optional<std::string> unread_reason(const KeyUse& use) const;
+  bool value_is_read(const KeyUse& use) const { return !unread_reason(use); }
 
   // ---- what accelerate will do, derived once -------------------------------------------------
   std::string distributed_type() const;  // "" when absent or not a string

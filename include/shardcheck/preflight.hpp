@@ -31,6 +31,9 @@ struct PreflightRequest {
   FsdpSettings defaults;                         // starting point; its versions are replaced by `versions`
   VersionRequest versions;                       // torch/transformers/accelerate: flags and the Python environment
   std::function<void(FsdpSettings&)> overrides;  // command-line flags, applied last
+  // --bnb-4bit-* flags over the training-arguments file's 4-bit load (TRL ModelConfig load_in_4bit:
+  // true), when the command line has no --load-in-4bit of its own: flags win, field by field.
+  std::function<void(Bnb4bitConfig&)> bnb_4bit_overrides;
   MemoryOptions memory;
   std::optional<double> bus_bandwidth;         // bytes/s (nccl-tests busbw) for communication time
   std::optional<double> inter_node_bandwidth;  // bytes/s across machines (groups that span them)

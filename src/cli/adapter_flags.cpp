@@ -1,4 +1,5 @@
 #include "cli/adapter_flags.hpp"
+#include "cli/choices.hpp"
 
 #include <fmt/format.h>
 
@@ -27,7 +28,7 @@ void add_adapter_flags(CLI::App* cmd, AdapterFlags& f) {
                   "default: peft's for the model_type)");
   cmd->add_option("--lora-modules-to-save", f.modules_to_save, "Comma-separated modules trained in full and saved");
   cmd->add_option("--lora-exclude-modules", f.exclude_modules, "Comma-separated module names LoRA skips");
-  cmd->add_option("--lora-bias", f.bias, "none, all or lora_only")->check(CLI::IsMember({"none", "all", "lora_only"}));
+  cmd->add_option("--lora-bias", f.bias, "none, all or lora_only")->check(one_of({"none", "all", "lora_only"}));
   cmd->add_flag("--use-dora", f.use_dora, "DoRA (a magnitude vector per LoRA layer)");
   cmd->add_flag("--use-rslora", f.use_rslora, "rank-stabilised LoRA scaling (no change to the layout)");
   cmd->add_flag("--lora-bias-param", f.lora_bias, "peft's lora_bias: a bias on every lora_B");
@@ -36,25 +37,32 @@ void add_adapter_flags(CLI::App* cmd, AdapterFlags& f) {
   cmd->add_flag("--load-in-4bit", f.load_in_4bit, "QLoRA: load with BitsAndBytesConfig(load_in_4bit=True)");
   const std::vector<std::string> dtypes{"uint8", "bfloat16", "float16", "float32"};
   cmd->add_option("--bnb-4bit-quant-storage", f.quant_storage, "Params4bit storage dtype (default uint8)")
-      ->check(CLI::IsMember(dtypes));
+      ->check(one_of(dtypes));
   cmd->add_option("--bnb-4bit-compute-dtype", f.compute_dtype, "4-bit compute dtype (default float32)")
-      ->check(CLI::IsMember({"bfloat16", "float16", "float32"}));
-  cmd->add_option("--bnb-4bit-quant-type", f.quant_type, "fp4 (default) or nf4")->check(CLI::IsMember({"fp4", "nf4"}));
+      ->check(one_of({"bfloat16", "float16", "float32"}));
+  cmd->add_option("--bnb-4bit-quant-type", f.quant_type, "fp4 (default) or nf4")->check(one_of({"fp4", "nf4"}));
   cmd->add_flag("--bnb-4bit-use-double-quant", f.double_quant, "Quantize the quantization constants too");
 }
 
-std::optional<Bnb4bitConfig> bnb_from_flags(const AdapterFlags& f, std::string& error) {
+void bnb_overrides(const AdapterFlags& f, Bnb4bitConfig& c) {
+  if (!f.quant_storage.empty()) c.quant_storage = *parse_torch_dtype(f.quant_storage);
+  if (!f.compute_dtype.empty()) c.compute_dtype = *parse_torch_dtype(f.compute_dtype);
+  if (!f.quant_type.empty()) c.quant_type = f.quant_type;
+  if (f.double_quant) c.double_quant = true;
+}
+
+std::optional<Bnb4bitConfig> bnb_from_flags(const AdapterFlags& f, std::string& error, bool file_loads_4bit) {
   if (!f.load_in_4bit) {
-    if (!f.quant_storage.empty() || !f.compute_dtype.empty() || !f.quant_type.empty() || f.double_quant)
-      error = "the --bnb-4bit-* flags describe a 4-bit load: add --load-in-4bit";
+    const bool any = !f.quant_storage.empty() || !f.compute_dtype.empty() || !f.quant_type.empty() || f.double_quant;
+    if (any && !file_loads_4bit)
+      error =
+          "the --bnb-4bit-* flags describe a 4-bit load: add --load-in-4bit (or give --training-args with "
+          "load_in_4bit: true)";
     return std::nullopt;
   }
   Bnb4bitConfig c;
   c.source = "--load-in-4bit";
-  if (!f.quant_storage.empty()) c.quant_storage = *parse_torch_dtype(f.quant_storage);
-  if (!f.compute_dtype.empty()) c.compute_dtype = *parse_torch_dtype(f.compute_dtype);
-  if (!f.quant_type.empty()) c.quant_type = f.quant_type;
-  c.double_quant = f.double_quant;
+  bnb_overrides(f, c);
   return c;
 }
 

@@ -30,7 +30,11 @@ struct AdapterFlags {
 void add_adapter_flags(CLI::App* cmd, AdapterFlags& f);
 // A LoraConfig from the --lora-* flags (nullopt when none is given); on a bad value `error` says why.
 std::optional<LoraAdapter> adapter_from_flags(const AdapterFlags& f, std::string& error);
-// BitsAndBytesConfig from --load-in-4bit and --bnb-4bit-* (nullopt without --load-in-4bit).
-std::optional<Bnb4bitConfig> bnb_from_flags(const AdapterFlags& f, std::string& error);
+// BitsAndBytesConfig from --load-in-4bit and --bnb-4bit-* (nullopt without --load-in-4bit). Without
+// it, --bnb-4bit-* flags are an error unless `file_loads_4bit` (the --training-args file says
+// load_in_4bit: true): they then refine that load, through bnb_overrides.
+std::optional<Bnb4bitConfig> bnb_from_flags(const AdapterFlags& f, std::string& error, bool file_loads_4bit = false);
+// What the --bnb-4bit-* flags set, applied to a 4-bit config from elsewhere.
+void bnb_overrides(const AdapterFlags& f, Bnb4bitConfig& c);
 
 }  // namespace shardcheck::cli

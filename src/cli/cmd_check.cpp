@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cli/finding_formats.hpp"
+#include "cli/choices.hpp"
 #include "cli/plan_flags.hpp"
 #include "shardcheck/lint.hpp"
 #include "shardcheck/report.hpp"
@@ -122,7 +123,7 @@ void register_check(CLI::App& app, CliContext& ctx) {
   cmd->add_option("--model", f->model_flag, "The same as the positional MODEL (one of the two is required)");
   cmd->add_flag("--no-tree", f->no_tree,
                 "Accepted for symmetry with plan: check prints the unit table, never the tree");
-  cmd->add_option("--format", f->format, "Output format")->check(CLI::IsMember(kFindingFormats));
+  cmd->add_option("--format", f->format, "Output format")->check(one_of(kFindingFormats));
   cmd->add_flag("--strict", f->strict, "Warnings fail the check too");
   cmd->add_option("--uri-base", f->uri_base, "SARIF and GitLab: make file paths relative to this directory");
   add_plan_flags(cmd, *f);

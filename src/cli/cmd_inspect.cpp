@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/adapter_flags.hpp"
+#include "cli/choices.hpp"
 #include "cli/commands.hpp"
 #include "shardcheck/load_tree.hpp"
 #include "shardcheck/module_tree.hpp"
@@ -86,13 +87,13 @@ void register_inspect(CLI::App& app, CliContext& ctx) {
          "model", args->model,
          "Model directory (config.json, safetensors headers), its config.json, or a Hub id org/name[@revision]")
       ->required();
-  cmd->add_option("--format", args->format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--format", args->format, "Output format")->check(one_of({"text", "json"}));
   cmd->add_option("--transformers-version", args->transformers_version,
                   "Module layout of this transformers release (default 5.12.1, rules/versions.yaml)");
   cmd->add_option("--attn-implementation", args->attn_implementation,
                   "Attention implementation for 4.x class names (eager, sdpa, flash_attention_2; default: "
                   "transformers', sdpa where the model supports it)")
-      ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
+      ->check(one_of({"eager", "sdpa", "flash_attention_2"}));
   cmd->add_option("--architecture", args->architecture, "Head class to build instead of config.json's");
   add_adapter_flags(cmd, args->adapter);
   cmd->add_flag("--config-only", args->config_only, "Ignore safetensors files; shapes from config.json only");

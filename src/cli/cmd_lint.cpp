@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/choices.hpp"
 #include "cli/finding_formats.hpp"
 #include "shardcheck/environment.hpp"
 #include "shardcheck/accelerate_schema.hpp"
@@ -219,7 +220,7 @@ void register_lint(CLI::App& app, CliContext& ctx) {
   cmd->add_flag("--env,!--no-env", args->audit_env,
                 "Audit FSDP_*/ACCELERATE_* variables of the calling shell (default on)");
   cmd->add_option("--env-file", args->env_file, "Audit the KEY=VALUE lines of this file instead of the shell");
-  cmd->add_option("--format", args->format, "Output format")->check(CLI::IsMember(kFindingFormats));
+  cmd->add_option("--format", args->format, "Output format")->check(one_of(kFindingFormats));
   cmd->add_option("--uri-base", args->uri_base,
                   "SARIF and GitLab: make file paths relative to this directory (default: .)");
   cmd->add_flag("--strict", args->strict, "Exit 1 on warnings too");

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli/plan_flags.hpp"
+#include "cli/choices.hpp"
 #include "shardcheck/report.hpp"
 #include "platform/huge_pages.hpp"
 #include "platform/mapped_reads.hpp"
@@ -58,7 +59,7 @@ void register_plan(CLI::App& app, CliContext& ctx) {
   CLI::App* cmd = app.add_subcommand("plan", "Simulate FSDP auto-wrap and sharding: units, per-rank shards, memory");
   cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]")->required();
   cmd->add_option("--format", f->format, "Output format (html: one self-contained page to open in a browser)")
-      ->check(CLI::IsMember({"text", "json", "html"}));
+      ->check(one_of({"text", "json", "html"}));
   cmd->add_flag("--no-tree", f->no_tree, "Text: only the unit table, not the module tree with unit marks");
   add_plan_flags(cmd, *f);
   cmd->callback([f, &ctx] { ctx.exit_code = run_plan(*f, ctx); });

@@ -2,11 +2,17 @@
 // explanation.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/choices.hpp"
 #include "report/json_writer.hpp"
 #include "shardcheck/finding_codes.hpp"
 #include "shardcheck/lint.hpp"
@@ -33,17 +39,30 @@ std::string wrap(std::string_view text, std::size_t width) {
   return out;
 }
 
-// Finding codes as "ST001-ST022, IX001-IX016, ...": consecutive codes of one prefix as a range.
+// Finding codes as "ST001-ST022, IX001-IX016, ...": each prefix once (in table order), its codes
+// sorted by number and consecutive numbers joined into a range. The table is not sorted (IO004 and
+// IO005 sit before IO003), so "first-last in table order" said IO001-IO003 and hid two codes.
 std::string code_ranges() {
+  std::vector<std::string> prefixes;
+  std::map<std::string, std::vector<std::pair<int, std::string>>> by_prefix;
+  for (const auto& c : finding_codes()) {
+    const std::string_view id = c.id;
+    const std::size_t digits = id.find_first_of("0123456789");
+    const std::string prefix(id.substr(0, digits));
+    if (!by_prefix.count(prefix)) prefixes.push_back(prefix);
+    by_prefix[prefix].emplace_back(std::atoi(std::string(id.substr(digits)).c_str()), std::string(id));
+  }
   std::string out;
-  const auto codes = finding_codes();
-  for (std::size_t i = 0; i < codes.size();) {
-    std::size_t j = i;
-    const std::string_view first = codes[i].id;
-    const std::string_view prefix = first.substr(0, first.find_first_of("0123456789"));
-    while (j + 1 < codes.size() && std::string_view(codes[j + 1].id).starts_with(prefix)) ++j;
-    out += fmt::format("{}{}{}", out.empty() ? "" : ", ", codes[i].id, j > i ? fmt::format("-{}", codes[j].id) : "");
-    i = j + 1;
+  for (const auto& prefix : prefixes) {
+    auto& codes = by_prefix[prefix];
+    std::sort(codes.begin(), codes.end());
+    for (std::size_t i = 0; i < codes.size();) {
+      std::size_t j = i;
+      while (j + 1 < codes.size() && codes[j + 1].first == codes[j].first + 1) ++j;
+      out += fmt::format("{}{}{}", out.empty() ? "" : ", ", codes[i].second,
+                         j > i ? "-" + codes[j].second : std::string());
+      i = j + 1;
+    }
   }
   return out;
 }
@@ -113,7 +132,7 @@ int run_explain(const std::string& id) {
 void register_rules(CLI::App& app, CliContext& ctx) {
   auto format = std::make_shared<std::string>("text");
   CLI::App* cmd = app.add_subcommand("rules", "List every lint rule and finding code with its severity");
-  cmd->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}));
+  cmd->add_option("--format", *format, "Output format")->check(one_of({"text", "json"}));
   cmd->callback([format, &ctx] { ctx.exit_code = run_rules(*format); });
 }
 

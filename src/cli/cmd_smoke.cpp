@@ -24,6 +24,28 @@ std::filesystem::path smoke_binary() {
   return (ec ? std::filesystem::path(".") : self.parent_path()) / "shardcheck-smoke";
 }
 
+bool asks_for_help(const std::vector<std::string>& rest) {
+  for (const auto& a : rest) {
+    if (a == "--") break;
+    if (a == "--help" || a == "-h") return true;
+  }
+  return false;
+}
+
+// Help must print even where the runner is missing: what smoke is, how it is called, and why its
+// own options cannot be listed here (they are the runner's).
+int help_without_runner(const std::filesystem::path& binary) {
+  std::printf(
+      "Verify the shard plan with real all-gather / reduce-scatter over c10d process groups (LibTorch)\n"
+      "Usage: shardcheck smoke MODEL [runner options...]\n\n"
+      "Every argument after `smoke` goes to the runner, shardcheck-smoke, which is not installed here (%s).\n"
+      "It is built only where CMake finds LibTorch (scripts/setup.sh installs Debian's libtorch-dev and\n"
+      "libgloo-dev; then rebuild), and `shardcheck smoke --help` then lists its options. docs/smoke.md\n"
+      "describes them. Without the runner, `shardcheck smoke MODEL ...` exits 27.\n",
+      binary.c_str());
+  return 0;
+}
+
 int exec_smoke(const std::vector<std::string>& rest, const CliContext& ctx) {
   const auto binary = smoke_binary();
   std::vector<std::string> args{binary.string()};
@@ -35,6 +57,7 @@ int exec_smoke(const std::vector<std::string>& rest, const CliContext& ctx) {
   std::fflush(stdout);
   ::execv(binary.c_str(), argv.data());
   const int err = errno;
+  if (asks_for_help(rest)) return help_without_runner(binary);
   std::fprintf(stderr,
                "shardcheck smoke: cannot run %s: %s\n"
                "  the smoke runner is built only where CMake finds LibTorch (scripts/setup.sh installs Debian's "

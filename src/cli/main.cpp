@@ -6,10 +6,13 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/usage_hints.hpp"
 #include "shardcheck/exit_codes.hpp"
 #include "shardcheck/rules_dir.hpp"
 
@@ -37,9 +40,10 @@ const char* kExitCodeTable = R"(Exit codes:
  34  403: token has no access         39  cache unwritable or snapshot partial
                                       70  internal error)";
 
-// The subcommand argv names, or "" (none yet, or --help): only that one is registered, since building
-// every subcommand's CLI11 options is a measurable part of a short run (lint of one file).
-std::string_view invoked_subcommand(int argc, char** argv) {
+// The index in argv of the subcommand's name, or argc (none yet, or --help): only that one is
+// registered, since building every subcommand's CLI11 options is a measurable part of a short run
+// (lint of one file).
+int subcommand_index(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--rules") {
@@ -47,9 +51,15 @@ std::string_view invoked_subcommand(int argc, char** argv) {
       continue;
     }
     if (a.starts_with("-")) continue;
-    return a;
+    return i;
   }
-  return {};
+  return argc;
+}
+
+// A usage error of our own wording (exit 2, as CLI11's).
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  return shardcheck::to_int(shardcheck::ExitCode::usage);
 }
 
 }  // namespace
@@ -72,9 +82,15 @@ int main(int argc, char** argv) {
       {"inspect", cli::register_inspect}, {"lint", cli::register_lint}, {"rules", cli::register_rules},
       {"explain", cli::register_explain}, {"plan", cli::register_plan}, {"check", cli::register_check},
       {"smoke", cli::register_smoke}};
-  const std::string_view wanted = invoked_subcommand(argc, argv);
+  const int sub_at = subcommand_index(argc, argv);
+  const std::string_view wanted = sub_at < argc ? std::string_view(argv[sub_at]) : std::string_view();
   const bool known =
       std::any_of(std::begin(kCommands), std::end(kCommands), [&](const auto& c) { return c.first == wanted; });
+  if (!known && !wanted.empty()) {
+    std::vector<std::string> names;
+    for (const auto& c : kCommands) names.emplace_back(c.first);
+    if (auto message = cli::unknown_command(wanted, names)) return usage_error(*message);
+  }
   for (const auto& [name, add] : kCommands)
     if (!known || name == wanted) add(app, ctx);  // an unknown name: all, so CLI11 lists them
   // The full exit-code table once, under `shardcheck --help`; a subcommand's help points there.
@@ -84,6 +100,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // An unknown --flag is said with a suggestion; CLI11 would list it among "not expected" values.
+    if (e.get_exit_code() != 0 && known) {
+      const CLI::App* sub = app.get_subcommand(std::string(wanted));
+      if (auto message = cli::unknown_flag(app, *sub, argc, argv, sub_at + 1)) return usage_error(*message);
+    }
     const int rc = app.exit(e);
     return rc == 0 ? 0 : to_int(ExitCode::usage);
   } catch (const std::exception& e) {

@@ -1,4 +1,5 @@
 #include "cli/plan_flags.hpp"
+#include "cli/choices.hpp"
 
 #include "shardcheck/training_args.hpp"
 
@@ -93,15 +94,14 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_flag("--no-env", f.no_env, "Ignore FSDP_*/ACCELERATE_* variables of the shell");
   cmd->add_option("--world-size", f.world_size, "Total number of ranks");
   cmd->add_option("--num-machines", f.num_machines, "Nodes (hybrid strategies shard within a node)");
-  cmd->add_option("--fsdp-version", f.fsdp_version, "1 or 2")->check(CLI::IsMember({1, 2}));
+  cmd->add_option("--fsdp-version", f.fsdp_version, "1 or 2")->check(one_of({"1", "2"}));
   cmd->add_option("--sharding-strategy", f.strategy, "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD, ...");
-  cmd->add_option("--policy", f.policy, "Auto-wrap policy")->check(CLI::IsMember({"transformer", "size", "none"}));
+  cmd->add_option("--policy", f.policy, "Auto-wrap policy")->check(one_of({"transformer", "size", "none"}));
   cmd->add_option("--wrap-cls", f.wrap_cls, "Comma-separated layer classes to wrap (default: _no_split_modules)");
   cmd->add_option("--min-num-params", f.min_num_params, "Size policy threshold");
   cmd->add_option("--use-orig-params", f.use_orig_params, "true/false");
   cmd->add_option("--offload-params", f.offload_params, "true/false: CPU offload of parameters and gradients");
-  cmd->add_option("--mixed-precision", f.mixed_precision, "no, bf16 or fp16")
-      ->check(CLI::IsMember({"no", "bf16", "fp16"}));
+  cmd->add_option("--mixed-precision", f.mixed_precision, "no, bf16 or fp16")->check(one_of({"no", "bf16", "fp16"}));
   cmd->add_option("--reshard-after-forward", f.reshard_after_forward, "FSDP2: true/false");
   cmd->add_option("--frozen", f.frozen, "Regex of parameter names that do not require grad");
   cmd->add_option("--torch-version", f.torch_version,
@@ -119,12 +119,12 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
                   "transformers and accelerate are read from it (default: $VIRTUAL_ENV, else $CONDA_PREFIX)");
   cmd->add_option("--attn-implementation", f.attn_implementation,
                   "eager, sdpa or flash_attention_2 (default: transformers', sdpa where the model supports it)")
-      ->check(CLI::IsMember({"eager", "sdpa", "flash_attention_2"}));
+      ->check(one_of({"eager", "sdpa", "flash_attention_2"}));
   cmd->add_flag("--config-only", f.config_only, "Ignore safetensors files");
   cmd->add_option("--load-dtype", f.load_dtype,
                   "The job's from_pretrained(dtype=...): auto, float32, bfloat16 or float16 (default: auto from "
                   "transformers 5.0, float32 before)")
-      ->check(CLI::IsMember({"auto", "float32", "bfloat16", "float16"}));
+      ->check(one_of({"auto", "float32", "bfloat16", "float16"}));
   cmd->add_flag(
       "--dequantize", f.dequantize,
       "Load a quantised checkpoint dequantised (quantization_config.dequantize=True, e.g. FineGrainedFP8Config)");
@@ -142,16 +142,16 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_flag("--liger", f.liger,
                 "The loss is Liger's fused linear cross-entropy (use_liger_kernel): the logits are never built");
   cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
-      ->check(CLI::IsMember({"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}, CLI::ignore_case));
+      ->check(one_of({"BACKWARD_PRE", "BACKWARD_POST", "NO_PREFETCH"}, true));
   cmd->add_option("--ignored-modules", f.ignored_modules,
                   "Regex of module names FSDP leaves whole on every rank (fsdp_ignored_modules)");
   cmd->add_option("--fsdp2-caller", f.fsdp2_caller, "FSDP2: who calls fully_shard (default accelerate)")
-      ->check(CLI::IsMember({"accelerate", "torchtitan", "transformers"}));
+      ->check(one_of({"accelerate", "torchtitan", "transformers"}));
   add_adapter_flags(cmd, f.adapter);
   cmd->add_option("--caller", f.caller,
                   "Who prepares the model: trainer (transformers Trainer / TRL; the default with an adapter) or "
                   "accelerate (a plain accelerate loop)")
-      ->check(CLI::IsMember({"trainer", "accelerate"}));
+      ->check(one_of({"trainer", "accelerate"}));
   cmd->add_option("--dp-replicate", f.dp_replicate, "FSDP2 HSDP: replicas of the shard group (2-D mesh)")
       ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--expert-parallel", f.expert_parallel,
@@ -166,7 +166,7 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_option("--cp-comm-strategy", f.cp_comm_strategy,
                   "context parallelism's key/value exchange (parallelism_config cp_comm_strategy): allgather or "
                   "alltoall")
-      ->check(CLI::IsMember({"allgather", "alltoall"}));
+      ->check(one_of({"allgather", "alltoall"}));
   cmd->add_option("--sp-size", f.sp_size,
                   "sequence-parallel ranks (parallelism_config sp_size): DeepSpeed's, which FSDP never sets up")
       ->check(CLI::Range(1, 1 << 20));
@@ -198,7 +198,6 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   req.resolve.load_dtype = f.load_dtype;
   req.adapter_path = f.adapter.adapter;
   req.adapter = adapter_from_flags(f.adapter, error);
-  if (error.empty()) req.resolve.bnb_4bit = bnb_from_flags(f.adapter, error);
   if (!error.empty()) return std::nullopt;
   req.prepare_kbit = f.adapter.prepare_kbit;
   if (!f.config.empty()) req.accelerate_config = f.config;
@@ -282,6 +281,13 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     req.training_args = args;
   }
   if (!set_recipe(f, args, ctx, req, error)) return std::nullopt;
+  // After the training arguments: their `load_in_4bit: true` is the 4-bit load the --bnb-4bit-* flags
+  // refine (TRL ModelConfig, trl/trainer/model_config.py), so those flags need no --load-in-4bit then.
+  const bool file_loads_4bit = args && args->trl.load_in_4bit && args->trl.load_in_4bit->value;
+  req.resolve.bnb_4bit = bnb_from_flags(f.adapter, error, file_loads_4bit);
+  if (!error.empty()) return std::nullopt;
+  if (!f.adapter.load_in_4bit && file_loads_4bit)
+    req.bnb_4bit_overrides = [flags = f.adapter](Bnb4bitConfig& c) { bnb_overrides(flags, c); };
   // nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.
   for (auto [flag, given, out] :
        {std::tuple{"--bus-bandwidth", &f.bus_bandwidth, &req.bus_bandwidth},
@@ -300,10 +306,8 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   }
   std::optional<ShardingStrategy> strategy;
   if (!f.strategy.empty() && !(strategy = parse_strategy(f.strategy))) {
-    error = fmt::format(
-        "expected FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or _HYBRID_SHARD_ZERO2 (or 1-5) for "
-        "--sharding-strategy, found '{}'",
-        f.strategy);
+    error = "--sharding-strategy: " + choice_error(f.strategy, {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD",
+                                                                "HYBRID_SHARD", "HYBRID_SHARD_ZERO2", "1-5"});
     return std::nullopt;
   }
   if (!f.env_file.empty()) {

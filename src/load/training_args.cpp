@@ -12,9 +12,14 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "shardcheck/config_doc.hpp"
+#include "shardcheck/file_kind.hpp"
 #include "util/bounded_read.hpp"
 
+#include <algorithm>
 #include <fstream>
+#include <optional>
+#include <vector>
 #include <string>
 
 namespace shardcheck {
@@ -179,12 +184,33 @@ std::variant<TrainingArgs, std::string> load_training_args(const std::string& pa
   return parse_training_args(text, path);
 }
 
+// An accelerate config given as the training arguments was accepted silently (none of its keys is
+// a training argument): say which file it is and where it goes.
+std::optional<std::string> accelerate_config_given(const std::string& path, const YAML::Node& root) {
+  std::vector<std::string> keys;
+  std::vector<YAML::Mark> marks;
+  for (const auto& kv : root)
+    if (kv.first.IsScalar()) {
+      keys.push_back(kv.first.Scalar());
+      marks.push_back(kv.first.Mark());
+    }
+  const FileKindEvidence kind = file_kind_evidence(keys);
+  if (!looks_like_accelerate_config(kind)) return std::nullopt;
+  const YAML::Mark first = marks[std::find(keys.begin(), keys.end(), kind.accelerate.front()) - keys.begin()];
+  return fmt::format(
+      "{}:{}:{}: expected Trainer/TRL training arguments (per_device_train_batch_size, max_length, ...), found an "
+      "accelerate config ({}): give it with --config, and the training script's YAML with --training-args",
+      path, first.line + 1, first.column + 1, evidence_list(kind.accelerate));
+}
+
 std::variant<TrainingArgs, std::string> parse_training_args(const std::string& text, const std::string& path) {
   TrainingArgs t;
   t.path = path;
   try {
-    const YAML::Node root = YAML::Load(text);
+    // TRL and HfArgumentParser read the file in text mode (universal newlines), as accelerate does.
+    const YAML::Node root = YAML::Load(yaml_universal_newlines(text));
     if (!root.IsMap()) return fmt::format("{}: expected a mapping of training arguments, found {}", path, found(root));
+    if (auto wrong = accelerate_config_given(path, root)) return *wrong;
     if (const auto n = root["per_device_train_batch_size"])
       t.micro_batch = Setting<std::int64_t>{positive(path, "per_device_train_batch_size", n), where(path, n)};
     for (const char* key : {"max_length", "max_seq_length"})

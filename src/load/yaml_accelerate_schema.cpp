@@ -106,6 +106,12 @@ KeySpec parse_key(const std::string& name, const YamlNode& n, const std::string&
   k.only = string_field(n, "only");
   if (const YamlNode* v = field_of(n, "launch_ignored")) k.launch_ignored = scalar_text(*v, "launch_ignored", where);
   k.fsdp1_only = string_field(n, "fsdp1_only");
+  if (const YamlNode* v = field_of(n, "read_when")) {
+    if (!v->is_mapping() || v->entries.size() != 1 || !v->entries[0].value)
+      throw SchemaError{fmt::format("{}: read_when: expected one `KEY: VALUE` pair", where)};
+    k.read_when_key = v->entries[0].key;
+    k.read_when_value = scalar_text(*v->entries[0].value, "read_when", where);
+  }
   for (auto [name, bound] : {std::pair{"min", &k.min}, std::pair{"max", &k.max}}) {
     if (const YamlNode* v = field_of(n, name)) {
       const std::string text = scalar_text(*v, name, where);
@@ -122,12 +128,30 @@ KeySpec parse_key(const std::string& name, const YamlNode& n, const std::string&
   return k;
 }
 
+// A `read_when` condition must name an enum of the same section and one of its values: a typo in
+// the data would otherwise make a key silently unread, hiding every finding about its value.
+void check_read_when(const SectionSpec& s, const std::string& where) {
+  for (const auto& [name, k] : s.keys) {
+    if (k.read_when_key.empty()) continue;
+    const auto cond = s.keys.find(k.read_when_key);
+    if (cond == s.keys.end() || cond->second.type != "enum")
+      throw SchemaError{
+          fmt::format("{}.{}: read_when: '{}' is not an enum key of this section", where, name, k.read_when_key)};
+    const auto& values = cond->second.values;
+    const std::string& wanted = k.read_when_value;  // a lambda cannot capture a structured binding (clang 14)
+    if (std::none_of(values.begin(), values.end(), [&](const EnumValue& v) { return v.value == wanted; }))
+      throw SchemaError{
+          fmt::format("{}.{}: read_when: '{}' is not a value of {}", where, name, k.read_when_value, k.read_when_key)};
+  }
+}
+
 void parse_keys(SectionSpec& s, const YamlNode* keys, const std::string& where) {
   if (!keys || !keys->is_mapping()) throw SchemaError{fmt::format("{}: expected a mapping of keys", where)};
   for (const YamlEntry& e : keys->entries) {
     if (!e.value) throw SchemaError{fmt::format("{}.{}: expected a mapping of key properties", where, e.key)};
     s.keys.emplace(e.key, parse_key(e.key, *e.value, where + "." + e.key));
   }
+  check_read_when(s, where);
 }
 
 }  // namespace

@@ -242,13 +242,31 @@ Diagnostic load_error(const ConfigDoc& doc, std::string_view rule, std::size_t o
   return loader_finding(rule, doc.location(offset, offset), std::move(message), std::move(help));
 }
 
+// Whether the byte at `i` ends a line as accelerate sees it: it opens the file in text mode
+// (commands/config/config_args.py, v1.14.0: `open(yaml_file, encoding="utf-8")`), whose universal
+// newlines turn "\r\n" and a lone "\r" into "\n" before PyYAML reads it; PyYAML's own reader treats
+// "\r" as a line break as well (reader.py/scanner.py, PyYAML 6.0.2).
+bool ends_line(std::string_view text, std::size_t i) {
+  return text[i] == '\n' || (text[i] == '\r' && (i + 1 == text.size() || text[i + 1] != '\n'));
+}
+
 void index_lines(ConfigDoc& doc) {
   doc.line_starts.assign(1, 0);
   for (std::size_t i = 0; i < doc.text.size(); ++i)
-    if (doc.text[i] == '\n') doc.line_starts.push_back(i + 1);
+    if (ends_line(doc.text, i)) doc.line_starts.push_back(i + 1);
 }
 
 }  // namespace
+
+// A lone "\r" (a classic-Mac line end, or the last line of a file cut after "\r") is no line break
+// to yaml-cpp: "true\r" was the string 'true\r' and a CR-only file one long line. The tree is built
+// from this copy but keeps the original text, so --fix edits the file as written.
+std::string yaml_universal_newlines(std::string_view text) {
+  std::string out(text);
+  for (std::size_t i = 0; i < out.size(); ++i)
+    if (out[i] == '\r' && ends_line(text, i)) out[i] = '\n';
+  return out;
+}
 
 std::optional<ConfigDoc> parse_config_doc(std::string text, const std::string& path, DiagnosticSink& sink,
                                           const YamlLimits& limits) {
@@ -269,8 +287,9 @@ std::optional<ConfigDoc> parse_config_doc(std::string text, const std::string& p
     return std::nullopt;
   }
   TreeBuilder builder(doc.text, limits);
+  const std::string parsed = yaml_universal_newlines(doc.text);  // line ends as "\n" only; offsets unchanged
   try {
-    std::istringstream in(doc.text);
+    std::istringstream in(parsed);
     YAML::Parser parser(in);
     parser.HandleNextDocument(builder);
     // PyYAML's safe_load refuses a stream with a second document; so does accelerate.
@@ -299,11 +318,11 @@ std::optional<ConfigDoc> parse_config_doc(std::string text, const std::string& p
     }
     // A tab in the indentation is the usual cause, and yaml-cpp's message ("illegal map value", "end
     // of map not found") never says so: point at the first tab on or before the error's line.
-    const std::size_t line_end = doc.text.find('\n', off);
+    const std::size_t line_end = parsed.find('\n', off);
     const std::size_t upto = line_end == std::string::npos ? doc.text.size() : line_end;
     for (std::size_t i = 0; i < upto; ++i) {
       if (doc.text[i] != '\t') continue;
-      const std::size_t bol = doc.text.rfind('\n', i == 0 ? 0 : i - 1);
+      const std::size_t bol = parsed.rfind('\n', i == 0 ? 0 : i - 1);
       const std::size_t start = (bol == std::string::npos || i == 0) ? 0 : bol + 1;
       if (doc.text.find_first_not_of(" \t", start) < i) continue;  // a tab inside a value is allowed
       sink.report(load_error(doc, "yaml-syntax", i,

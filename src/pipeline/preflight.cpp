@@ -437,6 +437,7 @@ PreflightResult run_preflight(const PreflightRequest& req) {
     if (r.sink.count(Severity::error) > errors_before_trl) return r;
     if (trl.load_dtype) resolve.load_dtype = trl.load_dtype->value;
     if (!resolve.bnb_4bit) resolve.bnb_4bit = trl.bnb_4bit;
+    if (resolve.bnb_4bit && req.bnb_4bit_overrides) req.bnb_4bit_overrides(*resolve.bnb_4bit);
     if (!adapter && req.adapter_path.empty()) adapter = std::move(trl.adapter);
   }
 

@@ -43,6 +43,18 @@ std::string script_safe(std::string s) {
   return s;
 }
 
+// The verdict for a reader: its name (the JSON's and the CSS class's) with spaces ("does not fit").
+std::string verdict_text(FitVerdict v) {
+  std::string text = verdict_name(v);
+  std::replace(text.begin(), text.end(), '_', ' ');
+  return text;
+}
+
+// Settings FSDP2 never reads (accelerate utils/dataclasses.py v1.14.0: sharding_strategy gives way to
+// reshard_after_forward, use_orig_params is "obsolete in FSDP2", backward_prefetch "is not supported in
+// FSDP2"): an FSDP2 page leaves them out of its settings table.
+constexpr const char* kFsdp1OnlySettings = R"(["sharding_strategy","use_orig_params","backward_prefetch"])";
+
 constexpr const char* kStyle = R"css(
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1d2330;max-width:1200px}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}
@@ -53,6 +65,10 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}
 .bar{position:relative;flex:1;height:18px;background:#f2f3f7;border-radius:3px;overflow:hidden}
 .seg{position:absolute;top:0;height:100%}.gpu{position:absolute;top:0;bottom:0;width:3px;background:#d00000;box-shadow:0 0 0 1px #fff}
 .total{width:140px;text-align:right;font-variant-numeric:tabular-nums}
+.parts{margin:0 140px 6px 96px;font-size:12px;color:#4a5165}.parts i{display:inline-block;width:8px;height:8px;margin:0 3px 0 8px}
+.axis .scale{position:relative;flex:1;height:16px;border-top:1px solid #9aa0b0;font-size:11px;color:#4a5165}
+.axis .tick{position:absolute;top:0;transform:translateX(-50%);white-space:nowrap}.axis .tick:first-child{transform:none}
+.axis .tick:last-child{transform:translateX(-100%)}
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}
 table{border-collapse:collapse;width:100%}td,th{padding:3px 8px;border-bottom:1px solid #e4e6ee;text-align:left}
 td.n{text-align:right;font-variant-numeric:tabular-nums}
@@ -71,6 +87,27 @@ constexpr Part kParts[] = {
     {"quant state", "#76a5af", &RankMemory::quant_state}, {"unsharded (transient)", "#c27ba0", &RankMemory::transient},
     {"activations", "#f1c232", &RankMemory::activations}, {"ignored", "#999999", &RankMemory::ignored}};
 
+// The bar's scale, printed: 0, a quarter, half, three quarters and all of `scale` bytes.
+void scale_axis(std::string& out, std::uint64_t scale) {
+  out += "<div class=\"rank axis\"><span class=\"label\">scale</span><span class=\"scale\">";
+  for (int q = 0; q <= 4; ++q)
+    out += fmt::format("<span class=\"tick\" style=\"left:{}%\">{}</span>", q * 25,
+                       human_bytes(scale / 4 * static_cast<std::uint64_t>(q) + (q == 4 ? scale % 4 : 0)));
+  out += "</span><span class=\"total\"></span></div>\n";
+}
+
+// Each segment's size as text under its bar: a tooltip is no way to read numbers (nor to print them).
+std::string part_sizes(const RankMemory& r) {
+  std::string out = "<div class=\"parts\">";
+  for (const Part& p : kParts) {
+    const std::uint64_t b = r.*(p.field);
+    if (b == 0) continue;
+    out += fmt::format("<span data-part=\"{}\"><i style=\"background:{}\"></i>{} {}</span>", p.name, p.color, p.name,
+                       human_bytes(b));
+  }
+  return out + "</div>\n";
+}
+
 void memory_section(std::string& out, const MemoryEstimate& m) {
   out += "<h2>Memory per rank</h2>\n<div class=\"legend\">";
   for (const Part& p : kParts) out += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", p.color, p.name);
@@ -80,6 +117,7 @@ void memory_section(std::string& out, const MemoryEstimate& m) {
   for (const auto& r : m.ranks) scale = std::max(scale, r.total());
   if (scale == 0) scale = 1;
   auto pct = [&](std::uint64_t b) { return 100.0 * static_cast<double>(b) / static_cast<double>(scale); };
+  scale_axis(out, scale);
   // Consecutive ranks holding the same bytes in every part share one bar ("ranks 0-63").
   auto same = [](const RankMemory& a, const RankMemory& b) {
     for (const Part& p : kParts)
@@ -112,6 +150,7 @@ void memory_section(std::string& out, const MemoryEstimate& m) {
         "<span class=\"gpu\" style=\"left:{:.4f}%\" title=\"GPU memory {}\"></span></span>"
         "<span class=\"total\">{}</span></div>\n",
         std::min(pct(m.gpu_memory), 99.8), human_bytes(m.gpu_memory), human_bytes(r.total()));
+    out += part_sizes(r);
   }
   out += fmt::format("<p>GPU memory {} ({} bytes); peak {} on rank {}{}.</p>\n", human_bytes(m.gpu_memory),
                      m.gpu_memory, human_bytes(m.peak), m.peak_rank,
@@ -172,7 +211,7 @@ std::string render_plan_html(const ModuleTree& tree, const ShardPlan& plan, cons
       "<p>{} parameters ({}); FSDP{} {} over {} rank(s), shard groups of {}. "
       "<span class=\"verdict {}\" id=\"verdict\">{}</span></p>\n",
       fmt::group_digits(tree.num_params), human_count(tree.num_params), plan.fsdp_version, strategy_name(plan.strategy),
-      plan.world_size, plan.shard_group, verdict_name(memory.verdict), verdict_name(memory.verdict));
+      plan.world_size, plan.shard_group, verdict_name(memory.verdict), verdict_text(memory.verdict));
   if (!memory.verdict_reason.empty()) out += "<p>" + escape(memory.verdict_reason) + "</p>\n";
   if (peft) out += "<p>" + escape(peft_trainable_line(peft->adapter, peft->trainable, peft->total)) + "</p>\n";
   memory_section(out, memory);
@@ -194,9 +233,17 @@ std::string render_plan_html(const ModuleTree& tree, const ShardPlan& plan, cons
       "</script>\n<script>\n"
       "const plan = JSON.parse(document.getElementById('plan-json').textContent);\n"
       "const table = document.getElementById('settings');\n"
+      "const fsdp2 = plan.settings.fsdp_version && plan.settings.fsdp_version.value === 2;\n"
+      "const fsdp1Only = " +
+      std::string(kFsdp1OnlySettings) +
+      ";\n"
+      "// A value as it reads: text unquoted, a list comma-separated, nothing as none.\n"
+      "const shown = (v) => v === null ? 'none' : Array.isArray(v) ? v.join(', ') :\n"
+      "    typeof v === 'object' ? JSON.stringify(v) : String(v);\n"
       "for (const [name, s] of Object.entries(plan.settings)) {\n"
+      "  if (fsdp2 && fsdp1Only.includes(name)) continue;\n"
       "  const row = table.insertRow();\n"
-      "  for (const text of [name, JSON.stringify(s.value), s.source]) row.insertCell().textContent = text;\n"
+      "  for (const text of [name, shown(s.value), s.source]) row.insertCell().textContent = text;\n"
       "}\n"
       "document.body.dataset.renderedMs = performance.now().toFixed(1);\n"
       "</script>\n</body></html>\n";

@@ -26,8 +26,10 @@ const Rule kClsListWithoutTransformerWrap{
 namespace cls_list_without_transformer_wrap {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp()) return;
-  const YamlEntry* cls = ctx.fsdp("fsdp_transformer_layer_cls_to_wrap");
-  if (!cls || !cls->value || cls->value->is_null()) return;
+  const KeyUse* use = ctx.known("fsdp_config", "fsdp_transformer_layer_cls_to_wrap");
+  if (!use || ctx.value_is_read(*use)) return;  // the schema's read_when decides, as for every value rule
+  const YamlEntry* cls = use->entry;
+  if (!cls->value || cls->value->is_null()) return;
   const YamlEntry* policy_entry = ctx.fsdp("fsdp_auto_wrap_policy");
   const auto policy = ctx.fsdp_enum("fsdp_auto_wrap_policy");
   if (policy_entry && !policy) return;  // invalid-enum-value already reports the policy

@@ -35,7 +35,7 @@ void check(LintContext& ctx) {
   const Version& v = ctx.version();
   for (const KeyUse& use : ctx.known_keys()) {
     const KeySpec& k = *use.spec;
-    if (k.type != "enum" || !k.exists_in(v)) continue;
+    if (k.type != "enum" || !ctx.value_is_read(use)) continue;
     const YamlEntry& e = *use.entry;
     if (!e.value || !e.value->is_scalar()) continue;
     const YamlScalar s = e.value->scalar();

@@ -141,6 +141,36 @@ const YamlEntry* LintContext::fsdp(std::string_view canonical) const {
   return found;
 }
 
+const KeyUse* LintContext::known(std::string_view section, std::string_view canonical) const {
+  const KeyUse* found = nullptr;
+  for (const KeyUse& use : known_)  // the last spelling wins, as in launch.py's loop (see fsdp())
+    if (use.section->name == section && use.spec->name == canonical) found = &use;
+  return found;
+}
+
+std::optional<std::string> LintContext::unread_reason(const KeyUse& use) const {
+  const KeySpec& k = *use.spec;
+  const Version& v = version();
+  if (!k.exists_in(v)) return fmt::format("accelerate {} does not have `{}`", v.str(), k.name);
+  if (k.ignored_from && v >= *k.ignored_from)
+    return fmt::format("accelerate {} ignores `{}` (renamed to `{}`)", v.str(), k.name, k.renamed_to);
+  if (k.read_when_key.empty()) return std::nullopt;
+  // The condition key as the plugin sees it: written (canonical enum name) or its default. A written
+  // but invalid value makes the plugin raise before it reaches this key, so the key is unread too.
+  const KeySpec* cond = use.section->find(k.read_when_key);
+  const KeyUse* written = known(use.section->name, k.read_when_key);
+  std::string effective = cond ? cond->default_value : std::string();
+  if (written && written->entry->value && !written->entry->value->is_null()) {
+    const EnumMatch m = match_enum(*cond, *written->entry->value, v);
+    if (!m.matched)
+      return fmt::format("`{}` is not a valid value, so accelerate stops before reading it", k.read_when_key);
+    effective = m.canonical;
+  }
+  if (effective == k.read_when_value) return std::nullopt;
+  return fmt::format("accelerate reads it only when `{}` is {}, and it is {}{}", k.read_when_key, k.read_when_value,
+                     effective, written ? "" : " (the default)");
+}
+
 std::string LintContext::distributed_type() const {
   const YamlEntry* e = top("distributed_type");
   if (!e || !e->value || !e->value->is_scalar() || e->value->scalar().type != YamlType::string) return {};

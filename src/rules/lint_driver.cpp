@@ -11,6 +11,11 @@ namespace shardcheck {
 
 void lint_document(const ConfigDoc& doc, const AccelerateSchema& schema, const LintOptions& opts,
                    DiagnosticSink& sink) {
+  // A training recipe in place of the config: one clear finding, not one unknown key per line.
+  if (auto wrong_kind = rules::training_args_as_config(doc)) {
+    sink.report(std::move(*wrong_kind));
+    return;
+  }
   DiagnosticSink local;
   LintContext ctx(doc, schema, opts, local);
   for (const Rule* rule : all_rules())
@@ -106,7 +111,11 @@ std::string unified_diff(const std::string& path, std::string_view before, std::
     for (auto x : a) ops.push_back({'-', x});
     for (auto y : b) ops.push_back({'+', y});
   }
-  std::string out = fmt::format("--- a/{}\n+++ b/{}\n", path, path);
+  // a/ and b/ before a relative path (git's labels, for `patch -p1`); an absolute path is written as
+  // is, as `diff -u` does: "a//abs/path" named no file.
+  const bool absolute = !path.empty() && path.front() == '/';
+  std::string out =
+      absolute ? fmt::format("--- {}\n+++ {}\n", path, path) : fmt::format("--- a/{}\n+++ b/{}\n", path, path);
   const std::size_t ctx = 3;
   std::size_t k = 0;
   while (k < ops.size()) {

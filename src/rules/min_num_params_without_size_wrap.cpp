@@ -26,8 +26,10 @@ const Rule kMinNumParamsWithoutSizeWrap{
 namespace min_num_params_without_size_wrap {
 void check(LintContext& ctx) {
   if (!ctx.is_fsdp()) return;
-  const YamlEntry* min = ctx.fsdp("fsdp_min_num_params");
-  if (!min || !min->value || min->value->is_null()) return;
+  const KeyUse* use = ctx.known("fsdp_config", "fsdp_min_num_params");
+  if (!use || ctx.value_is_read(*use)) return;  // the schema's read_when decides, as for every value rule
+  const YamlEntry* min = use->entry;
+  if (!min->value || min->value->is_null()) return;
   const YamlEntry* policy_entry = ctx.fsdp("fsdp_auto_wrap_policy");
   const auto policy = ctx.fsdp_enum("fsdp_auto_wrap_policy");
   if (policy_entry && !policy) return;

@@ -6,22 +6,6 @@
 
 namespace shardcheck::rules {
 
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
-  if (word.size() > 200) return {};  // keep the quadratic distance bounded on hostile keys
-  std::string lower(word);
-  lower = ascii_lower(std::move(lower));
-  std::string best;
-  std::size_t best_d = std::max<std::size_t>(2, word.size() / 4) + 1;
-  for (const auto& c : candidates) {
-    const std::size_t d = edit_distance(lower, c);
-    if (d < best_d) {
-      best_d = d;
-      best = c;
-    }
-  }
-  return best;
-}
-
 std::string quoted_list(const std::vector<std::string>& items, std::string_view last_sep) {
   std::string out;
   for (std::size_t i = 0; i < items.size(); ++i) {

@@ -13,9 +13,8 @@
 
 namespace shardcheck::rules {
 
+using shardcheck::did_you_mean;   // shardcheck/text.hpp: the project's one suggestion helper
 using shardcheck::edit_distance;  // shardcheck/text.hpp
-// The closest candidate within a distance that scales with the word, or "".
-std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
 // "a, b or c" with backticks.
 std::string quoted_list(const std::vector<std::string>& items, std::string_view last_sep = "or");
 // Python's repr of a sorted list of strings: ['a', 'b'].
@@ -42,6 +41,10 @@ struct ParallelismSizes {
 // The sizes of the parallelism_config section; nullopt when it is absent or a size is not a plain
 // integer (wrong-type reports that).
 std::optional<ParallelismSizes> parallelism_sizes(const LintContext& ctx);
+
+// training-args-as-config: the one finding for a Trainer/TRL recipe given as the accelerate config,
+// made before any rule runs; nullopt for any other file.
+std::optional<Diagnostic> training_args_as_config(const ConfigDoc& doc);
 
 }  // namespace shardcheck::rules
 

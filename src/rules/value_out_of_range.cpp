@@ -31,7 +31,7 @@ namespace value_out_of_range {
 void check(LintContext& ctx) {
   for (const KeyUse& use : ctx.known_keys()) {
     const KeySpec& k = *use.spec;
-    if ((!k.min && !k.max) || !use.entry->value || !use.entry->value->is_scalar()) continue;
+    if ((!k.min && !k.max) || !use.entry->value || !use.entry->value->is_scalar() || !ctx.value_is_read(use)) continue;
     const YamlNode& n = *use.entry->value;
     if (n.text == k.default_value) continue;
     std::int64_t v = 0;

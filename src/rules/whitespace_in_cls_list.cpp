@@ -33,7 +33,9 @@ std::string trim(std::string_view s) {
 }
 
 void check(LintContext& ctx) {
-  const YamlEntry* cls = ctx.fsdp("fsdp_transformer_layer_cls_to_wrap");
+  const KeyUse* use = ctx.known("fsdp_config", "fsdp_transformer_layer_cls_to_wrap");
+  if (!use || !ctx.value_is_read(*use)) return;  // not split at all, so spaces cannot fail
+  const YamlEntry* cls = use->entry;
   if (!cls || !cls->value || !cls->value->is_scalar() || cls->value->scalar().type != YamlType::string) return;
   const std::string& text = cls->value->text;
   std::vector<std::string> raw, clean;

@@ -62,7 +62,7 @@ void check(LintContext& ctx) {
   for (const KeyUse& use : ctx.known_keys()) {
     const KeySpec& k = *use.spec;
     const YamlEntry& e = *use.entry;
-    if (!e.value) continue;
+    if (!e.value || !ctx.value_is_read(use)) continue;
     const YamlNode& n = *e.value;
     const SourceLocation where = ctx.doc.value_location(e);
     if (n.is_null() || (n.is_scalar() && n.scalar().type == YamlType::null)) continue;  // an unset value

@@ -45,7 +45,7 @@ void check(LintContext& ctx) {
   for (const KeyUse& use : ctx.known_keys()) {
     const KeySpec& k = *use.spec;
     const YamlEntry& e = *use.entry;
-    if (!e.value || !e.value->is_scalar() || e.value->quoted) continue;
+    if (!e.value || !e.value->is_scalar() || e.value->quoted || !ctx.value_is_read(use)) continue;
     const YamlScalar s = e.value->scalar();
     const SourceLocation where = ctx.doc.value_location(e);
     const std::size_t vb = e.value->pos.offset, ve = e.value->end;

@@ -34,6 +34,23 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
   return d[n][m];
 }
 
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  if (word.size() > 200) return {};  // keep the quadratic distance bounded on hostile input
+  const std::string lower = ascii_lower(std::string(word));
+  std::string best;
+  std::size_t best_d = std::max<std::size_t>(2, word.size() / 4) + 1;
+  for (const auto& c : candidates) {
+    if (c.size() > 200) continue;
+    const std::size_t d = edit_distance(lower, ascii_lower(c));
+    // A guess that keeps no character of the word ('1' for '3') is no suggestion.
+    if (d < best_d && d < word.size()) {
+      best_d = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
 std::string ascii_lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;

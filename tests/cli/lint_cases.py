@@ -19,6 +19,12 @@ shutil.copy(SRC / "fixtures/configs/good_fsdp2_accelerate_config.yaml", _TMP / "
 (_TMP / "xdg").mkdir()
 (_TMP / "stale.env").write_text("export FSDP_TRANSFORMER_CLS_TO_WRAP=BertLayer\nFSDP_SHARDING_STRATGY=FULL_SHARD\n")
 (_TMP / "big.yaml").write_text("a: " + "x" * (2 << 20) + "\n")
+# Line ends PyYAML loads (accelerate opens the config in text mode: universal newlines): CR only, and
+# a last line ending in CR without LF.
+_CLUSTER = ["compute_environment: LOCAL_MACHINE", "distributed_type: MULTI_GPU", "mixed_precision: bf16",
+            "num_machines: 1", "num_processes: 2", "use_cpu: true"]
+(_TMP / "cr_only.yaml").write_bytes(("\r".join(_CLUSTER) + "\r").encode())
+(_TMP / "cr_last.yaml").write_bytes(("\n".join(_CLUSTER) + "\r").encode())
 TMP = str(_TMP)
 
 
@@ -61,6 +67,24 @@ CASES = [
                 "(lines 7-17)", "[flattened-fsdp-config]", "    6 | fsdp_config:", "      | ^~~~~~~~~~~",
                 "          fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer"],
      "stderr": ["1 error, 0 warnings, 11 notes in 1 file"]},
+    # accelerate v1.14.0 (utils/dataclasses.py, FullyShardedDataParallelPlugin.__post_init__) calls int() on
+    # FSDP_MIN_NUM_PARAMS only under SIZE_BASED_WRAP: '1e8' beside TRANSFORMER_BASED_WRAP never fails.
+    {"name": "lint: an ignored key's bad value is no error, only the warning that it is ignored",
+     "args": ["lint", "--no-env", CFG + "/unread_min_num_params_1e8_transformer_wrap.yaml"], "exit": 0,
+     "stdout": ["`fsdp_min_num_params` is ignored: the wrap policy is TRANSFORMER_BASED_WRAP"],
+     "not_stdout": ["int(", "error:"]},
+    {"name": "check: the same file plans without an error",
+     "args": ["check", "--no-env", "--config", CFG + "/unread_min_num_params_1e8_transformer_wrap.yaml", "--model",
+              "{src}/fixtures/models/llama", "--no-tree"], "exit": 0, "not_stdout": ["int("]},
+    {"name": "lint: a CR-only file loads as PyYAML loads it (no syntax error, no wrong type)",
+     "args": ["lint", "--no-env", TMP + "/cr_only.yaml"], "exit": 0, "not_stdout": ["error", "illegal"]},
+    {"name": "lint: a last line ending in CR without LF is `true`, not 'true\\r'",
+     "args": ["lint", "--no-env", TMP + "/cr_last.yaml"], "exit": 0, "not_stdout": ["wrong-type", "error"]},
+    {"name": "lint --diff labels an absolute path as it is, as diff -u does (not a//abs/path)",
+     "args": ["lint", "--no-env", "--diff", SEED], "exit": 0,
+     "stdout": ["--- " + SEED + "\n+++ " + SEED + "\n"], "not_stdout": ["a//", "b//"]},
+    {"name": "explain: the code list names every code, sorted within its prefix (IO004, IO005 included)",
+     "args": ["explain", "NOPE001"], "exit": 2, "stderr": ["IO001-IO005"], "not_stderr": ["IO001-IO003,"]},
     {"name": "lint --diff shows the re-nesting without writing",
      "args": ["lint", "--no-env", "--diff", SEED], "exit": 0,
      "stdout": ["-fsdp_activation_checkpointing: false", "+  fsdp_activation_checkpointing: false", "@@ "]},

@@ -246,6 +246,22 @@ CASES += [
               TRAINING_ARGS + "/trl-qlora.yaml"], "exit": 0, "stderr": ["trl-qlora.yaml:10", "[TRL004]"]},
 ]
 
+# --bnb-4bit-* flags refine the 4-bit load the training arguments already ask for (TRL ModelConfig
+# load_in_4bit: true makes get_quantization_config build BitsAndBytesConfig(load_in_4bit=True, ...),
+# trl/trainer/utils.py), so they need no --load-in-4bit then; flags win field by field: uint8 storage
+# over the file's bfloat16 gives FSDP1's own error for integer parameters (torch
+# distributed/fsdp/_flat_param.py: "Cannot flatten integer dtype tensors").
+CASES += [
+    {"name": "QLoRA flags: accepted when --training-args says load_in_4bit: true, and they win over the file",
+     "args": ["plan", LLAMA, "--world-size", "3", "--no-env", "--training-args", TRAINING_ARGS + "/trl-qlora.yaml",
+              "--bnb-4bit-quant-storage", "uint8", "--no-tree"], "exit": 1,
+     "stdout": ["Cannot flatten integer dtype tensors"], "not_stderr": ["add --load-in-4bit"]},
+    {"name": "QLoRA flags: still refused with no 4-bit load anywhere",
+     "args": ["plan", LLAMA, "--no-env", "--bnb-4bit-quant-storage", "uint8"], "exit": 2,
+     "stderr": ["the --bnb-4bit-* flags describe a 4-bit load: add --load-in-4bit (or give --training-args with "
+                "load_in_4bit: true)"]},
+]
+
 # transformers 5 MoE experts: peft 0.20 converts all-linear and 4.x expert names into target_parameters
 # (ParamWrapper). fixtures/oracle2/models/mixtral: hidden 20, 2 heads of 10, 1 key/value head,
 # intermediate 14, 3 experts, 2 layers. all-linear r 4, per layer: q A [4, 20] + B [20, 4] = 160,

@@ -8,4 +8,10 @@ CASES = [
      "exit": 27,
      "stderr": ["shardcheck smoke: cannot run {work}/no-such-dir/shardcheck-smoke: No such file or directory",
                 "built only where CMake finds LibTorch"]},
+    {"name": "smoke --help without shardcheck-smoke still prints help, exit 0",
+     "args": ["smoke", "--help"],
+     "env": {"SHARDCHECK_SMOKE_BINARY": "{work}/no-such-dir/shardcheck-smoke"},
+     "exit": 0,
+     "stdout": ["Usage: shardcheck smoke MODEL [runner options...]", "is not installed here",
+                "built only where CMake finds LibTorch"]},
 ]

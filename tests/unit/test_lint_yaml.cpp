@@ -7,6 +7,7 @@
 #include <map>
 
 #include "lint_test_support.hpp"
+#include "shardcheck/training_args.hpp"
 
 using namespace shardcheck;
 
@@ -68,6 +69,57 @@ TEST_CASE("lint yaml: PyYAML 1.1 resolution") {
   CHECK(resolve_yaml11("", false).type == YamlType::null);
   CHECK(resolve_yaml11(".inf", false).type == YamlType::floating);
   CHECK(resolve_yaml11("FULL_SHARD", false).type == YamlType::string);
+}
+
+// accelerate reads the config in text mode (commands/config/config_args.py v1.14.0:
+// `open(yaml_file, encoding="utf-8")` then yaml.safe_load), so universal newlines hand PyYAML "\n" for
+// "\r" and "\r\n"; PyYAML 6.0 loads both texts below to {'a': 1, 'fsdp_config': {'fsdp_offload_params':
+// True, 'x': 'q'}} and {'a': 1, 'use_cpu': True}, from a text-mode or a binary stream alike.
+TEST_CASE("lint yaml: a lone CR ends a line, as in Python's text mode, and positions stay right") {
+  DiagnosticSink sink;
+  SUBCASE("CR-only file") {
+    auto doc = parse("a: 1\rfsdp_config:\r  fsdp_offload_params: true\r  x: 'q'\r", sink);
+    REQUIRE(doc);
+    CHECK(sink.items().empty());
+    const YamlEntry* f = doc->root->find("fsdp_config");
+    REQUIRE(f);
+    REQUIRE(f->value->is_mapping());
+    const YamlEntry* o = f->value->find("fsdp_offload_params");
+    REQUIRE(o);
+    CHECK(o->value->scalar().type == YamlType::boolean);
+    CHECK(o->key_pos.line == 3);
+    CHECK(o->key_pos.column == 3);
+    CHECK(doc->value_location(*o).column == 24);
+    CHECK(doc->value_location(*o).end_column == 28);  // `true`, the CR excluded
+    CHECK(doc->line_text(3) == "  fsdp_offload_params: true");
+    CHECK(f->value->find("x")->value->text == "q");
+  }
+  SUBCASE("last line ends in CR without LF") {
+    auto doc = parse("a: 1\nuse_cpu: true\r", sink);
+    REQUIRE(doc);
+    const YamlEntry* u = doc->root->find("use_cpu");
+    REQUIRE(u);
+    CHECK(u->value->text == "true");
+    CHECK(u->value->scalar().type == YamlType::boolean);
+    CHECK(doc->line_text(2) == "use_cpu: true");
+  }
+  SUBCASE("CRLF keeps working, and the lint of a CR-only file is clean") {
+    auto doc = parse("a: 1\r\nb: true\r\n", sink);
+    REQUIRE(doc);
+    CHECK(doc->root->find("b")->value->scalar().type == YamlType::boolean);
+    CHECK(doc->root->find("b")->key_pos.line == 2);
+    const auto ds = lint_test::lint_text(
+        "compute_environment: LOCAL_MACHINE\rdistributed_type: MULTI_GPU\rmixed_precision: bf16\r"
+        "num_machines: 1\rnum_processes: 2\ruse_cpu: false\r",
+        lint_test::options());
+    CHECK(ds.empty());
+  }
+  SUBCASE("training arguments too: HfArgumentParser and TRL read them in text mode") {
+    const auto t = parse_training_args("per_device_train_batch_size: 4\rgradient_checkpointing: true\r", "t.yaml");
+    REQUIRE(std::holds_alternative<TrainingArgs>(t));
+    CHECK(std::get<TrainingArgs>(t).micro_batch->value == 4);
+    CHECK(std::get<TrainingArgs>(t).gradient_checkpointing->value);
+  }
 }
 
 TEST_CASE("lint yaml: syntax errors carry a position and exit code 10") {
