@@ -25,6 +25,11 @@ enum class TrainingLoop {
 // Bytes of optimizer state for `numel` trainable elements of dtype `d`.
 std::uint64_t optimizer_state_bytes(const OptimizerModel& o, std::int64_t numel, DType d);
 
+struct MemoryOptions;
+// The loop the job runs: the Trainer's when the options say so or the settings say the Trainer
+// prepares the model (--caller trainer, the default with an adapter), else a plain accelerate loop.
+TrainingLoop training_loop(const MemoryOptions& opts, const FsdpSettings& s);
+
 struct MemoryOptions {
   std::uint64_t gpu_memory = 80ull << 30;  // --gpu-memory, bytes
   OptimizerModel optimizer;

@@ -199,8 +199,8 @@ def build(c: dict):
     cfg = make_config(c["model"])
     torch.manual_seed(0)
     kw = {}
-    if cfg.model_type in ("qwen3_moe", "mixtral"):
-        kw["experts_implementation"] = c.get("experts", "eager")
+    if c.get("experts"):  # transformers' default otherwise: grouped_mm (integrations/moe.py, 5.12.1)
+        kw["experts_implementation"] = c["experts"]
     dtype = getattr(torch, c.get("load_dtype", "float32"))
     model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa", **kw)
     model.train()

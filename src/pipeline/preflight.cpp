@@ -258,7 +258,7 @@ void apply_peft_caller(FsdpSettings& s, const std::optional<Bnb4bitConfig>& bnb)
 void check_cache_with_checkpointing(const ModelConfig& config, const FsdpSettings& s, const MemoryOptions& opts,
                                     DiagnosticSink& sink) {
   if (!s.activation_checkpointing.value || s.activation_checkpointing.source.starts_with("training args") ||
-      opts.loop != TrainingLoop::accelerate)
+      training_loop(opts, s) != TrainingLoop::accelerate)
     return;
   if (config.bool_field("use_cache").value_or(true) == false) return;
   std::string from;

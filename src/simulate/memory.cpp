@@ -136,7 +136,11 @@ Transient transient_peak(const ShardPlan& plan, const FsdpSettings& s) {
     t.note = fwd >= bwd ? fmt::format("forward all-gathers of {} and the next unit", label(fwd_at))
                         : fmt::format("backward of {} (unsharded params{}, gradient buffers)", label(bwd_at),
                                       prefetch == BackwardPrefetch::none ? "" : ", prefetch");
-  if (kept) t.note += fmt::format("; {} bytes stay unsharded through the step (root / kept groups)", kept);
+  if (kept)
+    t.note += fmt::format("{}{} bytes stay unsharded through the step (root / kept groups)", t.note.empty() ? "" : "; ",
+                          kept);
+  // No unit all-gathered and none kept (NO_SHARD in the parameters' own dtype): say so, never print nothing.
+  if (t.note.empty()) t.note = "no unsharded parameter buffers";
   return t;
 }
 
@@ -313,6 +317,10 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   // which saves its fp32 log-softmax: the head output (compute dtype) + two fp32 copies.
   a.logits = t * field("logits") * (size + 4 + 4);
   return a;
+}
+
+TrainingLoop training_loop(const MemoryOptions& opts, const FsdpSettings& s) {
+  return opts.loop == TrainingLoop::trainer || s.trainer.value ? TrainingLoop::trainer : TrainingLoop::accelerate;
 }
 
 std::uint64_t optimizer_state_bytes(const OptimizerModel& o, std::int64_t numel, DType d) {

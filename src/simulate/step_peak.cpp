@@ -243,7 +243,7 @@ StepPeak replay_step(const ShardPlan& plan, const ModuleTree& tree, const FsdpSe
   const Activations a = activations_of(plan, tree, s, act);
   const std::vector<UnitStep> units = unit_steps(plan, tree, s, opts, a);
   const LossTensors loss = loss_tensors(tree, act, opts);
-  const bool held = opts.loop == TrainingLoop::accelerate;
+  const bool held = training_loop(opts, s) == TrainingLoop::accelerate;
   // The loop's `outputs` also holds the KV cache transformers builds in training (use_cache defaults to
   // true; DynamicLayer.update concatenates each layer's keys and values): the tensors SDPA saves, which
   // outlive backward, and the previous micro-batch's, which live on through this forward. With
