@@ -61,6 +61,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}
 .verdict{display:inline-block;padding:2px 10px;border-radius:10px;font-weight:600}
 .fits{background:#d9f2e1;color:#11643a}.fits_without_activations{background:#fff1cc;color:#7a5300}
 .does_not_fit{background:#fddcdc;color:#8c1d1d}.withheld{background:#e6e6ef;color:#3b3b55}
+.may_not_fit{background:#fff1cc;color:#7a5300}.not_estimated{background:#e6e6ef;color:#3b3b55}
 .rank{display:flex;align-items:center;margin:3px 0}.rank .label{width:96px;font-variant-numeric:tabular-nums}
 .bar{position:relative;flex:1;height:18px;background:#f2f3f7;border-radius:3px;overflow:hidden}
 .seg{position:absolute;top:0;height:100%}.gpu{position:absolute;top:0;bottom:0;width:3px;background:#d00000;box-shadow:0 0 0 1px #fff}
@@ -175,6 +176,16 @@ void findings_section(std::string& out, const std::vector<Diagnostic>& diagnosti
   out += "</table>\n";
 }
 
+// The replayed step's peak (docs/step-peak.md): its moment and what is alive then, as the text plan prints it.
+void step_peak_section(std::string& out, const StepPeak& step) {
+  if (!step.available) return;
+  out += fmt::format("<p id=\"step-peak\">Peak of a training step: <b>{}</b> at {} (rank {}):</p>\n<table>",
+                     human_bytes(step.peak.total()), escape(step.peak.name), step.rank);
+  for (const StepPart& p : step.peak.parts)
+    out += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td></tr>", escape(p.what), human_bytes(p.bytes));
+  out += "</table>\n";
+}
+
 void units_section(std::string& out, const ShardPlan& plan) {
   out += fmt::format(
       "<details><summary><h2 style=\"display:inline\">{} {} ({})</h2></summary>\n<table>"
@@ -215,6 +226,7 @@ std::string render_plan_html(const ModuleTree& tree, const ShardPlan& plan, cons
   if (!memory.verdict_reason.empty()) out += "<p>" + escape(memory.verdict_reason) + "</p>\n";
   if (peft) out += "<p>" + escape(peft_trainable_line(peft->adapter, peft->trainable, peft->total)) + "</p>\n";
   memory_section(out, memory);
+  step_peak_section(out, memory.step);
   out += fmt::format(
       "<p>Communication per step per rank: all-gather {} ({} calls), reduce-scatter {} ({} calls), "
       "all-reduce {} ({} calls).</p>\n",

@@ -7,6 +7,7 @@ each rank's total) with no console error, within a second of page time for the 6
 """
 import argparse
 import json
+import html
 import pathlib
 import re
 import shutil
@@ -45,6 +46,12 @@ def readable(dom, want):
         problems.append(f"the verdict badge reads {verdict.group(1) if verdict else None!r}, not words")
     if re.search(r'<tr><td>[a-z0-9_]+</td><td>"', dom):
         problems.append("a setting's value is JSON-quoted")
+    # The replayed step's peak (docs/step-peak.md) is shown with its moment, as the JSON gives it.
+    step = want.get("memory", {}).get("step", {})
+    if step.get("replayed"):
+        shown_peak = re.search(r'<p id="step-peak">[^<]*<b>[^<]*</b> at ([^<]*) \(rank', dom)
+        if not shown_peak or shown_peak.group(1) != html.escape(step["peak"]["moment"], quote=False):
+            problems.append("the step's peak and its moment are not shown")
     fsdp2 = want["settings"].get("fsdp_version", {}).get("value") == 2
     return problems, [k for k in want["settings"] if not (fsdp2 and k in FSDP1_ONLY)]
 
