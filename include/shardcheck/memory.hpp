@@ -29,6 +29,9 @@ struct MemoryOptions;
 // The loop the job runs: the Trainer's when the options say so or the settings say the Trainer
 // prepares the model (--caller trainer, the default with an adapter), else a plain accelerate loop.
 TrainingLoop training_loop(const MemoryOptions& opts, const FsdpSettings& s);
+// Whether activation checkpointing is transformers' gradient_checkpointing (the recipe set it), not
+// accelerate's fsdp_activation_checkpointing.
+bool checkpointing_by_transformers(const FsdpSettings& s, const MemoryOptions& opts);
 
 struct MemoryOptions {
   std::uint64_t gpu_memory = 80ull << 30;  // --gpu-memory, bytes
@@ -37,6 +40,10 @@ struct MemoryOptions {
   int gradient_accumulation = 1;  // micro-batches per optimizer step
   // The loss never builds the logits (Liger's fused linear cross-entropy): none of the T x V tensors.
   bool fused_loss = false;
+  // The source of the recipe's gradient_checkpointing ("FILE:LINE"), when a training-arguments file set
+  // it: where the activation_checkpointing setting has this source, transformers checkpoints whole
+  // decoder layers (GradientCheckpointingLayer) and turns the KV cache off, not accelerate.
+  std::string recipe_checkpointing_source;
   // Activations are estimated only when both are given (--seq-len, --micro-batch).
   std::optional<std::int64_t> seq_len;
   std::optional<std::int64_t> micro_batch;
@@ -152,6 +159,7 @@ struct MemoryEstimate {
   // With a replayed step: what a GPU holds beyond torch's tensors (CUDA context, NCCL, allocator), and
   // the least a real step holds (the replay is at most 10% above it).
   std::uint64_t margin = 0, certain = 0;
+  std::uint64_t with_margin = 0;  // peak + margin: what "fits" compares with the GPU
 };
 // The CUDA context, NCCL's and cuBLAS's buffers: docs/step-peak.md "The margin".
 inline constexpr std::uint64_t kFixedOverhead = 1ull << 30;

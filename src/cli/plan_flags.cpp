@@ -83,6 +83,8 @@ bool set_recipe(const PlanFlags& f, const std::optional<TrainingArgs>& args, con
     req.memory.gradient_accumulation =
         static_cast<int>(std::min<std::int64_t>(args->gradient_accumulation->value, 1 << 20));
   req.memory.fused_loss = f.liger || (args && args->liger && args->liger->value);
+  if (args && args->gradient_checkpointing)
+    req.memory.recipe_checkpointing_source = args->gradient_checkpointing->source;
   return true;
 }
 

@@ -257,7 +257,7 @@ void apply_peft_caller(FsdpSettings& s, const std::optional<Bnb4bitConfig>& bnb)
 // gradient_checkpointing turns it off; a plain loop keeps config.json's use_cache (true by default).
 void check_cache_with_checkpointing(const ModelConfig& config, const FsdpSettings& s, const MemoryOptions& opts,
                                     DiagnosticSink& sink) {
-  if (!s.activation_checkpointing.value || s.activation_checkpointing.source.starts_with("training args") ||
+  if (!s.activation_checkpointing.value || checkpointing_by_transformers(s, opts) ||
       training_loop(opts, s) != TrainingLoop::accelerate)
     return;
   if (config.bool_field("use_cache").value_or(true) == false) return;

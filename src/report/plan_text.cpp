@@ -390,7 +390,7 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
         out +=
             bold(fmt::format("MAY NOT FIT in {}: a real step holds {} to {} with the margin of {} for the CUDA "
                              "context, NCCL and the allocator\n",
-                             human_bytes(mem.gpu_memory), human_bytes(mem.certain), human_bytes(mem.peak + mem.margin),
+                             human_bytes(mem.gpu_memory), human_bytes(mem.certain), human_bytes(mem.with_margin),
                              human_bytes(mem.margin)));
         break;
       case FitVerdict::not_estimated:

@@ -323,6 +323,11 @@ TrainingLoop training_loop(const MemoryOptions& opts, const FsdpSettings& s) {
   return opts.loop == TrainingLoop::trainer || s.trainer.value ? TrainingLoop::trainer : TrainingLoop::accelerate;
 }
 
+bool checkpointing_by_transformers(const FsdpSettings& s, const MemoryOptions& opts) {
+  return !opts.recipe_checkpointing_source.empty() &&
+         s.activation_checkpointing.source == opts.recipe_checkpointing_source;
+}
+
 std::uint64_t optimizer_state_bytes(const OptimizerModel& o, std::int64_t numel, DType d) {
   const auto n = static_cast<std::uint64_t>(numel);
   std::uint64_t b =
@@ -453,7 +458,8 @@ void decide_fit(MemoryEstimate& est, const MemoryOptions& opts) {
   // allocator's rounding (docs/step-peak.md "The margin").
   est.margin = kFixedOverhead + est.peak / 20;
   est.certain = est.peak - est.peak / 11;  // peak / 1.1: what a real step holds at least
-  est.fits = est.peak + est.margin <= est.gpu_memory;
+  est.with_margin = est.peak + est.margin;
+  est.fits = est.with_margin <= est.gpu_memory;
   est.verdict = !opts.optimizer.known          ? FitVerdict::not_estimated
                 : est.fits                     ? FitVerdict::fits
                 : est.certain > est.gpu_memory ? FitVerdict::does_not_fit

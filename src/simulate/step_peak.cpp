@@ -110,7 +110,7 @@ struct Activations {
 };
 
 Activations activations_of(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s,
-                           const ActivationEstimate& act) {
+                           const MemoryOptions& opts, const ActivationEstimate& act) {
   Activations a;
   const auto field = [&](const char* name) {
     const auto it = tree.activations.find(name);
@@ -123,7 +123,7 @@ Activations activations_of(const ShardPlan& plan, const ModuleTree& tree, const 
   const auto h = static_cast<std::uint64_t>(field("checkpointed"));
   if (!act.checkpointing) {
     a.per_block = (act.blocks + act.masks + act.scores) / layers;
-  } else if (plan.fsdp_version == 2 && !s.activation_checkpointing.source.starts_with("training args")) {
+  } else if (plan.fsdp_version == 2 && !checkpointing_by_transformers(s, opts)) {
     // fsdp2_apply_ac checkpoints a block's children: each keeps its own input (a Llama block: the
     // residual, both norms' outputs and the residual after attention).
     a.per_block = t * static_cast<std::uint64_t>(block_children(tree)) * h * d;
@@ -240,7 +240,7 @@ StepPeak replay_step(const ShardPlan& plan, const ModuleTree& tree, const FsdpSe
     return out;
   }
   out.available = true;
-  const Activations a = activations_of(plan, tree, s, act);
+  const Activations a = activations_of(plan, tree, s, opts, act);
   const std::vector<UnitStep> units = unit_steps(plan, tree, s, opts, a);
   const LossTensors loss = loss_tensors(tree, act, opts);
   const bool held = training_loop(opts, s) == TrainingLoop::accelerate;

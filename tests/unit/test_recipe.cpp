@@ -109,3 +109,23 @@ TEST_CASE("Liger's fused loss leaves out every T x V tensor; the Trainer's loop 
   const StepPeak trainer = run(false, TrainingLoop::trainer);
   for (const auto& m : trainer.moments) CHECK_FALSE(has(m, "outputs held by the loop"));
 }
+
+TEST_CASE("transformers' gradient_checkpointing is told apart from accelerate's activation checkpointing") {
+  // transformers 5.12.1 GradientCheckpointingLayer turns use_cache off under gradient checkpointing, so only
+  // accelerate's fsdp_activation_checkpointing meets the KV cache (PLAN034).
+  const auto plan034 = [](const std::string& source) {
+    PreflightRequest req;
+    req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
+    req.model = SHARDCHECK_FIXTURES_DIR "/oracle2/peak/models/l256";
+    req.defaults.world_size = {2, "test"};
+    req.defaults.fsdp_version = {2, "test"};
+    req.defaults.activation_checkpointing = {true, source};
+    req.memory.recipe_checkpointing_source = "recipe.yaml:3";
+    const PreflightResult r = run_preflight(req);
+    for (const auto& d : r.sink.items())
+      if (d.code == "PLAN034") return true;
+    return false;
+  };
+  CHECK_FALSE(plan034("recipe.yaml:3"));
+  CHECK(plan034("--activation-checkpointing"));
+}
