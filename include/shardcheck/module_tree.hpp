@@ -89,6 +89,8 @@ struct ModuleTree {
   std::vector<Module> modules;          // modules[0] is the root; parents precede children (pre-order)
   std::unordered_map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
   std::vector<std::string> no_split_modules;
+  // _keep_in_fp32_modules(_strict), the composite's own and its sub-models' (post_init unions them).
+  std::vector<std::string> keep_in_fp32_modules, keep_in_fp32_modules_strict;
   std::vector<TiedWeight> tied;   // alias -> target, as applied
   std::string input_embeddings;   // get_input_embeddings() module path ("" if unknown)
   std::string output_embeddings;  // get_output_embeddings() module path ("" if none)

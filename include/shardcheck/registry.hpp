@@ -112,6 +112,9 @@ struct ArchSpec {
   // PreTrainedModel._supports_sdpa: without it transformers' default attention is eager.
   bool supports_sdpa = true;
   std::optional<Expr> no_split_modules;  // evaluates to a list of class names
+  // PreTrainedModel._keep_in_fp32_modules / _keep_in_fp32_modules_strict: parameter-name patterns
+  // transformers loads in float32 when the model loads in float16 (strict: float16 or bfloat16).
+  std::vector<std::string> keep_in_fp32_modules, keep_in_fp32_modules_strict;
   // The config class's attribute_map (alias -> stored name, e.g. qwen3_moe num_experts ->
   // num_local_experts): config.json may hold either name depending on the transformers release that
   // wrote it, and transformers reads both as one attribute.

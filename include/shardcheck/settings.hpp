@@ -94,8 +94,8 @@ struct FsdpSettings {
   // from_pretrained(..., distributed_config=DistributedConfig(enable_expert_parallel=True)): the TP
   // ranks split the model's expert-parallel plan instead of its TP plan (whole experts per rank).
   Setting<bool> expert_parallel{false};
-  // plan --frozen: a regex searched in parameter FQNs; the parameters it finds are frozen
-  // (requires_grad=False).
+  // plan --frozen: a regex searched in parameter FQNs, tied aliases included; a Parameter any of
+  // whose names it finds is frozen (requires_grad_(False) acts on the object every name shares).
   Setting<std::string> frozen;
   // accelerate's fsdp_ignored_modules (v1.10+): a regex fullmatched against module names; the
   // matched subtrees' parameters stay whole on every rank, outside every unit.

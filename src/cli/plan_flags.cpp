@@ -105,7 +105,9 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_option("--offload-params", f.offload_params, "true/false: CPU offload of parameters and gradients");
   cmd->add_option("--mixed-precision", f.mixed_precision, "no, bf16 or fp16")->check(one_of({"no", "bf16", "fp16"}));
   cmd->add_option("--reshard-after-forward", f.reshard_after_forward, "FSDP2: true/false");
-  cmd->add_option("--frozen", f.frozen, "Regex of parameter names that do not require grad");
+  cmd->add_option("--frozen", f.frozen,
+                  "Regex searched in parameter names, tied aliases included: a Parameter any of whose names "
+                  "matches does not require grad");
   cmd->add_option("--torch-version", f.torch_version,
                   "FSDP semantics of this torch release (default: the Python environment's, else 2.14.1)");
   cmd->add_option("--accelerate-version", f.accelerate_version,

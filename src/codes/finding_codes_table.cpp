@@ -477,8 +477,10 @@ constexpr FindingCode kCodes[] = {
      "data-parallel mesh raises \"RuntimeError: Cannot concatenate overlapping meshes\" "
      "(torch/distributed/device_mesh.py, torch 2.14.1). accelerate 1.14's fsdp2_prepare_model checks only "
      "isinstance(module, FSDPModule) before it shards the input embeddings and the [final norm, head] "
-     "tail, so a size policy that wraps a module above them (the base model) ends here. Checked against "
-     "real torch 2.14.1 and accelerate 1.14.0 (fixtures/oracle2)."},
+     "tail, so a size policy that wraps a module above them (the base model) ends here. With a single process "
+     "accelerate has no device mesh and fully_shard makes one without dim names, which the same concatenation "
+     "refuses first: \"TypeError: Invariant encountered: value was None when it should not be\". Checked against "
+     "real torch 2.14.1 and accelerate 1.14.0 (fixtures/oracle2, fixtures/fuzz)."},
     {"PLAN019", Severity::error, ExitCode::findings, "A tied parameter is held by two fully_shard groups (torch 2.12+)",
      "From torch 2.12 FSDP2 checks at the root's lazy init, i.e. the first forward, that no original "
      "parameter belongs to two fully_shard groups: \"ValueError: Parameter '...' is shared with a parameter "
@@ -671,6 +673,24 @@ constexpr FindingCode kCodes[] = {
      "TrainingArguments.use_cache, false by default, and transformers' own gradient_checkpointing turns the cache "
      "off; a plain accelerate loop does neither. Pass use_cache=False to the model or set model.config.use_cache = "
      "False."},
+    {"PLAN035", Severity::error, ExitCode::findings,
+     "FSDP1 size policy: ranks wrap different units (a tied weight counted through each rank's slice)",
+     "With use_orig_params=True and a sharded strategy, FSDP points every original parameter of a unit at the rank's "
+     "slice of its flat shard as soon as the unit is built (torch/distributed/fsdp/_flat_param.py "
+     "_use_sharded_views). A tied weight is one Parameter under two names, so when the size policy later asks "
+     "about the other name's module (a tied LM head after the embedding's unit) it counts p.numel(), the rank's "
+     "slice: a different number on each rank, empty where the rank's shard holds none of the weight. Ranks whose "
+     "counts fall on either side of min_num_params build different units and then run collectives that do not "
+     "match, so the job hangs or fails at the first all-gather. Only size policies are affected; "
+     "TRANSFORMER_BASED_WRAP keeps a tied embedding and head in the root unit, and use_orig_params=False leaves the "
+     "original Parameter whole."},
+    {"PLAN036", Severity::error, ExitCode::findings, "FSDP1 hybrid sharding strategy without an auto-wrap policy",
+     "torch's FSDP1 refuses HYBRID_SHARD and _HYBRID_SHARD_ZERO2 when FSDP(...) gets no auto_wrap_policy, no "
+     "process_group and no device_mesh (torch/distributed/fsdp/_init_utils.py _init_process_group_state, 2.0 to "
+     "2.14.1): without a policy every unit would be wrapped by hand, and nothing would make them share the intra- and "
+     "inter-node process groups. accelerate's FSDP1 path passes neither a group nor a mesh, so NO_WRAP with a hybrid "
+     "strategy fails at prepare with \"ValueError: Manual wrapping with ShardingStrategy.HYBRID_SHARD requires "
+     "explicit specification of process group or device_mesh.\""},
 
     // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp, src/simulate/peft_checks.cpp) ----
     {"PEFT001", Severity::error, ExitCode::bad_adapter, "adapter_config.json is not a JSON object",

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <regex>
+#include <unordered_map>
 
 #include "resolve/tree_internal.hpp"
 #include "shardcheck/quantization.hpp"
@@ -37,6 +39,33 @@ struct TreeExpansion::State {
 
 namespace {
 
+// The parameters transformers loads in float32 whatever the model's dtype: _keep_in_fp32_modules when
+// it loads in float16, _keep_in_fp32_modules_strict in float16 or bfloat16.
+//  - 5.x (modeling_utils.py _get_dtype_plan and core_model_loading.py build_glob_alternation, read at
+//    5.12.1): each pattern is a glob ('*' -> '.*', otherwise a regex) searched anywhere in the
+//    checkpoint key, so "norm" also keeps "input_layernorm" and "q_norm";
+//  - 4.x (modeling_utils.py _load_pretrained_model, 4.5x): a pattern matches whole dotted components,
+//    ((^|\.)pattern($|\.)).
+std::optional<std::regex> keep_in_fp32_pattern(const ModuleTree& tree, DType target, const Version& transformers) {
+  std::vector<std::string> patterns;
+  if (target == DType::F16) patterns = tree.keep_in_fp32_modules;
+  if (target == DType::F16 || target == DType::BF16)
+    patterns.insert(patterns.end(), tree.keep_in_fp32_modules_strict.begin(), tree.keep_in_fp32_modules_strict.end());
+  if (patterns.empty()) return std::nullopt;
+  const bool globs = transformers >= Version{5, 0, 0};
+  std::string alternation;
+  for (const auto& pattern : patterns) {
+    std::string body;
+    for (char c : pattern) body += globs && c == '*' ? std::string(".*") : std::string(1, c);
+    alternation += (alternation.empty() ? "" : "|") + (globs ? "(" + body + ")" : "((^|\\.)" + body + "($|\\.))");
+  }
+  try {
+    return std::regex(alternation);
+  } catch (const std::regex_error&) {
+    return std::nullopt;  // the registry's tests reject such a pattern (test_registry_load)
+  }
+}
+
 // from_pretrained's dtype (transformers modeling_utils.py _get_dtype, read at 5.12.1): "auto", the
 // default from 5.0, takes config.json's dtype, else the first floating weight's; 4.x loaded in
 // torch's default float32 unless torch_dtype was given. transformers loads every floating parameter
@@ -63,9 +92,22 @@ void apply_load_dtype(ModuleTree& tree, const ModelConfig& config, const Resolve
                                                             : options.load_dtype);
   }
   if (!target) return;
+  const std::optional<std::regex> keep = keep_in_fp32_pattern(tree, *target, options.transformers);
+  std::unordered_map<std::string, DType> kept;  // float32 parameters by name, for their tied aliases
+  std::string fqn;
   for (auto& m : tree.modules)
-    for (auto& p : m.params)
-      if (!p.buffer && !p.packed_4bit() && dtype_is_floating(p.dtype)) p.dtype = *target;  // 4-bit storage stays
+    for (auto& p : m.params) {
+      if (p.buffer || p.packed_4bit() || !dtype_is_floating(p.dtype)) continue;  // 4-bit storage stays
+      p.dtype = *target;
+      if (!keep || !p.tied_to.empty()) continue;
+      fqn.assign(m.path).append(m.path.empty() ? "" : ".").append(p.name);
+      if (std::regex_search(fqn, *keep)) kept.emplace(fqn, p.dtype = DType::F32);
+    }
+  // A tied alias is no key of its own in the checkpoint: it is its target's Parameter, in its dtype.
+  if (!kept.empty())
+    for (auto& m : tree.modules)
+      for (auto& p : m.params)
+        if (!p.tied_to.empty() && kept.count(p.tied_to)) p.dtype = DType::F32;
 }
 
 }  // namespace

@@ -452,6 +452,8 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
       sink.report(std::move(diag));
       return std::nullopt;
     }
+    tree.keep_in_fp32_modules = arch.keep_in_fp32_modules;
+    tree.keep_in_fp32_modules_strict = arch.keep_in_fp32_modules_strict;
     if (arch.no_split_modules) {
       Value v = arch.no_split_modules->evaluate(globals.lookup());
       if (auto l = v.as_list())
@@ -509,8 +511,14 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   fused = std::move(ex.fused_sources);
   // PreTrainedModel.post_init (modeling_utils.py, 5.12.1): a composite's _no_split_modules is its
   // own plus every sub-model's, as a set.
+  const auto add_patterns = [](std::vector<std::string>& into, const std::vector<std::string>& more) {
+    for (const auto& p : more)
+      if (std::find(into.begin(), into.end(), p) == into.end()) into.push_back(p);
+  };
   for (const auto& key : ex.submodels_used) {
     const SubModel& sm = subs.at(key);
+    add_patterns(tree.keep_in_fp32_modules, sm.arch->keep_in_fp32_modules);
+    add_patterns(tree.keep_in_fp32_modules_strict, sm.arch->keep_in_fp32_modules_strict);
     if (!sm.arch->no_split_modules) continue;
     try {
       const Value v = sm.arch->no_split_modules->evaluate(sm.frame->lookup());

@@ -459,6 +459,8 @@ class Reader {
                                                              "supports_sdpa",
                                                              "base_model_class",
                                                              "no_split_modules",
+                                                             "keep_in_fp32_modules",
+                                                             "keep_in_fp32_modules_strict",
                                                              "config",
                                                              "tied_weights",
                                                              "checkpoint",
@@ -521,6 +523,13 @@ class Reader {
         a.no_split_modules = expr(ns, "no_split_modules");
       }
     }
+    for (const auto& [field, into] : {std::pair{"keep_in_fp32_modules", &a.keep_in_fp32_modules},
+                                      std::pair{"keep_in_fp32_modules_strict", &a.keep_in_fp32_modules_strict}})
+      if (const Node* list = root.get(field)) {
+        if (!list->is_sequence())
+          fail(file_, list, fmt::format("`{}` must list parameter-name patterns ([] for none)", field));
+        for (const Node* x : list->items) into->push_back(str(x, field));
+      }
     if (const Node* config = optional_map(root.get("config"), "config")) {
       a.defaults = literals(config->get("defaults"), "config.defaults");
       if (const Node* am = optional_map(config->get("attribute_map"), "config.attribute_map"))

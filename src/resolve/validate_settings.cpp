@@ -87,7 +87,50 @@ struct Validator {
   // accelerate refuses every parallelism_config size above 1 under FSDP1 (the lint rule
   // parallelism-requires-fsdp2 says so of a file; this is the same for flags and the environment):
   // cp in AcceleratorState (state.py, 1.10.0+), the others in ParallelismConfig._validate_accelerator.
+  // accelerate 1.14 fsdp2_prepare_model shards over mesh[fsdp_dim_names], ("dp_replicate",
+  // "dp_shard_cp") or ("dp_shard_cp",), but build_device_mesh (parallelism_config.py) keeps only dims
+  // above 1 and flattens dp_shard_cp from dp_shard and cp: with both at 1 (pure replication, or TP
+  // alone) the key does not exist and prepare raises before any fully_shard (torch 2.14.1 +
+  // accelerate 1.14.0: fixtures/oracle2/tp/llama_tp-fsdp2-tf-d1-t2-w2.json, fixtures/fuzz/seed-1).
+  // The plan is still made: it is what FSDP would hold with dp_shard above 1.
+  void report_no_shard_dimension(int tp) {
+    const bool replicate = s.dp_replicate.value > 1;
+    // The mesh's names: its own dims, then the flattened ones build_device_mesh makes, in its order.
+    std::string valid;
+    const auto add = [&](std::string_view name) { valid += fmt::format("{}'{}'", valid.empty() ? "" : ", ", name); };
+    for (const MeshDim& d : s.mesh_dims()) add(d.name);
+    if (replicate) add("dp");     // dp_dim_names: dp_replicate (dp_shard is 1)
+    if (replicate) add("dp_cp");  // dp_cp_dim_names: dp_replicate (cp is 1)
+    const std::string requested = replicate ? "('dp_replicate', 'dp_shard_cp')" : "('dp_shard_cp',)";
+    const std::string& source = replicate ? s.dp_replicate.source : s.tp_size.source;
+    sink.report(setting_finding(
+        "PLAN023", source, fallback_file,
+        fmt::format(
+            "FSDP2 with {} over {} processes leaves dp_shard_size 1, and accelerate's mesh then has no "
+            "dp_shard_cp dimension to shard over: KeyError at prepare: \"Invalid mesh_dim_names {} "
+            "specified. Valid mesh_dim_names are [{}].\"",
+            replicate ? fmt::format("dp_replicate_size {}", s.dp_replicate.value) : fmt::format("tp_size {}", tp),
+            s.world_size.value, requested, valid),
+        replicate ? "FSDP2 cannot replicate without sharding through accelerate: keep dp_shard_size at least 2 "
+                    "(fewer replicas), or use plain DDP (distributed_type: MULTI_GPU) for pure replication"
+                  : fmt::format("use more processes than tp_size ({}), so that dp_shard_size is at least 2, or "
+                                "tensor parallelism without FSDP",
+                                tp)));
+  }
+
   void fsdp1_mesh() {
+    // torch FSDP1 _init_utils.py _init_process_group_state (2.0 to 2.14.1): a hybrid strategy with no
+    // auto-wrap policy, process group or device mesh is "manual wrapping", refused at FSDP(...);
+    // accelerate's FSDP1 path passes neither a group nor a mesh (fuzz seed 1, torch 2.14.1). The lint
+    // rule hybrid-shard-no-wrap says the same of a config file.
+    // The plan is still made: what the units would be with a policy that wraps nothing.
+    if (is_hybrid(s.sharding_strategy.value) && s.policy.value == WrapPolicyKind::none)
+      sink.report(setting_finding(
+          "PLAN036", s.sharding_strategy.source, fallback_file,
+          fmt::format("ValueError: Manual wrapping with ShardingStrategy.{} requires explicit specification of "
+                      "process group or device_mesh. (no auto-wrap policy)",
+                      strategy_name(s.sharding_strategy.value)),
+          "give an auto-wrap policy (TRANSFORMER_BASED_WRAP or SIZE_BASED_WRAP), or FULL_SHARD"));
     for (const Setting<int>* size : {&s.cp_size, &s.tp_size, &s.sp_size, &s.dp_replicate}) {
       // A shell's PARALLELISM_CONFIG_* alone builds no ParallelismConfig (accelerate reads them only under
       // ACCELERATE_USE_PARALLELISM_CONFIG, which launch sets for a file that has one).
@@ -176,23 +219,8 @@ struct Validator {
                       "1 beside dp_replicate_size {}",
                       s.world_size.value, r.value),
           "give dp_shard_size at least 2 (HSDP + TP/CP), or move the replicas to dp_shard_size"));
-    else if (tp > 1 && s.shard_group_size() == 1) {
-      // accelerate 1.14 fsdp2_prepare_model shards over mesh["dp_shard_cp"], but build_device_mesh keeps
-      // only dims above 1 and flattens dp_shard_cp from dp_shard and cp, so with both at 1 the key does
-      // not exist and prepare raises before any fully_shard (fixtures/oracle2/tp/llama_tp-fsdp2-tf-d1-t2-w2.json).
-      // The plan is still made: it is what FSDP would hold with dp_shard above 1.
-      std::string valid;  // the dims the mesh has: tp, and sp when set
-      for (const MeshDim& d : s.mesh_dims()) valid += fmt::format("{}'{}'", valid.empty() ? "" : ", ", d.name);
-      sink.report(setting_finding(
-          "PLAN023", s.tp_size.source, fallback_file,
-          fmt::format("FSDP2 with tp_size {} over {} processes leaves dp_shard_size 1, and accelerate's mesh then has "
-                      "no dp_shard_cp dimension to shard over: KeyError at prepare: \"Invalid mesh_dim_names "
-                      "('dp_shard_cp',) specified. Valid mesh_dim_names are [{}].\"",
-                      tp, s.world_size.value, valid),
-          fmt::format("use more processes than tp_size ({}), so that dp_shard_size is at least 2, or tensor "
-                      "parallelism without FSDP",
-                      others)));
-    }
+    else if (s.shard_group_size() == 1 && s.world_size.value > 1)
+      report_no_shard_dimension(tp);
   }
 };
 

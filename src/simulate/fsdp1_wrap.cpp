@@ -19,12 +19,16 @@ namespace {
 
 class Fsdp1Wrapper {
  public:
-  Fsdp1Wrapper(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params)
+  Fsdp1Wrapper(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params, int shard_group, bool sharded,
+               int rank)
       : tree_(tree),
         s_(s),
         params_(params),
+        shard_group_(shard_group),
+        rank_(rank),
         unit_of_(tree.modules.size(), -1),
         flattened_(params.size(), 0),
+        visible_numel_(params.size(), 0),
         counted_in_(params.size(), 0) {
     const Version& tv = s.torch_version.value;
     // Mixed precision + auto wrap: BatchNorm modules become their own units (with mixed precision
@@ -38,6 +42,7 @@ class Fsdp1Wrapper {
       bn_override_ = tv >= Version{2, 1, 0} || has_bn;
     }
     orig_params_ = s.use_orig_params.value && tv >= Version{2, 0, 0};
+    sharded_views_ = orig_params_ && sharded;
     // isinstance(module, wrap classes): the few class names that are instances, compared with each
     // module's class (a PeftModel has ~10k modules of ~30 classes).
     std::vector<std::string> wrapping;
@@ -54,17 +59,25 @@ class Fsdp1Wrapper {
     return std::move(unit_params_);
   }
   const std::vector<int>& unit_modules() const { return unit_modules_; }
+  // A size policy counted a tied weight through the rank's slice (visible_numel), so other ranks may
+  // decide otherwise.
+  bool counted_rank_slices() const { return counted_rank_slices_; }
 
  private:
   const ModuleTree& tree_;
   const FsdpSettings& s_;
   const ParamTable& params_;
+  int shard_group_ = 1;
+  int rank_ = 0;  // within the shard group: whose slices a size policy counts
   bool bn_override_ = false;
   bool orig_params_ = false;
+  bool sharded_views_ = false;  // use_orig_params=True under a sharded strategy
+  mutable bool counted_rank_slices_ = false;
   std::vector<int> unit_of_;                   // module -> unit index or -1
   std::vector<int> unit_modules_;              // creation order (post-order)
   std::vector<std::vector<int>> unit_params_;  // param-table indices per unit, flat order
   std::vector<char> flattened_;                // storage -> use_orig_params=True: _fsdp_flattened mark
+  std::vector<std::int64_t> visible_numel_;    // storage -> numel() of the Parameter once flattened
   std::vector<char> wrap_class_;               // module -> an instance of one of the wrap classes
   // Storage -> the last walk that counted it, so that one walk counts a shared storage once
   // without a set per walk (recursive_wrap walks every subtree it asks about: DeepSeek-V3's ~1.2k
@@ -128,13 +141,49 @@ class Fsdp1Wrapper {
   // is (False: the other unit de-registers only its own subtree's; True: FSDP only marks it
   // flattened), so a size policy can still make that module a unit (torch 2.14.1 oracle,
   // gpt2-fsdp1-size300-noshard-orig-w3: an empty lm_head unit).
+  //
+  // Under a sharded strategy with use_orig_params=True, though, FSDP has already pointed that
+  // Parameter's data at the rank's slice of the flat shard (_flat_param.py _use_sharded_views, at
+  // the end of the earlier unit's construction): p.numel() is the slice, empty on ranks whose shard
+  // holds none of it (torch 2.14.1, fuzz seed 1). NO_SHARD's slice is the whole tensor.
   std::int64_t available_numel(int m) const {
     ++walk_;
     std::int64_t n = 0;
     visit_registrations(m, [&](int pidx) {
-      if (first_in_walk(params_[pidx].storage)) n += params_[pidx].numel;
+      const int storage = params_[pidx].storage;
+      if (!first_in_walk(storage)) return;
+      if (sharded_views_ && flattened_[static_cast<std::size_t>(storage)]) {
+        n += visible_numel_[static_cast<std::size_t>(storage)];
+        counted_rank_slices_ = true;
+      } else {
+        n += params_[pidx].numel;
+      }
     });
     return n;
+  }
+
+  // Each owned Parameter's part of this rank's shard, laid out as flat_unit lays out the unit
+  // (alignment padding under use_orig_params, the world-size padding of torch >= 2.1).
+  void record_rank_slices(const std::vector<int>& owned) {
+    if (owned.empty()) return;
+    const DType compute = s_.param_dtype().value_or(params_[owned.front()].dtype);
+    const std::int64_t align = std::max(1, 16 / std::max(1, dtype_bits(compute) / 8));
+    std::vector<std::int64_t> offsets;
+    std::int64_t total = 0;
+    for (int pidx : owned) {
+      if (total % align != 0) total += align - total % align;
+      offsets.push_back(total);
+      total += params_[pidx].numel;
+    }
+    const int w = shard_group_;
+    if (s_.torch_version.value >= Version{2, 1, 0} && total % w != 0) total += w - total % w;
+    const std::int64_t shard = chunk_size(total, w);
+    const std::int64_t lo = shard * rank_, hi = lo + shard;
+    for (std::size_t i = 0; i < owned.size(); ++i) {
+      const std::int64_t begin = offsets[i], end = begin + params_[owned[i]].numel;
+      visible_numel_[static_cast<std::size_t>(params_[owned[i]].storage)] =
+          std::max<std::int64_t>(0, std::min(end, hi) - std::max(begin, lo));
+    }
   }
 
   // Pre-order walk of parameter registrations below m, skipping subtrees already wrapped.
@@ -142,8 +191,11 @@ class Fsdp1Wrapper {
   void visit_registrations(int m, F&& f) const {
     // Ignored modules' parameters are in no flat parameter and in no numel count (wrap.py
     // `_recursive_wrap` subtracts ignored_params; _init_utils.py `_get_ignored_params`).
+    // A Parameter is ignored as an object: a tied weight whose other name sits under an ignored
+    // module is skipped here too.
     if (params_.ignored_module(m)) return;
-    for (int pidx : params_.by_module(m)) f(pidx);
+    for (int pidx : params_.by_module(m))
+      if (!params_[pidx].ignored) f(pidx);
     for (int c : tree_.modules[m].children)
       if (unit_of_[c] < 0) visit_registrations(c, f);
   }
@@ -175,6 +227,7 @@ class Fsdp1Wrapper {
       owned.push_back(pidx);
     });
     for (int pidx : owned) flattened_[static_cast<std::size_t>(params_[pidx].storage)] = 1;
+    if (sharded_views_) record_rank_slices(owned);
     unit_of_[m] = static_cast<int>(unit_modules_.size());
     unit_modules_.push_back(m);
     unit_params_.push_back(std::move(owned));
@@ -296,11 +349,38 @@ std::string unit_instance_path(const ShardUnit& u, std::int64_t k) {
   return out;
 }
 
+// When a size policy counted a tied weight through rank 0's slice, every rank of the shard group
+// decides for itself; ranks that build different units run different collectives.
+static void check_ranks_wrap_alike(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params,
+                                   const ShardPlan& plan, const std::vector<int>& rank0_units, DiagnosticSink& sink) {
+  for (int r = 1; r < plan.shard_group; ++r) {
+    Fsdp1Wrapper other(tree, s, params, plan.shard_group, true, r);
+    other.run();
+    if (other.unit_modules() == rank0_units) continue;
+    const auto path_of = [&](const std::vector<int>& units) {
+      std::string out;
+      for (int m : units) out += (out.empty() ? "'" : ", '") + tree.modules[static_cast<std::size_t>(m)].path + "'";
+      return out;
+    };
+    sink.report(finding(
+        "PLAN035", model_location(tree, ""),
+        fmt::format("ranks 0 and {} wrap different FSDP units: the size policy counts a tied weight that an earlier "
+                    "unit flattened through each rank's own slice of it (use_orig_params=True), so rank 0 builds "
+                    "units at {} and rank {} at {}; their collectives do not match",
+                    r, path_of(rank0_units), r, path_of(other.unit_modules())),
+        "use TRANSFORMER_BASED_WRAP (a tied embedding and head stay in the root unit), use_orig_params: false, or a "
+        "min_num_params that no tied module's size is near"));
+    return;
+  }
+}
+
 ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSink& sink) {
   ShardPlan plan = plan_header(s, 1);
   const ParamTable params(tree, s);
-  Fsdp1Wrapper wrapper(tree, s, params);
+  const bool sharded = plan.strategy != ShardingStrategy::no_shard;
+  Fsdp1Wrapper wrapper(tree, s, params, plan.shard_group, sharded, 0);
   const std::vector<std::vector<int>> owned = wrapper.run();
+  if (wrapper.counted_rank_slices()) check_ranks_wrap_alike(tree, s, params, plan, wrapper.unit_modules(), sink);
   const std::vector<int>& modules = wrapper.unit_modules();
 
   // Units are created bottom-up but listed like root.named_modules(): pre-order, root first.

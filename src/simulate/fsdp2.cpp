@@ -313,11 +313,18 @@ class Fsdp2Planner {
     const Module& mod = tree_.modules[root];
     const int owner = managing_group_[managed];
     const std::string& owner_path = tree_.modules[groups_[static_cast<std::size_t>(owner)].first.roots.front()].path;
+    // Without an accelerate mesh (one process, or DeepSpeed's sp dropping it) fully_shard builds a
+    // mesh with no dim names, and torch 2.14.1's DeviceMesh._concatenate (device_mesh.py) fails on
+    // not_none(mesh_dim_names) before it tests for overlap (fuzz seed 1).
+    const bool unnamed_mesh =
+        (s_.world_size.value == 1 || s_.mesh_dropped_for_sp()) && s_.torch_version.value >= Version{2, 14, 0};
     Diagnostic d =
         finding("PLAN018", model_location(tree_, mod.path),
-                fmt::format("RuntimeError: Cannot concatenate overlapping meshes: {} calls fully_shard on '{}', "
-                            "whose parameters the earlier fully_shard group of '{}' already sharded (it is managed "
-                            "by that group without being an FSDPModule itself)",
+                fmt::format("{}: {} calls fully_shard on '{}', whose parameters the earlier fully_shard group of '{}' "
+                            "already sharded (it is managed by that group without being an FSDPModule itself)",
+                            unnamed_mesh ? "TypeError: Invariant encountered: value was None when it should not be "
+                                           "(DeviceMesh._concatenate on a mesh without dim names)"
+                                         : "RuntimeError: Cannot concatenate overlapping meshes",
                             who_calls(root), mod.path, owner_path.empty() ? "<root>" : owner_path),
                 s_.policy.value == WrapPolicyKind::size
                     ? "accelerate checks only isinstance(module, FSDPModule) before sharding the embeddings and the "

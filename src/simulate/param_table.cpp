@@ -52,19 +52,7 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
       e.requires_grad = p.requires_grad && !(frozen && std::regex_search(e.fqn.begin(), e.fqn.end(), *frozen));
       e.unreached = p.unreached;
       e.ignored = ignored_module_[static_cast<std::size_t>(m)];
-      // accelerate 1.14 fsdp2_prepare_model (PR #3987) with torch >= 2.7: frozen Params4bit of an
-      // integer storage dtype go to fully_shard's ignored_params and stay whole on every rank.
-      if (s.fsdp_version.value == 2 && p.packed_4bit() && !dtype_is_floating(p.dtype) && !e.requires_grad &&
-          s.accelerate_version.value >= Version{1, 14, 0} && s.torch_version.value >= Version{2, 7, 0})
-        e.ignored = true;
-      // FSDP2: accelerate upcasts trainable low-precision parameters to fp32 before fully_shard when
-      // mixed precision is on (fsdp_utils.py fsdp2_prepare_model, 1.14.0). FSDP1 upcasts each unit's
-      // FlatParameter only after FSDP(model) (accelerator.py prepare_model), so the flattening sees the
-      // loaded dtypes (flat_unit).
-      // Not when the model holds any Params4bit (model_has_params4bit).
-      if (s.fsdp_version.value == 2 && s.param_dtype() && e.requires_grad && dtype_is_floating(e.dtype) &&
-          e.dtype != DType::F32 && !tree.quantized_4bit())
-        e.dtype = DType::F32;
+      e.packed_4bit = p.packed_4bit();
       const int idx = static_cast<int>(entries_.size());
       if (!index.empty()) {
         if (const auto it = index.find(std::string(e.fqn)); it != index.end()) it->second = idx;
@@ -79,6 +67,44 @@ ParamTable::ParamTable(const ModuleTree& tree, const FsdpSettings& s)
     if (index.empty() || alias_targets[i].empty()) continue;
     if (auto it = index.find(alias_targets[i]); it != index.end() && it->second >= 0) entries_[i].storage = it->second;
   }
+  if (!index.empty()) share_flags_of_tied_parameters();
+  for (ParamEntry& e : entries_) apply_preparation(e, tree, s);
+}
+
+// A tied weight is one Parameter under several names: requires_grad_(False) through any of its names
+// freezes it under all of them (the fuzzer's freezing, scripts/oracle/fuzz_oracle.py, reaches every
+// name with named_parameters(remove_duplicate=False)), and ignoring the module of any name takes the
+// Parameter out of every unit and group: torch collects ignored *Parameters* (FSDP1
+// _init_utils.py _get_ignored_params, FSDP2 fully_shard(ignored_params=...), torch 2.14.1), so the
+// embedding's unit loses a weight its tied head's module was ignored for.
+void ParamTable::share_flags_of_tied_parameters() {
+  for (const ParamEntry& e : entries_) {
+    ParamEntry& owner = entries_[static_cast<std::size_t>(e.storage)];
+    owner.requires_grad = owner.requires_grad && e.requires_grad;
+    owner.ignored = owner.ignored || e.ignored;
+  }
+  for (ParamEntry& e : entries_) {
+    const ParamEntry& owner = entries_[static_cast<std::size_t>(e.storage)];
+    e.requires_grad = owner.requires_grad;
+    e.ignored = owner.ignored;
+  }
+}
+
+// What the caller does to a parameter before fully_shard, once its flags are final.
+void ParamTable::apply_preparation(ParamEntry& e, const ModuleTree& tree, const FsdpSettings& s) {
+  // accelerate 1.14 fsdp2_prepare_model (PR #3987) with torch >= 2.7: frozen Params4bit of an
+  // integer storage dtype go to fully_shard's ignored_params and stay whole on every rank.
+  if (s.fsdp_version.value == 2 && e.packed_4bit && !dtype_is_floating(e.dtype) && !e.requires_grad &&
+      s.accelerate_version.value >= Version{1, 14, 0} && s.torch_version.value >= Version{2, 7, 0})
+    e.ignored = true;
+  // FSDP2: accelerate upcasts trainable low-precision parameters to fp32 before fully_shard when
+  // mixed precision is on (fsdp_utils.py fsdp2_prepare_model, 1.14.0). FSDP1 upcasts each unit's
+  // FlatParameter only after FSDP(model) (accelerator.py prepare_model), so the flattening sees the
+  // loaded dtypes (flat_unit).
+  // Not when the model holds any Params4bit (model_has_params4bit).
+  if (s.fsdp_version.value == 2 && s.param_dtype() && e.requires_grad && dtype_is_floating(e.dtype) &&
+      e.dtype != DType::F32 && !tree.quantized_4bit())
+    e.dtype = DType::F32;
 }
 
 std::vector<IgnoredParam> ignored_params(const ParamTable& params) {

@@ -20,9 +20,10 @@ struct ParamEntry {
   std::int64_t numel = 0;
   DType dtype = DType::F32;  // after accelerate's upcast (see ParamTable)
   bool requires_grad = true;
-  bool unreached = false;  // ParamInfo::unreached: no gradient in a step
-  bool ignored = false;    // under an ignored module: never flattened or sharded
-  int storage = -1;
+  bool unreached = false;    // ParamInfo::unreached: no gradient in a step
+  bool ignored = false;      // under an ignored module: never flattened or sharded
+  bool packed_4bit = false;  // a bitsandbytes Params4bit
+  int storage = -1;          // the entry of the Parameter this name holds (a tied alias: its target's)
 };
 
 class ParamTable {
@@ -56,6 +57,9 @@ class ParamTable {
   bool ignored_module(int m) const { return ignored_module_[static_cast<std::size_t>(m)]; }
 
  private:
+  void share_flags_of_tied_parameters();
+  static void apply_preparation(ParamEntry& e, const ModuleTree& tree, const FsdpSettings& s);
+
   std::string names_;  // every entry's fqn, back to back; sized once, so the views stay valid
   std::vector<ParamEntry> entries_;
   std::vector<int> first_;  // module -> its first entry; first_[modules] = size()

@@ -43,6 +43,9 @@ inline FsdpSettings settings_for(const json& c) {
   s.use_orig_params.value = c.value("use_orig_params", false);
   s.mixed_precision.value = parse_mixed_precision(c.value("mixed_precision", "no")).value();
   s.ignored_modules.value = c.value("ignored_modules", "");
+  // The fuzzer's frozen regex (scripts/oracle/fuzz_oracle.py): requires_grad_(False) on every
+  // Parameter one of whose names it re.search-es.
+  s.frozen.value = c.value("frozen", "");
   if (c.contains("reshard_after_forward")) s.reshard_after_forward.value = c.at("reshard_after_forward").get<bool>();
   s.dp_replicate.value = c.value("dp_replicate", 1);
   s.num_machines.value = c.value("num_machines", 1);
@@ -71,6 +74,8 @@ inline std::string errors_of(const DiagnosticSink& sink) {
 // prediction must repeat word for word.
 inline std::string message_key(const std::string& torch_message) {
   std::string key = torch_message.substr(0, torch_message.find('\n'));
+  // The oracle records a KeyError as repr(e), KeyError("..."): the words are inside.
+  if (key.starts_with("KeyError(\"") || key.starts_with("KeyError('")) key = key.substr(10);
   if (const auto paren = key.find(": ModuleList("); paren != std::string::npos) key = key.substr(0, paren);
   if (const auto meshes = key.find("overlapping meshes: "); meshes != std::string::npos)
     key = key.substr(0, meshes + 18);
@@ -196,7 +201,14 @@ inline void compare_case(const json& c, const PreflightResult& r, int& errors, i
                                             << errors_of(r.sink));
     return;
   }
-  CHECK_MESSAGE(!r.sink.has_errors(), "torch ran this case; our errors:\n" << errors_of(r.sink));
+  // A case that never stepped (gloo has no bf16/fp16 collectives) cannot confirm or refute an error
+  // torch raises only at the first forward or backward.
+  const bool stepped = c.value("step", true);
+  bool unconfirmed_errors = false;
+  for (const auto& d : r.sink.items())
+    unconfirmed_errors = unconfirmed_errors ||
+                         (d.severity == Severity::error && (stepped || (d.code != "PLAN020" && d.code != "PLAN034")));
+  CHECK_MESSAGE(!unconfirmed_errors, "torch ran this case; our errors:\n" << errors_of(r.sink));
   REQUIRE(r.plan.has_value());
   if (c.at("fsdp_version").get<int>() == 1)
     check_fsdp1_units(c, *r.plan);
