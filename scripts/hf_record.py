@@ -39,6 +39,9 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForImageTextToText  # noqa: E402
+from transformers import AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq  # noqa: E402
+from transformers.models.auto.modeling_auto import (  # noqa: E402
+    MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES as SEQ2SEQ, MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES as SPEECH_SEQ2SEQ)
 
 transformers.logging.set_verbosity_error()
 
@@ -69,9 +72,17 @@ def sources():
         out.append((f"default-{mt}", cfg.to_dict()))
     for path in sorted(glob.glob(os.path.join(REPO, "fixtures", "corpus-configs", "*.json"))):
         out.append(("hub-" + os.path.basename(path)[:-5], json.load(open(path))))
+    # The second configuration of each type scripts/registry_autodraft.py drafted (its fields changed).
+    for path in sorted(glob.glob(os.path.join(OUT, "vary-configs", "*.json"))):
+        out.append(("vary-" + os.path.basename(path)[:-5], json.load(open(path))))
     for path in sorted(glob.glob(os.path.join(REPO, "fixtures", "oracle2", "models", "*", "config.json"))):
         out.append(("tiny-" + os.path.basename(os.path.dirname(path)), json.load(open(path))))
     return out
+
+
+def head_kind(model_type: str) -> str:
+    """"seq2seq" for the encoder-decoder types (transformers' seq2seq and speech-seq2seq mappings)."""
+    return "seq2seq" if model_type in SEQ2SEQ or model_type in SPEECH_SEQ2SEQ else "causal"
 
 
 def record(name: str, cfg_dict: dict) -> dict:
@@ -83,6 +94,10 @@ def record(name: str, cfg_dict: dict) -> dict:
         # like mllama, also map to a text-only causal LM class).
         if model_type in VLM_TYPES:
             model = AutoModelForImageTextToText.from_config(cfg)
+        elif head_kind(model_type) == "seq2seq":
+            # Encoder-decoders (T5, BART, Whisper): the *ForConditionalGeneration people fine-tune, not
+            # the decoder-only *ForCausalLM some of them also have.
+            model = (AutoModelForSpeechSeq2Seq if model_type in SPEECH_SEQ2SEQ else AutoModelForSeq2SeqLM).from_config(cfg)
         else:
             try:
                 model = AutoModelForCausalLM.from_config(cfg)
