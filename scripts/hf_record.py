@@ -60,12 +60,22 @@ VLM_TYPES = ["llava", "llava_next", "llava_onevision", "paligemma", "qwen2_vl", 
              "gemma3", "smolvlm"]
 
 
+# Fields transformers' own default config leaves unset although the model needs them (the default
+# config does not build: HunYuan's head_dim, Nemotron's num_key_value_heads): the default record sets them.
+DEFAULT_OVERRIDES = {
+    "hunyuan_v1_dense": {"head_dim": 128},
+    "hunyuan_v1_moe": {"head_dim": 128},
+    "nemotron": {"num_key_value_heads": 8},
+    "ministral": {"head_dim": 128},
+}
+
+
 def sources():
     """(name, config dict) pairs."""
     out = []
     for mt in REGISTRY_TYPES + [t for t in CANDIDATE_TYPES + VLM_TYPES if t not in REGISTRY_TYPES]:
         try:
-            cfg = AutoConfig.for_model(mt)
+            cfg = AutoConfig.for_model(mt, **DEFAULT_OVERRIDES.get(mt, {}))
         except Exception as e:  # noqa: BLE001
             print(f"skip default {mt}: {e}", file=sys.stderr)
             continue

@@ -176,13 +176,7 @@ PREFER = ("hidden_size", "d_model", "n_embd", "intermediate_size", "num_attentio
 # ---------------------------------------------------------------------------------------------------
 
 
-# Fields transformers' own default config leaves unset although the model needs them (its default
-# config does not build): the base configuration sets them.
-BASE_OVERRIDES = {
-    "hunyuan_v1_dense": {"head_dim": 128},
-    "hunyuan_v1_moe": {"head_dim": 128},
-    "nemotron": {"num_key_value_heads": 8},
-}
+BASE_OVERRIDES = hf_record.DEFAULT_OVERRIDES
 
 
 def draft(model_type: str, force: bool) -> int:
