@@ -133,7 +133,19 @@ def record(name: str, cfg_dict: dict) -> dict:
     }
 
 
+def finite(v):
+    """JSON has no Infinity or NaN (Mamba-2's time_step_limit (0, inf)): such floats are written as strings."""
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [finite(x) for x in v]
+    return v
+
+
 def dump(doc: dict) -> str:
+    doc = finite(doc)
     lines = []
     for k, v in doc.items():
         if k.startswith("_"):
