@@ -29,7 +29,10 @@ def check(binary: str, path: str, work: str) -> str | None:
         json.dump(rec["config"], f)
     tv = rec["versions"]["transformers"].split("+")[0]
     p = subprocess.run([binary, "--rules", os.path.join(REPO, "rules"), "inspect", "--format", "json",
-                        "--transformers-version", tv, d], capture_output=True, text=True)
+                        "--transformers-version", tv, d]
+                       # from_config builds a quantised config's model unquantised (as the unit test does).
+                       + (["--dequantize"] if "quantization_config" in rec["config"] else []),
+                       capture_output=True, text=True)
     try:
         out = json.loads(p.stdout)
     except json.JSONDecodeError:
