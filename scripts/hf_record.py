@@ -39,6 +39,9 @@ warnings.filterwarnings("ignore")
 import torch  # noqa: E402
 import transformers  # noqa: E402
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, AutoModelForImageTextToText  # noqa: E402
+from transformers import AutoModelForSeq2SeqLM, AutoModelForSpeechSeq2Seq  # noqa: E402
+from transformers.models.auto.modeling_auto import (  # noqa: E402
+    MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES as SEQ2SEQ, MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES as SPEECH_SEQ2SEQ)
 
 transformers.logging.set_verbosity_error()
 
@@ -57,21 +60,39 @@ VLM_TYPES = ["llava", "llava_next", "llava_onevision", "paligemma", "qwen2_vl", 
              "gemma3", "smolvlm"]
 
 
+# Fields transformers' own default config leaves unset although the model needs them (the default
+# config does not build: HunYuan's head_dim, Nemotron's num_key_value_heads): the default record sets them.
+DEFAULT_OVERRIDES = {
+    "hunyuan_v1_dense": {"head_dim": 128},
+    "hunyuan_v1_moe": {"head_dim": 128},
+    "nemotron": {"num_key_value_heads": 8},
+    "ministral": {"head_dim": 128},
+}
+
+
 def sources():
     """(name, config dict) pairs."""
     out = []
     for mt in REGISTRY_TYPES + [t for t in CANDIDATE_TYPES + VLM_TYPES if t not in REGISTRY_TYPES]:
         try:
-            cfg = AutoConfig.for_model(mt)
+            cfg = AutoConfig.for_model(mt, **DEFAULT_OVERRIDES.get(mt, {}))
         except Exception as e:  # noqa: BLE001
             print(f"skip default {mt}: {e}", file=sys.stderr)
             continue
         out.append((f"default-{mt}", cfg.to_dict()))
     for path in sorted(glob.glob(os.path.join(REPO, "fixtures", "corpus-configs", "*.json"))):
         out.append(("hub-" + os.path.basename(path)[:-5], json.load(open(path))))
+    # The second configuration of each type scripts/registry_autodraft.py drafted (its fields changed).
+    for path in sorted(glob.glob(os.path.join(OUT, "vary-configs", "*.json"))):
+        out.append(("vary-" + os.path.basename(path)[:-5], json.load(open(path))))
     for path in sorted(glob.glob(os.path.join(REPO, "fixtures", "oracle2", "models", "*", "config.json"))):
         out.append(("tiny-" + os.path.basename(os.path.dirname(path)), json.load(open(path))))
     return out
+
+
+def head_kind(model_type: str) -> str:
+    """"seq2seq" for the encoder-decoder types (transformers' seq2seq and speech-seq2seq mappings)."""
+    return "seq2seq" if model_type in SEQ2SEQ or model_type in SPEECH_SEQ2SEQ else "causal"
 
 
 def record(name: str, cfg_dict: dict) -> dict:
@@ -83,6 +104,10 @@ def record(name: str, cfg_dict: dict) -> dict:
         # like mllama, also map to a text-only causal LM class).
         if model_type in VLM_TYPES:
             model = AutoModelForImageTextToText.from_config(cfg)
+        elif head_kind(model_type) == "seq2seq":
+            # Encoder-decoders (T5, BART, Whisper): the *ForConditionalGeneration people fine-tune, not
+            # the decoder-only *ForCausalLM some of them also have.
+            model = (AutoModelForSpeechSeq2Seq if model_type in SPEECH_SEQ2SEQ else AutoModelForSeq2SeqLM).from_config(cfg)
         else:
             try:
                 model = AutoModelForCausalLM.from_config(cfg)
@@ -108,7 +133,19 @@ def record(name: str, cfg_dict: dict) -> dict:
     }
 
 
+def finite(v):
+    """JSON has no Infinity or NaN (Mamba-2's time_step_limit (0, inf)): such floats are written as strings."""
+    if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+        return str(v)
+    if isinstance(v, dict):
+        return {k: finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [finite(x) for x in v]
+    return v
+
+
 def dump(doc: dict) -> str:
+    doc = finite(doc)
     lines = []
     for k, v in doc.items():
         if k.startswith("_"):
