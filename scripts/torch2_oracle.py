@@ -38,6 +38,7 @@ import fnmatch
 import json
 import multiprocessing as mp
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -624,6 +625,18 @@ def rank_prologue(rank: int, W: int) -> None:
     torch.manual_seed(0)
 
 
+def apply_frozen(model, c: dict) -> None:
+    """`frozen`: requires_grad_(False) on every Parameter one of whose names (tied aliases included)
+    the regex re.search-es, as a script freezing by name over named_parameters(remove_duplicate=False)."""
+    if not c.get("frozen"):
+        return
+    import re
+    rx = re.compile(c["frozen"])
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if rx.search(name):
+            p.requires_grad_(False)
+
+
 def rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
     rank_prologue(rank, W)
     rec, stage = {}, "init"
@@ -631,6 +644,7 @@ def rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
         dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)
         stage = "load"
         model = LOAD_HOOK(c) if LOAD_HOOK is not None else load_model(c["model"])
+        apply_frozen(model, c)
         stage = "wrap"
         if c["fsdp_version"] == 1:
             model = wrap_fsdp1(model, c)
@@ -750,6 +764,8 @@ def case(model, fsdp, W, policy, **kw):
         parts.append(kw["mixed_precision"])
     if kw.get("ignored_modules"):
         parts.append("ign")
+    if kw.get("frozen"):
+        parts.append("frz-" + re.sub(r"[^a-z]", "", kw["frozen"])[:12])
     if kw.get("num_machines", 1) > 1:
         parts.append(f"m{kw['num_machines']}")
     if kw.get("dp_replicate", 1) > 1:
@@ -856,6 +872,18 @@ def all_cases() -> list:
         cs.append(case(m, 2, 3, TF(), reshard_after_forward=False))
     for m in ("llama", "qwen2"):
         cs.append(case(m, 2, 3, TF(), ignored_modules=r"model\.layers\.1"))
+    # A tied weight is one Parameter: freezing or ignoring it through either name acts on both
+    # (FSDP1 use_orig_params both ways, FSDP2; scripts/oracle/fuzz_oracle.py samples more).
+    for m in ("llama_tied", "qwen2_tied"):
+        for frozen in (r"lm_head", r"embed_tokens"):
+            cs.append(case(m, 1, 3, TF(), frozen=frozen))
+            cs.append(case(m, 1, 4, TF(), frozen=frozen, use_orig_params=True))
+            cs.append(case(m, 1, 3, SIZE(300), frozen=frozen, use_orig_params=True))
+            cs.append(case(m, 2, 3, TF(), frozen=frozen))
+        cs.append(case(m, 1, 3, TF(), ignored_modules=r"lm_head"))
+        cs.append(case(m, 1, 4, SIZE(300), ignored_modules=r"lm_head", use_orig_params=True))
+        cs.append(case(m, 2, 3, TF(), ignored_modules=r"lm_head"))
+        cs.append(case(m, 2, 4, TF(), ignored_modules=r"model\.embed_tokens"))
     # A size policy that wraps the base model (all but the 37 x 20 LM head) and nothing inside it:
     # accelerate then calls fully_shard on the embedding that group already manages.
     infos_path = os.path.join(OUT, "models", "models.json")

@@ -216,12 +216,7 @@ def load_case_model(c: dict):
     except TypeError:
         kwargs.pop("experts_implementation", None)
         model = T.auto_class(cfg).from_pretrained(d, **kwargs)
-    if c.get("frozen"):
-        rx = re.compile(c["frozen"])
-        for name, p in model.named_parameters(remove_duplicate=False):
-            if rx.search(name):
-                p.requires_grad_(False)
-    return model
+    return model  # torch2_oracle.rank_main then applies the case's `frozen`
 
 
 def main() -> int:

@@ -691,6 +691,14 @@ constexpr FindingCode kCodes[] = {
      "inter-node process groups. accelerate's FSDP1 path passes neither a group nor a mesh, so NO_WRAP with a hybrid "
      "strategy fails at prepare with \"ValueError: Manual wrapping with ShardingStrategy.HYBRID_SHARD requires "
      "explicit specification of process group or device_mesh.\""},
+    {"PLAN037", Severity::error, ExitCode::findings, "An FSDP1 unit wraps a container nobody calls",
+     "FSDP1 all-gathers a unit's parameters in the forward of the module it wraps "
+     "(torch/distributed/fsdp/fully_sharded_data_parallel.py forward -> _pre_forward). A ModuleList or ModuleDict "
+     "has no forward: the model iterates it and calls each layer itself, so a unit around the container never "
+     "unshards, and under a sharded strategy its layers compute with each rank's shard of their weights. Real torch "
+     "2.14.1 fails in the first layer: \"RuntimeError: The size of tensor a (0) must match the size of tensor b "
+     "(20) at non-singleton dimension 2\" (fixtures/fuzz, use_orig_params=True). A class list naming ModuleList, or "
+     "one container class, ends here; with one rank per shard group the unit holds whole weights and runs."},
 
     // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp, src/simulate/peft_checks.cpp) ----
     {"PEFT001", Severity::error, ExitCode::bad_adapter, "adapter_config.json is not a JSON object",

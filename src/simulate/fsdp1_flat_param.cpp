@@ -45,7 +45,7 @@ void validate_flattenable(const ModuleTree& tree, const ShardUnit& unit, const F
                              torch_dtype_name(first.dtype), torch_dtype_name(p.dtype), first.fqn, p.fqn)
                : fmt::format("ValueError: Must flatten tensors with uniform dtype but got {} and {} ({} vs {})",
                              torch_dtype_name(first.dtype), torch_dtype_name(p.dtype), first.fqn, p.fqn),
-          mixed_dtype_help({first.dtype, p.dtype}, {std::string(first.fqn), std::string(p.fqn)})));
+          mixed_dtype_help(tree, {first.dtype, p.dtype}, {std::string(first.fqn), std::string(p.fqn)})));
       return;
     }
     if (!orig && p.requires_grad != first.requires_grad) {

@@ -349,6 +349,31 @@ std::string unit_instance_path(const ShardUnit& u, std::int64_t k) {
   return out;
 }
 
+// An FSDP1 unit unshards in its module's forward (fully_sharded_data_parallel.py forward ->
+// _pre_forward). A ModuleList or ModuleDict has no forward its parent calls: the parent iterates it
+// and calls the layers directly, so the unit never all-gathers and the layers run on the rank's
+// sharded views. Real torch 2.14.1 (fuzz seed 2, use_orig_params=True, SHARD_GRAD_OP): "RuntimeError:
+// The size of tensor a (0) must match the size of tensor b (20) at non-singleton dimension 2" in the
+// first layer's norm. A shard group of one rank holds everything and runs.
+static void check_uncalled_containers(const ModuleTree& tree, const ShardPlan& plan, DiagnosticSink& sink) {
+  if (plan.strategy == ShardingStrategy::no_shard || plan.shard_group <= 1) return;
+  for (const ShardUnit& u : plan.units) {
+    if (u.module <= 0 || u.params.empty()) continue;
+    const Module& mod = tree.modules[static_cast<std::size_t>(u.module)];
+    if (!tree.is_instance(mod, "ModuleList") && !tree.is_instance(mod, "ModuleDict")) continue;
+    sink.report(finding(
+        "PLAN037", model_location(tree, u.path),
+        fmt::format("RuntimeError at the first forward (torch 2.14.1: \"The size of tensor a (0) must match the size "
+                    "of tensor b (...)\" in the first layer): the FSDP unit '{}' wraps a {}, whose forward nobody "
+                    "calls (its parent iterates it), so FSDP never all-gathers it and its layers run on each rank's "
+                    "shard",
+                    u.path, mod.cls),
+        "wrap the layers, not their container: name the decoder layer class in "
+        "fsdp_transformer_layer_cls_to_wrap (not ModuleList)"));
+    return;  // the first forward stops at the first one
+  }
+}
+
 // When a size policy counted a tied weight through rank 0's slice, every rank of the shard group
 // decides for itself; ranks that build different units run different collectives.
 static void check_ranks_wrap_alike(const ModuleTree& tree, const FsdpSettings& s, const ParamTable& params,
@@ -426,6 +451,7 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
   }
   unit_diagnostics.flush(sink);
   check_tied_views(tree, s, plan, params, modules, holder, sink);
+  check_uncalled_containers(tree, plan, sink);
   plan.ignored = ignored_params(params);
   return plan;
 }

@@ -369,7 +369,7 @@ void check_uniform_dtype(const ModuleTree& tree, const ShardUnit& unit, const st
               fmt::format("AssertionError: FSDP expects uniform original parameter dtype but got {{{}}} (raised at the "
                           "first forward by this fully_shard group{})",
                           set, trainable_only ? ", over its parameters that require grad" : ""),
-              mixed_dtype_help(dtypes, fqns));
+              mixed_dtype_help(tree, dtypes, fqns));
   sink.report(std::move(d));
 }
 

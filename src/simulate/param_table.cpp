@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <regex>
@@ -157,7 +158,8 @@ std::string torch_dtype_name(DType d) {
 
 static bool is_fp8(DType d) { return dtype_name(d).starts_with("F8_"); }
 
-std::string mixed_dtype_help(const std::vector<DType>& dtypes, const std::vector<std::string>& names) {
+std::string mixed_dtype_help(const ModuleTree& tree, const std::vector<DType>& dtypes,
+                             const std::vector<std::string>& names) {
   const bool adapter = std::any_of(names.begin(), names.end(), [](const std::string& n) {
     return n.find(".lora_") != std::string::npos || n.find(".modules_to_save.") != std::string::npos;
   });
@@ -171,6 +173,22 @@ std::string mixed_dtype_help(const std::vector<DType>& dtypes, const std::vector
            "block scales, which FSDP cannot shard together, and transformers marks FP8 models as not trainable: load "
            "it dequantised (from_pretrained(..., quantization_config=FineGrainedFP8Config(dequantize=True))) and "
            "check that with --dequantize";
+  // transformers' _keep_in_fp32_modules(_strict): the half-precision load left these in float32.
+  const bool half =
+      std::any_of(dtypes.begin(), dtypes.end(), [](DType d) { return d == DType::F16 || d == DType::BF16; });
+  const bool has_fp32 = std::find(dtypes.begin(), dtypes.end(), DType::F32) != dtypes.end();
+  if (half && has_fp32 && !tree.keep_in_fp32_modules_strict.empty())
+    return fmt::format(
+        "transformers loads the parameters matching _keep_in_fp32_modules_strict ({}) in float32 "
+        "whenever the model loads in float16 or bfloat16: load it in float32 and train with "
+        "mixed_precision, or give those modules units of their own",
+        fmt::join(tree.keep_in_fp32_modules_strict, ", "));
+  if (half && has_fp32 && !tree.keep_in_fp32_modules.empty())
+    return fmt::format(
+        "transformers loads the parameters matching _keep_in_fp32_modules ({}) in float32 when the "
+        "model loads in float16: load it in bfloat16 (or float32 with mixed_precision), or give those "
+        "modules units of their own",
+        fmt::join(tree.keep_in_fp32_modules, ", "));
   return "load the model in one dtype (torch_dtype=...), or wrap the differing parameters in their own unit";
 }
 

@@ -78,7 +78,8 @@ void set_collective_dtypes(ShardUnit& unit, const FsdpSettings& s);
 std::string torch_dtype_name(DType d);
 // What to do about parameters of two dtypes in one unit (FP8 checkpoints get their own advice).
 // `names`: the parameters involved (a LoRA adapter among them gets PEFT advice).
-std::string mixed_dtype_help(const std::vector<DType>& dtypes, const std::vector<std::string>& names = {});
+std::string mixed_dtype_help(const ModuleTree& tree, const std::vector<DType>& dtypes,
+                             const std::vector<std::string>& names = {});
 
 // An FSDP1 unit from its owned parameters: flat layout with the version's padding, then the
 // torch.chunk split over the shard group. Reports FlatParameter construction errors.

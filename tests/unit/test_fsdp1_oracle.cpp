@@ -131,7 +131,12 @@ TEST_CASE("fsdp1 oracle: every case matches real torch 1.13 FSDP to the element"
                                                       << "\nfirst ours: " << sink.items().front().message);
       continue;
     }
-    CHECK_FALSE(sink.has_errors());
+    // These cases only wrap (no forward ran): an error torch raises at the first forward, such as a
+    // unit around a container nobody calls (PLAN037, toy_containers), is neither confirmed nor refuted.
+    bool wrap_errors = false;
+    for (const auto& d : sink.items())
+      wrap_errors = wrap_errors || (d.severity == Severity::error && d.code != "PLAN037");
+    CHECK_FALSE(wrap_errors);
     CHECK(strategy_name(plan.strategy) == c.at("effective_sharding_strategy").get<std::string>());
     const json& units = c.at("units");
     REQUIRE(plan.units.size() == units.size());
