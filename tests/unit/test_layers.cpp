@@ -31,23 +31,47 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::map<std::string, int> kStageRank = {
-    {"util", 0},    {"platform", 0}, {"codes", 1},    {"load", 2},  {"rules", 3},  {"resolve", 4},
-    {"simulate", 5}, {"check", 6},   {"report", 7},   {"pipeline", 8}, {"smoke", 9}, {"cli", 10},
+    {"util", 0},     {"platform", 0}, {"codes", 1},  {"load", 2},     {"rules", 3}, {"resolve", 4},
+    {"simulate", 5}, {"check", 6},    {"report", 7}, {"pipeline", 8}, {"smoke", 9}, {"cli", 10},
 };
 
 const std::map<std::string, std::string> kPublicHeaders = {
-    {"accelerate_schema", "load"},  {"adapter", "load"},          {"checkpoint", "load"},
-    {"config_doc", "load"},         {"diagnostics", "util"},      {"dtype", "util"},
-    {"effective_settings", "resolve"}, {"environment", "load"},   {"exit_codes", "util"},
-    {"expr", "resolve"},            {"file_kind", "load"},        {"finding_codes", "codes"},
-    {"hub", "load"},                {"lint", "rules"},            {"load_tree", "pipeline"},
-    {"memory", "simulate"},         {"model_config", "load"},     {"model_source", "load"},
-    {"module_tree", "resolve"},     {"optimizers", "load"},       {"peft_model", "resolve"},
-    {"preflight", "pipeline"},      {"quantization", "resolve"},  {"registry", "resolve"},
-    {"repeated_blocks", "resolve"}, {"report", "report"},         {"rules_dir", "util"},
-    {"settings", "resolve"},        {"shard_plan", "simulate"},   {"stack_versions", "resolve"},
-    {"tensor_parallel", "simulate"}, {"text", "util"},            {"training_args", "load"},
-    {"trl_model_config", "resolve"}, {"validate_settings", "resolve"}, {"version", "util"},
+    {"accelerate_schema", "load"},
+    {"adapter", "load"},
+    {"checkpoint", "load"},
+    {"config_doc", "load"},
+    {"diagnostics", "util"},
+    {"dtype", "util"},
+    {"effective_settings", "resolve"},
+    {"environment", "load"},
+    {"exit_codes", "util"},
+    {"expr", "resolve"},
+    {"file_kind", "load"},
+    {"finding_codes", "codes"},
+    {"hub", "load"},
+    {"lint", "rules"},
+    {"load_tree", "pipeline"},
+    {"memory", "simulate"},
+    {"model_config", "load"},
+    {"model_source", "load"},
+    {"module_tree", "resolve"},
+    {"optimizers", "load"},
+    {"peft_model", "resolve"},
+    {"preflight", "pipeline"},
+    {"quantization", "resolve"},
+    {"registry", "resolve"},
+    {"repeated_blocks", "resolve"},
+    {"report", "report"},
+    {"rules_dir", "util"},
+    {"settings", "resolve"},
+    {"shard_plan", "simulate"},
+    {"stack_versions", "resolve"},
+    {"tensor_parallel", "simulate"},
+    {"text", "util"},
+    {"training_args", "load"},
+    {"trl_model_config", "resolve"},
+    {"validate_settings", "resolve"},
+    {"version", "util"},
 };
 
 // The upward includes that remain, each with what would remove it. Shrinking this list is progress;
@@ -68,7 +92,8 @@ const std::set<std::pair<std::string, std::string>> kAllowedUpward = {
 // The stage of a file under src/ or include/shardcheck/; "" for one outside the stages.
 std::string stage_of_file(const fs::path& relative) {
   const std::string first = relative.begin()->string();
-  if (first == "include") return kPublicHeaders.count(relative.stem().string()) ? kPublicHeaders.at(relative.stem().string()) : "";
+  if (first == "include")
+    return kPublicHeaders.count(relative.stem().string()) ? kPublicHeaders.at(relative.stem().string()) : "";
   auto part = std::next(relative.begin());
   if (part == relative.end()) return "";
   const std::string stage = part->string();
