@@ -121,7 +121,7 @@ std::set<Include> upward_includes() {
   const fs::path root(SHARDCHECK_SOURCE_DIR);
   const std::regex include_line(R"rx(#include "([^"]+)")rx");
   std::set<Include> found;
-  for (const fs::path dir : {root / "src", root / "include" / "shardcheck"})
+  for (const fs::path& dir : {root / "src", root / "include" / "shardcheck"})
     for (const auto& e : fs::recursive_directory_iterator(dir)) {
       if (!e.is_regular_file()) continue;
       const fs::path relative = fs::relative(e.path(), root);
