@@ -1,5 +1,5 @@
 // The whole finding-code catalogue (finding_codes.hpp): the table's codes (src/codes/, raised by name
-// from the stages below) and every plan check's (src/check/, documented in the check's own file). The
+// from the stages below) and every release and plan check's (src/check/, documented in the check's own file). The
 // check stage is the lowest that sees both, so the catalogue is assembled here.
 #include <algorithm>
 #include <cstdlib>
@@ -38,7 +38,10 @@ std::vector<FindingCode> assemble() {
   const auto table = table_finding_codes();
   std::vector<FindingCode> codes(table.begin(), table.end());
   std::vector<FindingCode> checks;
-  for (const PlanCheck* check : all_plan_checks()) checks.insert(checks.end(), check->codes.begin(), check->codes.end());
+  for (const ReleaseCheck* check : all_release_checks())
+    checks.insert(checks.end(), check->codes.begin(), check->codes.end());
+  for (const PlanCheck* check : all_plan_checks())
+    checks.insert(checks.end(), check->codes.begin(), check->codes.end());
   std::sort(checks.begin(), checks.end(), [](const FindingCode& a, const FindingCode& b) {
     return std::pair(prefix_of(a.id), number_of(a.id)) < std::pair(prefix_of(b.id), number_of(b.id));
   });

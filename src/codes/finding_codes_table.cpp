@@ -488,7 +488,7 @@ constexpr FindingCode kCodes[] = {
      "unit of its own. Keep the tied modules in one unit (TRANSFORMER_BASED_WRAP leaves both in the root) or "
      "use use_orig_params=False, where the head's unit flattens its own copy instead (PLAN004)."},
 
-    // ---- merged settings (src/resolve/validate_settings.cpp) ----
+    // ---- merged settings (src/resolve/validate_settings.cpp; SET005 is a release check, src/check/) ----
     {"SET001", Severity::error, ExitCode::findings, "A setting is outside the values any job can run with",
      "num_processes (the world size), num_machines, fsdp_version, dp_replicate_size and a --min-num-params "
      "flag are checked once after the accelerate config, the environment and the flags are merged, before "
@@ -513,18 +513,6 @@ constexpr FindingCode kCodes[] = {
      "default is 0 when neither the config nor FSDP_MIN_NUM_PARAMS sets it. Nothing is auto-wrapped and "
      "every parameter stays in the root unit, under FSDP1 and FSDP2 alike; shardcheck plans exactly that."},
 
-    {"SET005", Severity::error, ExitCode::findings,
-     "The torch / transformers / accelerate versions cannot run together",
-     "Each version comes from its flag, else the job's Python environment (--python-env, or the active "
-     "virtualenv or conda prefix: the packages' dist-info or egg-info metadata), else shardcheck's default "
-     "release set, the one its torch 2.x oracle was run with (rules/versions.yaml). A transformers release "
-     "that cannot run on the torch given is an error: transformers reports torch as unavailable below its "
-     "floor (import_utils.py is_torch_available: torch 2.4 in 5.12.1; 2.2 from 4.56, PR #40317) and builds no "
-     "model. So is a version older than any shardcheck models, and a model_type that the transformers "
-     "release does not have yet (the registry's `since`). A version newer than the newest checked one is a "
-     "warning: the plan assumes the newest known behaviour. When only torch is given and the default "
-     "transformers cannot run on it, the transformers of that torch's time is assumed and the output says "
-     "so."},
     {"SET006", Severity::error, ExitCode::findings, "Expert parallelism without tensor-parallel ranks",
      "--expert-parallel true stands for from_pretrained(..., distributed_config=DistributedConfig("
      "enable_expert_parallel=True)): the model's base_model_ep_plan replaces its TP plan (modeling_utils.py "
@@ -584,8 +572,8 @@ constexpr FindingCode kCodes[] = {
      "the whole sequence: activations are those of the full length. Use cp_size (FSDP2 context parallelism) or "
      "DeepSpeed."},
 
-    // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp; PEFT007, PEFT014 and
-    // PEFT015 are plan checks, src/check/) ----
+    // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp; PEFT007, PEFT011,
+    // PEFT014 and PEFT015 are checks of src/check/) ----
     {"PEFT001", Severity::error, ExitCode::bad_adapter, "adapter_config.json is not a JSON object",
      "peft reads adapter_config.json back with json.load into a LoraConfig (config.py "
      "PeftConfigMixin.from_pretrained, peft 0.20). This file does not parse, or its top level is not an "
@@ -642,13 +630,6 @@ constexpr FindingCode kCodes[] = {
      "AutoPeftModelForCausalLM.from_pretrained does: it loads the base model named by "
      "base_model_name_or_path and the adapter on it. To plan the adapter on another base model, give that "
      "as MODEL and the directory with --adapter."},
-
-    {"PEFT011", Severity::warning, ExitCode::ok, "FSDP + QLoRA with a release below peft's guide",
-     "peft's FSDP+QLoRA guide (docs/source/accelerate/fsdp.md) lists the first releases that shard 4-bit "
-     "weights under FSDP: bitsandbytes >= 0.43.3 (the floating bnb_4bit_quant_storage), accelerate >= 1.0.1, "
-     "transformers > 4.44.2, trl > 0.11.4 and peft > 0.13.0 (rules/peft.yaml). A version known from a flag "
-     "or the job's Python environment below one of them gets this warning; shardcheck did not run those "
-     "releases, so it says what the guide says rather than predict the failure."},
 
     {"PEFT012", Severity::error, ExitCode::findings,
      "Only some of the 4.x projections fused into one 5.x parameter are targeted",

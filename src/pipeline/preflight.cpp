@@ -18,8 +18,8 @@ PreflightResult run_preflight(const PreflightRequest& req) {
   std::optional<LoadedModel> model = load_model_files(req, release->resolve, r);
   if (!model) return r;
   SavedWeightsCheck saved_weights;  // beside the plan; its findings take their place after the adapter's
-  if (!add_adapter(req, *release, *model, saved_weights, r)) return r;
-  check_release_set(*release, r);
+  if (!add_adapter(req, *model, saved_weights, r)) return r;
+  check_release_set(req, *release, *model, r);
   const std::optional<Simulation> simulation = simulate(req, saved_weights, r);
   if (!simulation) return r;
   check_plan(req, *release, *model, *simulation, r);

@@ -66,13 +66,12 @@ Diagnostic does_not_fit(const PreflightResult& r) {
       "FIT001", in_file(r.tree->config_path),
       r.memory.step.available
           ? fmt::format("the plan needs {} ({} bytes) per GPU on rank {} at its peak, {}, but a GPU has {}",
-                        human_bytes(r.memory.peak), r.memory.peak,
-                        r.memory.peak_mesh_rank.value_or(r.memory.peak_rank), r.memory.step.peak.name,
-                        human_bytes(r.memory.gpu_memory))
+                        human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_mesh_rank.value_or(r.memory.peak_rank),
+                        r.memory.step.peak.name, human_bytes(r.memory.gpu_memory))
           : fmt::format("the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
                         "optimizer states sharded; the largest unsharded units resident; {})",
-                        human_bytes(r.memory.peak), r.memory.peak,
-                        r.memory.peak_mesh_rank.value_or(r.memory.peak_rank), human_bytes(r.memory.gpu_memory),
+                        human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_mesh_rank.value_or(r.memory.peak_rank),
+                        human_bytes(r.memory.gpu_memory),
                         r.memory.activations.available ? "activations estimated" : "activations not counted"));
   // Only the remedies that are not already on.
   std::vector<std::string> fixes{"more GPUs (num_processes)"};

@@ -82,7 +82,7 @@ void apply_peft_caller(FsdpSettings& s, const std::optional<Bnb4bitConfig>& bnb)
 }  // namespace
 
 std::optional<LoadedModel> load_model_files(const PreflightRequest& req, const ResolveOptions& resolve,
-                                      PreflightResult& r) {
+                                            PreflightResult& r) {
   std::optional<LoraAdapter>& adapter = r.adapter;
   std::string model = req.model, adapter_path = req.adapter_path;
   const std::size_t errors_before_adapter = r.sink.count(Severity::error);
@@ -99,10 +99,10 @@ std::optional<LoadedModel> load_model_files(const PreflightRequest& req, const R
   DiagnosticSink model_sink;
   std::jthread adapter_reader;
   if (peft && remote) adapter_reader = std::jthread(read_adapter_files);
-  LoadedModel out{load_module_tree(model, req.config_only, req.rules_dir, resolve, model_sink,
-                                   peft && !remote ? std::function<void()>(read_adapter_files)
-                                                   : std::function<void()>()),
-                  std::nullopt, DiagnosticSink{}};
+  LoadedModel out{
+      load_module_tree(model, req.config_only, req.rules_dir, resolve, model_sink,
+                       peft && !remote ? std::function<void()>(read_adapter_files) : std::function<void()>()),
+      std::nullopt, DiagnosticSink{}};
   if (adapter_reader.joinable()) adapter_reader.join();
   if (peft) adapter_files.finish();
   r.sink.append(adapter_files.adapter_sink);
@@ -116,30 +116,21 @@ std::optional<LoadedModel> load_model_files(const PreflightRequest& req, const R
   return out;
 }
 
-bool add_adapter(const PreflightRequest& req, const ReleaseSet& release, const LoadedModel& model,
-                 SavedWeightsCheck& saved_weights, PreflightResult& r) {
+bool add_adapter(const PreflightRequest& req, const LoadedModel& model, SavedWeightsCheck& saved_weights,
+                 PreflightResult& r) {
   if (!r.adapter) return true;
   r.sink.append(model.peft_rules_sink);
   if (!model.peft_rules) return false;
   // Folded only where every later stage reads a folded tree exactly: FSDP1 (TP and CP are FSDP2's),
   // no activation estimate (it walks the blocks), no --frozen regex (it names instances).
-  const bool fold = req.fold_repeats && r.settings.fsdp_version.value == 1 && !req.memory.seq_len &&
-                    r.settings.frozen.value.empty();
+  const bool fold =
+      req.fold_repeats && r.settings.fsdp_version.value == 1 && !req.memory.seq_len && r.settings.frozen.value.empty();
   if (!build_peft_model(*r.tree, *r.adapter, *model.peft_rules, r.sink, fold)) return false;
   // The saved adapter weights are checked beside the plan (SavedWeightsCheck); their findings take
   // their place after the adapter's, and a saved matrix that does not fit stops the run there.
   if (!saved_weights.start(r, *r.adapter)) return false;
   apply_peft_caller(r.settings, r.tree->bnb_4bit);
-  if (r.tree->quantized_4bit())
-    check_qlora_versions(release.versions, *model.peft_rules, req.accelerate_config.value_or(r.tree->config_path),
-                         r.sink);
   return true;
-}
-
-void check_release_set(const ReleaseSet& release, PreflightResult& r) {
-  check_stack_versions(release.versions, release.rules, r.tree->model_type, r.tree->since,
-                       r.settings.fsdp_version.value == 2 && r.settings.fsdp2_caller.value == Fsdp2Caller::transformers,
-                       r.tree->config_path, r.sink);
 }
 
 }  // namespace shardcheck::pipeline

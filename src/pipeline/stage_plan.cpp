@@ -1,4 +1,5 @@
-// The pipeline's plan stages (pipeline/stages.hpp): the shard plan simulated, then checked.
+// The pipeline's check and plan stages (pipeline/stages.hpp): the release set checked, the shard plan
+// simulated, then checked.
 #include "check/plan_check.hpp"
 #include "pipeline/stages.hpp"
 #include "shardcheck/effective_settings.hpp"
@@ -25,6 +26,19 @@ bool plan_folded(SavedWeightsCheck& saved_weights, PreflightResult& r) {
 }
 
 }  // namespace
+
+void check_release_set(const PreflightRequest& req, const ReleaseSet& release, const LoadedModel& model,
+                       PreflightResult& r) {
+  const ReleaseContext ctx{
+      .tree = *r.tree,
+      .settings = r.settings,
+      .versions = release.versions,
+      .version_rules = release.rules,
+      .peft_rules = r.adapter && model.peft_rules ? &*model.peft_rules : nullptr,
+      .accelerate_config = req.accelerate_config,
+  };
+  run_release_checks(ctx, r.sink);
+}
 
 std::optional<Simulation> simulate(const PreflightRequest& req, SavedWeightsCheck& saved_weights, PreflightResult& r) {
   util::StageTimer timer("plan: wrap classes");

@@ -1,8 +1,8 @@
 #pragma once
 // The stages of run_preflight (preflight.cpp), in the order it runs them:
 //   load (release set, training arguments) -> lint (accelerate config) -> resolve (settings, model)
-//   -> adapter (PeftModel) -> simulate (wrap classes, plan) -> checks (src/check/) -> fit (memory,
-//   communication, verdict).
+//   -> adapter (PeftModel) -> release checks -> simulate (wrap classes, plan) -> plan checks
+//   (src/check/) -> fit (memory, communication, verdict).
 // Each takes the request and what the stages before it produced, adds its findings to the result's
 // sink and hands on what the next needs; an empty optional (or false) stops the run with the result
 // as it stands, as accelerate or torch would stop the job there.
@@ -44,10 +44,13 @@ std::optional<LoadedModel> load_model_files(const PreflightRequest& req, const R
                                             PreflightResult& r);
 
 // adapter: the PeftModel built on the tree, its saved weights checked beside the plan.
-bool add_adapter(const PreflightRequest& req, const ReleaseSet& release, const LoadedModel& model,
-                 SavedWeightsCheck& saved_weights, PreflightResult& r);
-// The release set against the model and the FSDP2 caller (SET005).
-void check_release_set(const ReleaseSet& release, PreflightResult& r);
+bool add_adapter(const PreflightRequest& req, const LoadedModel& model, SavedWeightsCheck& saved_weights,
+                 PreflightResult& r);
+
+// checks: the release checks of src/check/ (the release set against the model, the adapter and the
+// FSDP2 caller), before the plan.
+void check_release_set(const PreflightRequest& req, const ReleaseSet& release, const LoadedModel& model,
+                       PreflightResult& r);
 
 // simulate: the wrap classes and the shard plan.
 struct Simulation {
