@@ -222,7 +222,7 @@ bool read_environment(const PlanFlags& f, PreflightRequest& req, std::string& er
 
 // The command line over the settings, applied after the accelerate config and the environment.
 std::function<void(FsdpSettings&)> settings_overrides(const PlanFlags& f, std::optional<ShardingStrategy> strategy,
-                                                      std::optional<TrainingArgs> args) {
+                                                      const std::optional<TrainingArgs>& args) {
   return [f, strategy, args](FsdpSettings& s) {
     // The Trainer makes bf16/fp16 accelerate's mixed precision (over the accelerate config) and
     // gradient_checkpointing checkpoints every layer; flags below still win.
@@ -404,7 +404,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
     return std::nullopt;
   }
   if (!read_environment(f, req, error)) return std::nullopt;
-  req.overrides = settings_overrides(f, strategy, std::move(args));
+  req.overrides = settings_overrides(f, strategy, args);
   return req;
 }
 
