@@ -2,7 +2,7 @@
 """Writes the rule and code reference under docs/ from the catalogues compiled into shardcheck
 (`shardcheck rules --format json`), so the pages say exactly what `shardcheck explain` says:
   docs/rules/README.md, docs/rules/<lint-rule>.md   one page per lint rule (src/rules/)
-  docs/codes.md                                      every finding code (src/codes/)
+  docs/codes.md                                      every finding code (src/codes/, src/check/)
 Usage: scripts/gen_docs.py --binary build/shardcheck [--out docs] [--check]
 --check writes nothing and exits 1 when a page differs (the `docs` ctest runs it)."""
 import argparse
@@ -51,7 +51,8 @@ def rules_index(rules):
 def codes_page(codes):
     out = ["# shardcheck finding codes", "",
            "Codes reported while loading a model, resolving its module tree and planning the shards "
-           "(`inspect`, `plan`, `check`). Generated from `src/codes/finding_codes_table.cpp`; "
+           "(`inspect`, `plan`, `check`). Generated from `src/codes/finding_codes_table.cpp` and the plan "
+           "checks' own files in `src/check/`; "
            "`shardcheck explain CODE` prints the same text. Lint rules are in [rules/](rules/README.md).", "",
            "| code | severity | exit code | summary |", "|---|---|---|---|"]
     for c in codes:

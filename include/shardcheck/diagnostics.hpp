@@ -89,20 +89,6 @@ class DiagnosticSink {
   std::vector<Diagnostic> items_;
 };
 
-// A finding about what a setting does to this model (a wrap class it lacks, a policy that leaves
-// the model in one unit): at the setting's source when that is a line of the accelerate config,
-// else at the model's config.json (`model_config`) with " (from SOURCE)" appended. Severity and exit
-// code are the catalogue's (finding_codes.hpp): `findings` for an error whatever the source, as the
-// model, not the command line, is what does not fit.
-Diagnostic model_setting_finding(std::string_view code, const std::string& source, const std::string& model_config,
-                                 std::string message, std::string help);
-
-// A finding about a setting's value. A command-line flag ("--world-size") is a usage error shown under
-// the flag's name (exit 2); a value from the config file or the environment points at its source
-// (setting_location, " (from SOURCE)" appended when that has no line) and exits with `findings`.
-// Notes and warnings exit 0 either way.
-// Its severity is the catalogue's (finding_codes.hpp).
-Diagnostic setting_finding(std::string_view code, const std::string& source, const std::string& fallback_file,
-                           std::string message, std::string help);
+// setting_finding and model_setting_finding, which read the code catalogue, are in finding_codes.hpp.
 
 }  // namespace shardcheck

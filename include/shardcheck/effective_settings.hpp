@@ -9,7 +9,6 @@
 #include "shardcheck/lint.hpp"
 #include "shardcheck/module_tree.hpp"
 #include "shardcheck/settings.hpp"
-#include "shardcheck/shard_plan.hpp"
 
 namespace shardcheck {
 

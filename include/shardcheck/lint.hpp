@@ -12,13 +12,9 @@
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/config_doc.hpp"
 #include "shardcheck/diagnostics.hpp"
+#include "shardcheck/environment.hpp"
 
 namespace shardcheck {
-
-struct EnvVar {
-  std::string name, value;
-  int line = 0;  // line in --env-file (0 = the process environment)
-};
 
 struct LintOptions {
   Version accelerate;            // the release whose behaviour is checked

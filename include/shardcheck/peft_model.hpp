@@ -53,9 +53,7 @@ bool build_peft_model(ModuleTree& tree, const LoraAdapter& adapter, const PeftRu
 // size-mismatch error (PEFT008) where a saved matrix does not fit its parameter; a warning (PEFT009)
 // for saved tensors with no place. True without saved weights. Reads `tree` only.
 bool check_saved_adapter_weights(const ModuleTree& tree, const LoraAdapter& adapter, DiagnosticSink& sink);
-// FSDP + QLoRA with a release below peft's guide (PEFT011, a warning for each known one).
-void check_qlora_versions(const StackVersions& versions, const PeftRules& rules, const std::string& fallback_file,
-                          DiagnosticSink& sink);
+// FSDP + QLoRA with a release below peft's guide is a release check: src/check/qlora_releases.cpp.
 
 // The PeftModel parameter a key of adapter_model.safetensors loads into (peft saves without the adapter
 // name `name`); `saved_modules`: the paths of the ModulesToSaveWrapper modules.

@@ -137,11 +137,8 @@ ShardPlan plan_fsdp2(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
 // elements, which a fold holds once). True for a tree that is not folded. Where false, the tree is
 // expanded and planned again.
 bool folded_plan_exact(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan);
-// Warnings about a plan that runs but is probably not what was meant (PLAN013: a wrap class that
-// holds no parameters; PLAN014: most parameters left in the root unit).
-void check_plan_coverage(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink);
-// A PEFT model's failures that depend on its units (PEFT007: DoRA under FSDP1 use_orig_params=True).
-void check_peft_plan(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, DiagnosticSink& sink);
+// What a finished plan tells about the job (empty units, a root unit that keeps most, a PEFT model's
+// failures that depend on its units, ...) is the check stage's: src/check/.
 
 // torch.chunk of n items (elements of a FlatParameter, dim-0 rows of an FSDP2 parameter) into w
 // pieces, the one formula every stage uses: each piece holds ceil(n / w) ...

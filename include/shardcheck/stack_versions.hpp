@@ -50,11 +50,6 @@ struct StackVersions {
 // that the default transformers cannot run with picks the transformers of that torch's time.
 StackVersions resolve_stack_versions(const VersionRequest& req, const VersionRules& rules);
 
-// Versions no job can run with, or that shardcheck has not modelled (SET005); a model_type the
-// transformers release does not have yet (`since` from the registry, SET005).
-// `native_fsdp`: FSDP2 with transformers' native plan as the caller (--fsdp2-caller transformers).
-void check_stack_versions(const StackVersions& v, const VersionRules& rules, const std::string& model_type,
-                          const std::string& since, bool native_fsdp, const std::string& fallback_file,
-                          DiagnosticSink& sink);
+// Whether the release set can run together and with the model is a release check: src/check/stack_releases.cpp.
 
 }  // namespace shardcheck

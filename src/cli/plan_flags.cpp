@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <map>
 #include <fstream>
+#include <functional>
 
 #include "shardcheck/environment.hpp"
 #include "shardcheck/optimizers.hpp"
@@ -86,6 +87,176 @@ bool set_recipe(const PlanFlags& f, const std::optional<TrainingArgs>& args, con
   if (args && args->gradient_checkpointing)
     req.memory.recipe_checkpointing_source = args->gradient_checkpointing->source;
   return true;
+}
+
+// --torch-version and the other releases of the stack; false (with `error`) for one that does not parse.
+bool read_version_flags(const PlanFlags& f, VersionRequest& versions, std::string& error) {
+  for (auto [text, setting, flag] :
+       {std::tuple{&f.torch_version, &versions.torch, "--torch-version"},
+        std::tuple{&f.accelerate_version, &versions.accelerate, "--accelerate-version"},
+        std::tuple{&f.transformers_version, &versions.transformers, "--transformers-version"},
+        std::tuple{&f.peft_version, &versions.peft, "--peft-version"},
+        std::tuple{&f.bitsandbytes_version, &versions.bitsandbytes, "--bitsandbytes-version"},
+        std::tuple{&f.trl_version, &versions.trl, "--trl-version"}}) {
+    if (text->empty()) continue;
+    auto v = Version::parse(*text);
+    if (!v) {
+      error = fmt::format("expected a version like 2.4.1 for {}, found '{}'", flag, *text);
+      return false;
+    }
+    *setting = Setting<Version>{*v, flag};
+  }
+  return true;
+}
+
+// The job's Python environment: named, or the one active in this shell.
+void find_python_env(const PlanFlags& f, VersionRequest& versions) {
+  if (!f.python_env.empty()) {
+    versions.python_env = f.python_env;
+    versions.python_env_source = "--python-env";
+    return;
+  }
+  for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char* dir = std::getenv(var); dir && *dir) {
+      versions.python_env = dir;
+      versions.python_env_source = fmt::format("env {}", var);
+      return;
+    }
+}
+
+// A GPU's memory in bytes: a preset of rules/gpus.yaml (--gpu) or a size with its unit (--gpu-memory).
+std::optional<std::uint64_t> gpu_memory(const PlanFlags& f, const CliContext& ctx, std::string& error) {
+  if (!f.gpu.empty()) {
+    if (f.gpu_memory != "80GiB") {
+      error = "--gpu and --gpu-memory both give the GPU's memory: use one";
+      return std::nullopt;
+    }
+    const auto presets = load_gpu_presets(ctx.rules_dir, error);
+    if (!presets) return std::nullopt;
+    const auto it = presets->find(f.gpu);
+    if (it == presets->end()) {
+      std::string names;
+      for (const auto& [name, bytes] : *presets) names += (names.empty() ? "" : ", ") + name;
+      error = fmt::format("expected one of {} for --gpu, found '{}'", names, f.gpu);
+      return std::nullopt;
+    }
+    return it->second;
+  }
+  // A unit is required: a bare "80" meant 80 bytes, and nobody means that.
+  const std::size_t unit_at = f.gpu_memory.find_first_not_of("0123456789.");
+  const auto gpu = unit_at == std::string::npos ? std::nullopt : parse_size(f.gpu_memory);
+  if (!gpu || *gpu == 0) {
+    error = fmt::format(
+        "expected a GPU memory size with its unit, like 80GiB or 79.6GiB (GiB = 2^30 bytes; GB = 10^9), "
+        "for --gpu-memory, found '{}'",
+        f.gpu_memory);
+    return std::nullopt;
+  }
+  return gpu;
+}
+
+// The run's training arguments (--training-args): what they state, under the flags. False (with
+// `error`) for a file that cannot be read.
+bool read_training_args_file(const PlanFlags& f, PreflightRequest& req, std::optional<TrainingArgs>& args,
+                             std::string& error) {
+  if (f.training_args.empty()) return true;
+  auto loaded = load_training_args(f.training_args);
+  if (const auto* message = std::get_if<std::string>(&loaded)) {
+    error = *message;
+    return false;
+  }
+  args = std::get<TrainingArgs>(std::move(loaded));
+  if (!f.seq_len && args->seq_len && args->micro_batch) {
+    req.memory.seq_len = args->seq_len->value;
+    req.memory.micro_batch = args->micro_batch->value;
+    req.memory.seq_len_is_cap = true;
+  }
+  if (f.load_dtype.empty() && args->load_dtype) req.resolve.load_dtype = args->load_dtype->value;
+  req.training_args = args;
+  return true;
+}
+
+// nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.
+bool read_bandwidth_flags(const PlanFlags& f, PreflightRequest& req, std::string& error) {
+  for (auto [flag, given, out] :
+       {std::tuple{"--bus-bandwidth", &f.bus_bandwidth, &req.bus_bandwidth},
+        std::tuple{"--inter-node-bandwidth", &f.inter_node_bandwidth, &req.inter_node_bandwidth}}) {
+    if (given->empty()) continue;
+    std::string text;
+    for (char c : *given)
+      if (c != ' ') text += c;
+    if (text.ends_with("/s")) text.resize(text.size() - 2);
+    auto bw = parse_size(text.find_first_not_of("0123456789.") == std::string::npos ? text + "GB" : text);
+    if (!bw || *bw == 0) {
+      error = fmt::format("expected a bandwidth like 350GB/s for {}, found '{}'", flag, *given);
+      return false;
+    }
+    *out = static_cast<double>(*bw);
+  }
+  return true;
+}
+
+// The FSDP_* / ACCELERATE_* variables the job sees: an --env-file, else this shell's (unless --no-env).
+bool read_environment(const PlanFlags& f, PreflightRequest& req, std::string& error) {
+  if (f.env_file.empty()) {
+    if (!f.no_env) req.env = fsdp_environment_of_process();
+    return true;
+  }
+  std::ifstream in(f.env_file);
+  if (!in) {
+    error = fmt::format("cannot read --env-file {}", f.env_file);
+    return false;
+  }
+  constexpr std::size_t kMaxBytes = std::size_t{1} << 20;  // NAME=value lines: a few KiB
+  std::string text;
+  if (!util::read_bounded(in, kMaxBytes, text)) {
+    error = fmt::format(
+        "expected an --env-file of at most {} bytes of NAME=value lines, found more (or an "
+        "unreadable file) in {}",
+        kMaxBytes, f.env_file);
+    return false;
+  }
+  req.env = parse_env_file(text);
+  return true;
+}
+
+// The command line over the settings, applied after the accelerate config and the environment.
+std::function<void(FsdpSettings&)> settings_overrides(const PlanFlags& f, std::optional<ShardingStrategy> strategy,
+                                                      const std::optional<TrainingArgs>& args) {
+  return [f, strategy, args](FsdpSettings& s) {
+    // The Trainer makes bf16/fp16 accelerate's mixed precision (over the accelerate config) and
+    // gradient_checkpointing checkpoints every layer; flags below still win.
+    if (args && args->gradient_checkpointing) s.activation_checkpointing = *args->gradient_checkpointing;
+    if (args && args->mixed_precision) s.mixed_precision = *args->mixed_precision;
+    from_cli(s.world_size, f.world_size, "--world-size");
+    from_cli(s.num_machines, f.num_machines, "--num-machines");
+    from_cli(s.fsdp_version, f.fsdp_version, "--fsdp-version");
+    from_cli(s.min_num_params, f.min_num_params, "--min-num-params");
+    from_cli(s.use_orig_params, f.use_orig_params, "--use-orig-params");
+    from_cli(s.offload_params, f.offload_params, "--offload-params");
+    from_cli(s.activation_checkpointing, f.activation_checkpointing, "--activation-checkpointing");
+    from_cli(s.dp_replicate, f.dp_replicate, "--dp-replicate");
+    from_cli(s.tp_size, f.tp_size, "--tp-size");
+    from_cli(s.expert_parallel, f.expert_parallel, "--expert-parallel");
+    from_cli(s.cp_size, f.cp_size, "--cp-size");
+    from_cli(s.sp_size, f.sp_size, "--sp-size");
+    from_cli(s.cp_comm_strategy, f.cp_comm_strategy, "--cp-comm-strategy");
+    if (!f.backward_prefetch.empty())
+      s.backward_prefetch = {*parse_prefetch(f.backward_prefetch), "--backward-prefetch"};
+    if (!f.caller.empty()) s.trainer = {f.caller == "trainer", "--caller"};
+    if (!f.fsdp2_caller.empty()) s.fsdp2_caller = {*parse_caller(f.fsdp2_caller), "--fsdp2-caller"};
+    from_cli(s.sharding_strategy, strategy, "--sharding-strategy");
+    if (f.reshard_after_forward) s.reshard_after_forward = {*f.reshard_after_forward, "--reshard-after-forward"};
+    if (!f.policy.empty())
+      s.policy = {f.policy == "transformer" ? WrapPolicyKind::transformer
+                  : f.policy == "size"      ? WrapPolicyKind::size
+                                            : WrapPolicyKind::none,
+                  "--policy"};
+    if (!f.wrap_cls.empty()) s.wrap_classes = {python_split(f.wrap_cls, ','), "--wrap-cls"};  // as accelerate splits it
+    if (!f.frozen.empty()) s.frozen = {f.frozen, "--frozen"};
+    if (!f.ignored_modules.empty()) s.ignored_modules = {f.ignored_modules, "--ignored-modules"};
+    if (const auto mp = parse_mixed_precision(f.mixed_precision)) s.mixed_precision = {*mp, "--mixed-precision"};
+  };
 }
 
 }  // namespace
@@ -205,61 +376,11 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   if (!error.empty()) return std::nullopt;
   req.prepare_kbit = f.adapter.prepare_kbit;
   if (!f.config.empty()) req.accelerate_config = f.config;
-  for (auto [text, setting, flag] :
-       {std::tuple{&f.torch_version, &req.versions.torch, "--torch-version"},
-        std::tuple{&f.accelerate_version, &req.versions.accelerate, "--accelerate-version"},
-        std::tuple{&f.transformers_version, &req.versions.transformers, "--transformers-version"},
-        std::tuple{&f.peft_version, &req.versions.peft, "--peft-version"},
-        std::tuple{&f.bitsandbytes_version, &req.versions.bitsandbytes, "--bitsandbytes-version"},
-        std::tuple{&f.trl_version, &req.versions.trl, "--trl-version"}}) {
-    if (text->empty()) continue;
-    auto v = Version::parse(*text);
-    if (!v) {
-      error = fmt::format("expected a version like 2.4.1 for {}, found '{}'", flag, *text);
-      return std::nullopt;
-    }
-    *setting = Setting<Version>{*v, flag};
-  }
-  // The job's Python environment: named, or the one active in this shell.
-  if (!f.python_env.empty()) {
-    req.versions.python_env = f.python_env;
-    req.versions.python_env_source = "--python-env";
-  } else {
-    for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"})
-      if (const char* dir = std::getenv(var); dir && *dir) {
-        req.versions.python_env = dir;
-        req.versions.python_env_source = fmt::format("env {}", var);
-        break;
-      }
-  }
-  if (!f.gpu.empty()) {
-    if (f.gpu_memory != "80GiB") {
-      error = "--gpu and --gpu-memory both give the GPU's memory: use one";
-      return std::nullopt;
-    }
-    const auto presets = load_gpu_presets(ctx.rules_dir, error);
-    if (!presets) return std::nullopt;
-    const auto it = presets->find(f.gpu);
-    if (it == presets->end()) {
-      std::string names;
-      for (const auto& [name, bytes] : *presets) names += (names.empty() ? "" : ", ") + name;
-      error = fmt::format("expected one of {} for --gpu, found '{}'", names, f.gpu);
-      return std::nullopt;
-    }
-    req.memory.gpu_memory = it->second;
-  } else {
-    // A unit is required: a bare "80" meant 80 bytes, and nobody means that.
-    const std::size_t unit_at = f.gpu_memory.find_first_not_of("0123456789.");
-    const auto gpu = unit_at == std::string::npos ? std::nullopt : parse_size(f.gpu_memory);
-    if (!gpu || *gpu == 0) {
-      error = fmt::format(
-          "expected a GPU memory size with its unit, like 80GiB or 79.6GiB (GiB = 2^30 bytes; GB = 10^9), "
-          "for --gpu-memory, found '{}'",
-          f.gpu_memory);
-      return std::nullopt;
-    }
-    req.memory.gpu_memory = *gpu;
-  }
+  if (!read_version_flags(f, req.versions, error)) return std::nullopt;
+  find_python_env(f, req.versions);
+  const auto gpu = gpu_memory(f, ctx, error);
+  if (!gpu) return std::nullopt;
+  req.memory.gpu_memory = *gpu;
   req.memory.seq_len = f.seq_len;
   req.memory.micro_batch = f.micro_batch;
   if (f.seq_len.has_value() != f.micro_batch.has_value()) {
@@ -267,23 +388,8 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
                         f.seq_len ? "--seq-len" : "--micro-batch");
     return std::nullopt;
   }
-  // The run's training arguments: what they state, under the flags.
   std::optional<TrainingArgs> args;
-  if (!f.training_args.empty()) {
-    auto loaded = load_training_args(f.training_args);
-    if (const auto* message = std::get_if<std::string>(&loaded)) {
-      error = *message;
-      return std::nullopt;
-    }
-    args = std::get<TrainingArgs>(std::move(loaded));
-    if (!f.seq_len && args->seq_len && args->micro_batch) {
-      req.memory.seq_len = args->seq_len->value;
-      req.memory.micro_batch = args->micro_batch->value;
-      req.memory.seq_len_is_cap = true;
-    }
-    if (f.load_dtype.empty() && args->load_dtype) req.resolve.load_dtype = args->load_dtype->value;
-    req.training_args = args;
-  }
+  if (!read_training_args_file(f, req, args, error)) return std::nullopt;
   if (!set_recipe(f, args, ctx, req, error)) return std::nullopt;
   // After the training arguments: their `load_in_4bit: true` is the 4-bit load the --bnb-4bit-* flags
   // refine (TRL ModelConfig, trl/trainer/model_config.py), so those flags need no --load-in-4bit then.
@@ -292,81 +398,15 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   if (!error.empty()) return std::nullopt;
   if (!f.adapter.load_in_4bit && file_loads_4bit)
     req.bnb_4bit_overrides = [flags = f.adapter](Bnb4bitConfig& c) { bnb_overrides(flags, c); };
-  // nccl-tests prints busbw in GB/s (1e9 bytes); "350GB/s", "350 GB/s", "350" all mean that.
-  for (auto [flag, given, out] :
-       {std::tuple{"--bus-bandwidth", &f.bus_bandwidth, &req.bus_bandwidth},
-        std::tuple{"--inter-node-bandwidth", &f.inter_node_bandwidth, &req.inter_node_bandwidth}}) {
-    if (given->empty()) continue;
-    std::string text;
-    for (char c : *given)
-      if (c != ' ') text += c;
-    if (text.ends_with("/s")) text.resize(text.size() - 2);
-    auto bw = parse_size(text.find_first_not_of("0123456789.") == std::string::npos ? text + "GB" : text);
-    if (!bw || *bw == 0) {
-      error = fmt::format("expected a bandwidth like 350GB/s for {}, found '{}'", flag, *given);
-      return std::nullopt;
-    }
-    *out = static_cast<double>(*bw);
-  }
+  if (!read_bandwidth_flags(f, req, error)) return std::nullopt;
   std::optional<ShardingStrategy> strategy;
   if (!f.strategy.empty() && !(strategy = parse_strategy(f.strategy))) {
     error = "--sharding-strategy: " + choice_error(f.strategy, {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD",
                                                                 "HYBRID_SHARD", "HYBRID_SHARD_ZERO2", "1-5"});
     return std::nullopt;
   }
-  if (!f.env_file.empty()) {
-    std::ifstream in(f.env_file);
-    if (!in) {
-      error = fmt::format("cannot read --env-file {}", f.env_file);
-      return std::nullopt;
-    }
-    constexpr std::size_t kMaxBytes = std::size_t{1} << 20;  // NAME=value lines: a few KiB
-    std::string text;
-    if (!util::read_bounded(in, kMaxBytes, text)) {
-      error = fmt::format(
-          "expected an --env-file of at most {} bytes of NAME=value lines, found more (or an "
-          "unreadable file) in {}",
-          kMaxBytes, f.env_file);
-      return std::nullopt;
-    }
-    req.env = parse_env_file(text);
-  } else if (!f.no_env) {
-    req.env = fsdp_environment_of_process();
-  }
-  req.overrides = [f, strategy, args](FsdpSettings& s) {
-    // The Trainer makes bf16/fp16 accelerate's mixed precision (over the accelerate config) and
-    // gradient_checkpointing checkpoints every layer; flags below still win.
-    if (args && args->gradient_checkpointing) s.activation_checkpointing = *args->gradient_checkpointing;
-    if (args && args->mixed_precision) s.mixed_precision = *args->mixed_precision;
-    from_cli(s.world_size, f.world_size, "--world-size");
-    from_cli(s.num_machines, f.num_machines, "--num-machines");
-    from_cli(s.fsdp_version, f.fsdp_version, "--fsdp-version");
-    from_cli(s.min_num_params, f.min_num_params, "--min-num-params");
-    from_cli(s.use_orig_params, f.use_orig_params, "--use-orig-params");
-    from_cli(s.offload_params, f.offload_params, "--offload-params");
-    from_cli(s.activation_checkpointing, f.activation_checkpointing, "--activation-checkpointing");
-    from_cli(s.dp_replicate, f.dp_replicate, "--dp-replicate");
-    from_cli(s.tp_size, f.tp_size, "--tp-size");
-    from_cli(s.expert_parallel, f.expert_parallel, "--expert-parallel");
-    from_cli(s.cp_size, f.cp_size, "--cp-size");
-    from_cli(s.sp_size, f.sp_size, "--sp-size");
-    from_cli(s.cp_comm_strategy, f.cp_comm_strategy, "--cp-comm-strategy");
-    if (!f.backward_prefetch.empty())
-      s.backward_prefetch = {*parse_prefetch(f.backward_prefetch), "--backward-prefetch"};
-    if (!f.caller.empty()) s.trainer = {f.caller == "trainer", "--caller"};
-    if (!f.fsdp2_caller.empty()) s.fsdp2_caller = {*parse_caller(f.fsdp2_caller), "--fsdp2-caller"};
-    from_cli(s.sharding_strategy, strategy, "--sharding-strategy");
-    if (f.reshard_after_forward) s.reshard_after_forward = {*f.reshard_after_forward, "--reshard-after-forward"};
-    if (!f.policy.empty())
-      s.policy = {f.policy == "transformer" ? WrapPolicyKind::transformer
-                  : f.policy == "size"      ? WrapPolicyKind::size
-                                            : WrapPolicyKind::none,
-                  "--policy"};
-    if (!f.wrap_cls.empty()) s.wrap_classes = {python_split(f.wrap_cls, ','), "--wrap-cls"};  // as accelerate splits it
-    if (!f.frozen.empty()) s.frozen = {f.frozen, "--frozen"};
-    if (!f.ignored_modules.empty()) s.ignored_modules = {f.ignored_modules, "--ignored-modules"};
-    if (const auto mp = parse_mixed_precision(f.mixed_precision)) s.mixed_precision = {*mp, "--mixed-precision"};
-  };
+  if (!read_environment(f, req, error)) return std::nullopt;
+  req.overrides = settings_overrides(f, strategy, args);
   return req;
 }
 

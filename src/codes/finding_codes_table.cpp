@@ -1,8 +1,9 @@
-// The finding-code catalogue (finding_codes.hpp): every code the load, resolve and plan stages
-// report, grouped by stage, in code order within a group. Severity is the harshest the code is
-// reported with; exit_code is the ExitCode its diagnostic carries (for a code reported with several,
-// the one of its harshest case). Codes are stable: never renumber, only append.
-#include "shardcheck/finding_codes.hpp"
+// The table of codes raised by name (codes/finding_codes_table.hpp): the load stages' codes and the
+// resolve and simulate codes not yet moved to a check of their own (src/check/ documents those),
+// grouped by stage, in code order within a group. Severity is the harshest the code is reported with;
+// exit_code is the ExitCode its diagnostic carries (for a code reported with several, the one of its
+// harshest case). Codes are stable: never renumber, only append.
+#include "codes/finding_codes_table.hpp"
 
 namespace shardcheck {
 namespace {
@@ -382,7 +383,8 @@ constexpr FindingCode kCodes[] = {
      "for this parameter hold a different number of elements than its shape, so the weight conversion "
      "cannot build it. Check --transformers-version and that config.json matches the checkpoint."},
 
-    // ---- shard plan (src/simulate/*.cpp, src/resolve/wrap_classes.cpp, src/pipeline/preflight.cpp) ----
+    // ---- shard plan (src/simulate/*.cpp, src/resolve/wrap_classes.cpp, src/pipeline/stage_load.cpp; the plan
+    // checks' codes, PLAN013-015, PLAN021 and PLAN026-034, are in their files in src/check/) ----
     {"PLAN001", Severity::error, ExitCode::findings, "An FSDP1 unit's first parameter is an integer tensor",
      "FSDP1 flattens each unit's parameters into one FlatParameter and refuses integer tensors, checking "
      "only the first: torch 2.x raises \"ValueError: Cannot flatten integer dtype tensors\" (_flat_param.py, "
@@ -441,20 +443,6 @@ constexpr FindingCode kCodes[] = {
      "Typical causes are a space after a comma, a typo, a class of another transformers version, and "
      "accelerate 0.34.0 iterating _no_split_modules per character (fixed in 0.34.1, #3075); use the block "
      "class names shardcheck lists."},
-    {"PLAN013", Severity::warning, ExitCode::ok, "A wrap class exists but none of its modules has parameters",
-     "The class named for TRANSFORMER_BASED_WRAP is in the model, but none of its modules holds parameters, "
-     "so each becomes an empty FSDP unit and the parameters stay in the enclosing unit. The job runs, but "
-     "sharding and memory are not what the wrap list suggests. Wrap the model's repeated blocks instead."},
-    {"PLAN014", Severity::warning, ExitCode::ok, "The root unit keeps more than half of the parameters",
-     "More than half of the model's parameters are left in the root FSDP unit (no wrap policy, or one that "
-     "misses the blocks), and those are all-gathered whole on every rank for the whole step, so peak memory "
-     "approaches that of an unsharded model. It is not reported when the shard group is a single rank. Wrap "
-     "the repeated blocks (TRANSFORMER_BASED_WRAP with the model's layer class)."},
-    {"PLAN015", Severity::warning, ExitCode::ok, "Tensor parallelism is not simulated",
-     "With FSDP2 and tp_size above 1, accelerate applies tensor parallelism before fully_shard, so each "
-     "parameter FSDP shards is already a TP slice. shardcheck does not model TP plans and says so rather "
-     "than guess: the shards shown are over the FSDP ranks of whole parameters, and with TP each rank holds "
-     "about 1/tp_size of those elements. Read the per-rank figures with that in mind."},
     {"PLAN016", Severity::error, ExitCode::findings, "A regular-expression setting does not compile",
      "The frozen-parameter pattern (--frozen) and fsdp_ignored_modules (or FSDP_IGNORED_MODULES) are "
      "regular expressions; accelerate matches the latter against module names with re.fullmatch (since "
@@ -502,7 +490,7 @@ constexpr FindingCode kCodes[] = {
      "unit of its own. Keep the tied modules in one unit (TRANSFORMER_BASED_WRAP leaves both in the root) or "
      "use use_orig_params=False, where the head's unit flattens its own copy instead (PLAN004)."},
 
-    // ---- merged settings (src/resolve/validate_settings.cpp) ----
+    // ---- merged settings (src/resolve/validate_settings.cpp; SET005 is a release check, src/check/) ----
     {"SET001", Severity::error, ExitCode::findings, "A setting is outside the values any job can run with",
      "num_processes (the world size), num_machines, fsdp_version, dp_replicate_size and a --min-num-params "
      "flag are checked once after the accelerate config, the environment and the flags are merged, before "
@@ -527,18 +515,6 @@ constexpr FindingCode kCodes[] = {
      "default is 0 when neither the config nor FSDP_MIN_NUM_PARAMS sets it. Nothing is auto-wrapped and "
      "every parameter stays in the root unit, under FSDP1 and FSDP2 alike; shardcheck plans exactly that."},
 
-    {"SET005", Severity::error, ExitCode::findings,
-     "The torch / transformers / accelerate versions cannot run together",
-     "Each version comes from its flag, else the job's Python environment (--python-env, or the active "
-     "virtualenv or conda prefix: the packages' dist-info or egg-info metadata), else shardcheck's default "
-     "release set, the one its torch 2.x oracle was run with (rules/versions.yaml). A transformers release "
-     "that cannot run on the torch given is an error: transformers reports torch as unavailable below its "
-     "floor (import_utils.py is_torch_available: torch 2.4 in 5.12.1; 2.2 from 4.56, PR #40317) and builds no "
-     "model. So is a version older than any shardcheck models, and a model_type that the transformers "
-     "release does not have yet (the registry's `since`). A version newer than the newest checked one is a "
-     "warning: the plan assumes the newest known behaviour. When only torch is given and the default "
-     "transformers cannot run on it, the transformers of that torch's time is assumed and the output says "
-     "so."},
     {"SET006", Severity::error, ExitCode::findings, "Expert parallelism without tensor-parallel ranks",
      "--expert-parallel true stands for from_pretrained(..., distributed_config=DistributedConfig("
      "enable_expert_parallel=True)): the model's base_model_ep_plan replaces its TP plan (modeling_utils.py "
@@ -559,14 +535,6 @@ constexpr FindingCode kCodes[] = {
      "(`ParallelismConfig is only compatible DistributedType.FSDP (version 2) or DistributedType.Multi{Device}"
      "...`), before the model is prepared. The lint rule parallelism-requires-fsdp2 says the same of an "
      "accelerate file; this is the check for flags and the environment."},
-
-    {"PLAN021", Severity::error, ExitCode::findings, "Tensor parallelism over a head count it does not divide",
-     "With tp_size above 1 transformers shards the attention projections' output rows over the TP ranks "
-     "(the model's colwise tp plan) without checking that each rank gets whole heads; the attention then "
-     "reshapes its rows into heads at the first forward and fails. Real transformers 5.12.1 with "
-     "tp_plan=\"auto\" and torch 2.14.1 on 2 ranks, with one key/value head of 10: \"RuntimeError: shape '[1, 5, "
-     "-1, 10]' is invalid for input of size 25\". Use a tp_size that divides num_attention_heads and "
-     "num_key_value_heads."},
 
     {"PLAN022", Severity::error, ExitCode::findings, "A tensor-parallel split transformers refuses while loading",
      "transformers 5.12.1 (integrations/tensor_parallel.py) cuts each parameter of the model's tp plan while "
@@ -605,74 +573,6 @@ constexpr FindingCode kCodes[] = {
      "on None). accelerate skips its num_processes check in that case, so nothing says so. Every rank then runs "
      "the whole sequence: activations are those of the full length. Use cp_size (FSDP2 context parallelism) or "
      "DeepSpeed."},
-    {"PLAN026", Severity::error, ExitCode::findings, "Context parallelism with an attention other than SDPA",
-     "torch's context parallelism (torch/distributed/tensor/experimental/_context_parallel/_attention.py, 2.14.1) "
-     "replaces torch.nn.functional.scaled_dot_product_attention while the context is active and handles only the "
-     "flash, memory-efficient and cuDNN SDPA kernels. transformers' Trainer (trainer.py, 5.12.1) refuses any "
-     "other attn_implementation with `ValueError: Context parallelism is supported only with SDPA attention, you "
-     "are using ...`; a script without the Trainer runs eager or flash_attention_2 attention on each rank's piece "
-     "of the sequence alone, with no error and wrong results. Load the model with attn_implementation=\"sdpa\"."},
-    {"PLAN027", Severity::error, ExitCode::findings, "A sequence length context parallelism cannot split evenly",
-     "torch 2.14.1 context_parallel shards input_ids, labels and position_ids along the sequence with "
-     "torch.chunk semantics (_context_parallel/_attention.py _context_parallel_buffers). When cp_size does not "
-     "divide the sequence length the ranks hold pieces of different lengths and nothing checks it, but ring "
-     "attention assumes equal pieces: every rank cuts the K/V buffers it receives to its own piece's size "
-     "(`next_kv[: key.numel()].reshape(key.shape)`) and splits the all-gathered buffer into cp equal chunks, so "
-     "the step fails or attends to the wrong tokens. Run for real on gloo with both rotate methods (seq 7 over "
-     "2 ranks: fixtures/oracle2/cp/ring-s7-cp2-*-uneven.json) the first exchange aborts the rank holding the "
-     "shorter piece. Pad or pack sequences to a multiple of 2 x cp_size."},
-    {"PLAN028", Severity::warning, ExitCode::ok, "Context parallelism without load balancing",
-     "torch 2.14.1 balances causal attention across context-parallel ranks only when the sequence length is a "
-     "multiple of 2 x cp_size (_load_balancer.py _create_default_load_balancer: each rank then holds one chunk "
-     "from the head and one from the tail of the sequence). Otherwise it silently turns load balancing off and "
-     "splits the sequence into contiguous pieces: rank r attends its own piece under the causal mask (half a "
-     "block) and the r pieces before it in full (_is_causal_behavior skips the later ones), so the last rank does "
-     "2 x cp - 1 times the attention work of the first and every step waits for it. Pad or pack "
-     "sequences to a multiple of 2 x cp_size."},
-    {"PLAN029", Severity::error, ExitCode::findings, "Context parallelism on a torch before 2.6",
-     "accelerate's TorchContextParallelConfig (utils/dataclasses.py, 1.14.0) refuses context parallelism on torch "
-     "before 2.6.0 (`ValueError: FSDP2-based Context parallelism is only available in PyTorch 2.6.0 and later "
-     "versions.`) when the ParallelismConfig is built, before anything is loaded. Upgrade torch or drop cp_size."},
-    {"PLAN030", Severity::error, ExitCode::findings, "LoRA on a tensor-parallel model before transformers 5.4",
-     "peft (tuners/lora/model.py _create_and_replace, 0.20) gives a LoRA layer's adapters the tensor-parallel "
-     "plan of the layer transformers loaded with one (lora_B of a colwise layer, lora_A of a rowwise one), using "
-     "transformers' add_tensor_parallel_hooks_to_module, which transformers 5.4.0 introduced. With an older "
-     "transformers get_peft_model raises `RuntimeError: The base model is tensor-parallel sharded but the "
-     "installed version of Transformers does not support LoRA with Tensor Parallelism.` Upgrade transformers."},
-    {"PLAN031", Severity::error, ExitCode::findings, "LoRA on a tensor-parallel model before peft 0.19",
-     "peft 0.19.0 (#3079) gives the adapters of a layer transformers split for tensor parallelism the matching "
-     "plan: lora_B of a colwise layer is cut by rows and hooked like it, lora_A of a rowwise layer by columns. "
-     "Older releases build the adapters from the split layer's local sizes with no hooks, and nothing fails: a "
-     "rowwise layer's adapter adds a partial sum no rank reduces, so the TP ranks' outputs differ, and a colwise "
-     "layer's lora_A gets a different gradient on every rank (run for real with peft 0.18.1 and 0.20: "
-     "fixtures/oracle2/tp/lora-ranks-*.json). The TP ranks then train different models. Upgrade peft."},
-    {"PLAN032", Severity::warning, ExitCode::ok, "Context parallelism on a model with sliding-window attention",
-     "accelerate 1.14.0 prepares context parallelism by hooking every module whose name ends in `self_attn` "
-     "(big_modeling.py _attach_context_parallel_hooks): the hook replaces attention_mask by None and sets "
-     "is_causal=True, because torch's ring attention takes no mask. Its docstring promises an error for masks "
-     "that are not causal; the code raises none. Sliding-window layers (Mistral with a sliding_window, Gemma-2/3, "
-     "Cohere-2, Qwen2/3 with use_sliding_window) then attend to the whole causal context: the job trains another "
-     "model than the one it loads, without a word."},
-    {"PLAN033", Severity::error, ExitCode::findings, "LoRA on a tensor-parallel layer with a bias",
-     "transformers 5.12.1 updates a split nn.Linear's in_features/out_features (integrations/tensor_parallel.py "
-     "update_module_attributes) once for every parameter it shards, the bias included: a colwise or rowwise "
-     "layer with a bias ends with the attribute cut twice (out_features 15 for a 60-row weight over 2 ranks) "
-     "while its weight is cut once. peft creates a LoRA layer's adapters from those attributes, so lora_B of "
-     "a colwise layer (or lora_A of a rowwise one) is half the size it must be and the first forward fails "
-     "(run for real with peft 0.20: GPT-NeoX's query_key_value `The size of tensor a (30) must match the size of "
-     "tensor b (15)`, its dense `mat1 and mat2 shapes cannot be multiplied`, Qwen2's q_proj; "
-     "fixtures/oracle2/tp/lora-ranks-*). Layers without a bias (Llama's) are cut once and work."},
-    {"PLAN034", Severity::warning, ExitCode::ok,
-     "Activation checkpointing with the KV cache on: the first backward raises CheckpointError",
-     "accelerate's fsdp_activation_checkpointing wraps each decoder block (FSDP1) or each of its children (FSDP2, "
-     "fsdp2_apply_ac) in torch's non-reentrant checkpoint. A transformers model whose config has use_cache true "
-     "(the default) builds a DynamicCache in training too, and when backward recomputes the attention it appends "
-     "the keys and values to that cache again: the recomputed tensors are twice as long as the saved ones and "
-     "torch.utils.checkpoint raises CheckpointError at the first backward (checked on real torch 2.14.1 + "
-     "transformers 5.12.1 steps under FSDP1 and FSDP2). The Trainer sets config.use_cache from "
-     "TrainingArguments.use_cache, false by default, and transformers' own gradient_checkpointing turns the cache "
-     "off; a plain accelerate loop does neither. Pass use_cache=False to the model or set model.config.use_cache = "
-     "False."},
     {"PLAN035", Severity::error, ExitCode::findings,
      "FSDP1 size policy: ranks wrap different units (a tied weight counted through each rank's slice)",
      "With use_orig_params=True and a sharded strategy, FSDP points every original parameter of a unit at the rank's "
@@ -700,7 +600,8 @@ constexpr FindingCode kCodes[] = {
      "(20) at non-singleton dimension 2\" (fixtures/fuzz, use_orig_params=True). A class list naming ModuleList, or "
      "one container class, ends here; with one rank per shard group the unit holds whole weights and runs."},
 
-    // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp, src/simulate/peft_checks.cpp) ----
+    // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp; PEFT007, PEFT011,
+    // PEFT014 and PEFT015 are checks of src/check/) ----
     {"PEFT001", Severity::error, ExitCode::bad_adapter, "adapter_config.json is not a JSON object",
      "peft reads adapter_config.json back with json.load into a LoraConfig (config.py "
      "PeftConfigMixin.from_pretrained, peft 0.20). This file does not parse, or its top level is not an "
@@ -737,16 +638,6 @@ constexpr FindingCode kCodes[] = {
      "adapter's parameters nowhere, so no plan is given (exit code 11, like a model shardcheck cannot lay "
      "out). target_parameters, and the fused experts and router of transformers 5 MoE models that peft "
      "targets by itself, are laid out (ParamWrapper)."},
-    {"PEFT007", Severity::error, ExitCode::findings,
-     "DoRA under FSDP1 use_orig_params=True with the magnitude vector in another unit than lora_A",
-     "DoRA's DoraLinearLayer.forward (peft 0.20 tuners/lora/dora.py get_lora_weight) reads "
-     "lora_A.weight.shape[1] directly. With use_orig_params=True a parameter outside the unit that is "
-     "running is the rank's 1-D shard (torch/distributed/fsdp/_flat_param.py _use_sharded_views), and "
-     "peft's FSDP wrap policy, which transformers' Trainer installs, gives every leaf with a trainable "
-     "weight (lora_A, lora_B, the magnitude vector) a unit of its own: the first forward raises "
-     "\"IndexError: tuple index out of range\" (real peft 0.20 + torch 2.14.1, fixtures/peft-oracle "
-     "llama-dora-fsdp1-tf-orig-trainer-w4). use_orig_params=False, FSDP2, or a plain accelerate loop "
-     "(TRANSFORMER_BASED_WRAP keeps all of them in the decoder layer's unit) run."},
 
     {"PEFT008", Severity::error, ExitCode::findings,
      "The saved adapter weights do not fit the layers its config builds",
@@ -768,13 +659,6 @@ constexpr FindingCode kCodes[] = {
      "base_model_name_or_path and the adapter on it. To plan the adapter on another base model, give that "
      "as MODEL and the directory with --adapter."},
 
-    {"PEFT011", Severity::warning, ExitCode::ok, "FSDP + QLoRA with a release below peft's guide",
-     "peft's FSDP+QLoRA guide (docs/source/accelerate/fsdp.md) lists the first releases that shard 4-bit "
-     "weights under FSDP: bitsandbytes >= 0.43.3 (the floating bnb_4bit_quant_storage), accelerate >= 1.0.1, "
-     "transformers > 4.44.2, trl > 0.11.4 and peft > 0.13.0 (rules/peft.yaml). A version known from a flag "
-     "or the job's Python environment below one of them gets this warning; shardcheck did not run those "
-     "releases, so it says what the guide says rather than predict the failure."},
-
     {"PEFT012", Severity::error, ExitCode::findings,
      "Only some of the 4.x projections fused into one 5.x parameter are targeted",
      "transformers 5 fuses the gate and up projections of each expert (w1 and w3 in Mixtral, gate_proj and "
@@ -790,21 +674,7 @@ constexpr FindingCode kCodes[] = {
      "ParamWrapper.__init__), for a parameter of the top-level module, for a layer also targeted by "
      "target_modules, and for parameters that are not 2-D or 3-D. TRL's default lora_dropout of 0.05 with "
      "all-linear on a Mixtral or Qwen3-MoE model hits the first (reproduced with peft 0.20)."},
-    {"PEFT014", Severity::error, ExitCode::findings, "FSDP1 cannot train peft's ParamWrapper adapters",
-     "A ParamWrapper applies its LoRA delta through torch.nn.utils.parametrize on the wrapped parameter in "
-     "every forward, and under FSDP1 that parameter is a view into a FlatParameter. On the oracle's Qwen3-MoE "
-     "with all-linear (torch 2.14.1, accelerate 1.14.0) every FSDP1 setting fails in the first step: "
-     "\"Output 0 of View is a view and its base ... has been modified inplace\", or with use_orig_params and "
-     "the Trainer's policy \"inconsistent tensor size\" at the optimizer step (use_orig_params=False with "
-     "accelerate's policy stops earlier, at wrapping, on mixed requires_grad). FSDP2 runs the same model: "
-     "use fsdp_version: 2, or target the attention projections only."},
 
-    {"PEFT015", Severity::warning, ExitCode::ok, "FSDP2 shards integer-stored 4-bit weights before accelerate 1.14",
-     "accelerate before 1.14 passes bitsandbytes' Params4bit of an integer bnb_4bit_quant_storage (uint8, the "
-     "default) to fully_shard like any parameter; 1.14 (PR #3987) leaves them out, whole on every rank, "
-     "because sharding them crashed QLoRA runs. shardcheck plans what the release builds (checked with "
-     "accelerate 1.13.0 on CPU, fixtures/peft-oracle/*-acc113-*, where a step ran) and warns: upgrade "
-     "accelerate, or use a floating bnb_4bit_quant_storage equal to the load dtype."},
     // ---- TRL's ModelConfig in --training-args (src/resolve/trl_model_config.cpp) ----
     {"TRL001", Severity::note, ExitCode::ok, "TRL loads the model in float32 when the file names no dtype",
      "The file holds TRL ModelConfig fields (use_peft, lora_*, load_in_4bit, model_name_or_path), so `trl sft "
@@ -831,7 +701,7 @@ constexpr FindingCode kCodes[] = {
      "(trl >= 0.26: SFTTrainer casts every trainable parameter to bfloat16) and plans peft's float32 "
      "adapters for the older releases, and says so with this warning."},
 
-    // ---- memory fit (src/pipeline/preflight.cpp) ----
+    // ---- memory fit (src/pipeline/stage_fit.cpp) ----
     {"FIT001", Severity::error, ExitCode::findings, "The plan does not fit in one GPU's memory",
      "With --seq-len and --micro-batch, shardcheck replays one steady-state training step unit by unit "
      "(docs/step-peak.md): forward with its all-gathers, the loss's logits-sized tensors, backward with "
@@ -925,6 +795,6 @@ constexpr FindingCode kCodes[] = {
 
 }  // namespace
 
-std::span<const FindingCode> finding_codes() { return kCodes; }
+std::span<const FindingCode> table_finding_codes() { return kCodes; }
 
 }  // namespace shardcheck

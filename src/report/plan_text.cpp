@@ -229,10 +229,16 @@ std::string render_plan_tree_text(const ModuleTree& tree, const ShardPlan& plan,
   return render_marked_tree_text(tree, marks, style);
 }
 
-std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const MemoryEstimate& mem,
-                             const CommVolume& comm, const TextStyle& style, const PeftSummary* peft) {
-  std::string out;
-  auto bold = [&](const std::string& x) { return style.color ? "\x1b[1m" + x + "\x1b[0m" : x; };
+namespace {
+
+std::string plan_text_bold(const TextStyle& style, const std::string& x) {
+  return style.color ? "\x1b[1m" + x + "\x1b[0m" : x;
+}
+
+// The plan's first lines: FSDP version and strategy, the mesh, the wrap policy, the adapter.
+void plan_text_header(std::string& out, const ShardPlan& plan, const FsdpSettings& s, const TextStyle& style,
+                      const PeftSummary* peft) {
+  auto bold = [&](const std::string& x) { return plan_text_bold(style, x); };
   out += bold(fmt::format("FSDP{} {}: {} {} over {} rank(s) per shard group", plan.fsdp_version,
                           strategy_name(plan.strategy), plan.unit_count(), plan.fsdp_version == 1 ? "units" : "groups",
                           plan.shard_group));
@@ -278,6 +284,10 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
                   s.policy.value == WrapPolicyKind::transformer ? s.wrap_classes.source : s.policy.source);
   if (peft) out += peft_trainable_line(peft->adapter, peft->trainable, peft->total) + "\n";
   out += "\n";
+}
+
+// One row per unit; identical consecutive units, or a repeated block of them, collapse into one.
+void plan_text_units(std::string& out, const ShardPlan& plan) {
   out += fmt::format("  {:<34} {:<30} {:>15} {:>15}  {:<6} {}\n", "unit", "class", "numel", "shard/rank", "dtype",
                      "padding by rank");
   const UnitRows rows(plan);
@@ -308,103 +318,118 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     row(i, i + run - 1, run);
     i += run;
   }
-  if (!mem.ranks.empty()) {
-    const RankMemory& r = mem.ranks[static_cast<std::size_t>(mem.peak_rank)];
-    if (mem.tp_ranks.empty()) {
-      out += fmt::format("\nmemory per rank (rank {}, the largest):\n", r.rank);
-    } else {
-      std::string each;
-      for (const auto& t : mem.tp_ranks)
-        each += fmt::format("{}TP rank {} (rank {}) {}", each.empty() ? "" : ", ", t.tp_rank, t.global_rank,
-                            human_bytes(t.memory.total()));
-      out += fmt::format("\nlargest per rank of each TP rank's group: {}\n", each);
-      out += fmt::format("memory per rank (rank {} of TP rank {}'s group, the largest):\n", r.rank, plan.tp_rank);
-    }
-    out += fmt::format("  {:<34} {:>14}\n", "sharded parameters", human_bytes(r.params));
-    out += fmt::format("  {:<34} {:>14}\n", "sharded gradients", human_bytes(r.grads));
-    out +=
-        fmt::format("  {:<34} {:>14}\n", fmt::format("optimizer states ({})", mem.optimizer), human_bytes(r.optimizer));
-    out += fmt::format("  {:<34} {:>14}\n", "buffers", human_bytes(r.buffers));
-    if (r.quant_state)
-      out += fmt::format("  {:<34} {:>14}   absmax and codes of the 4-bit weights, whole on every rank\n",
-                         "4-bit quantization state", human_bytes(r.quant_state));
-    out += fmt::format("  {:<34} {:>14}   estimate: {}\n", "unsharded params + grad buffers", human_bytes(r.transient),
-                       mem.transient_note);
-    const ActivationEstimate& act = mem.activations;
-    if (act.available) {
-      const std::string blocks = act.checkpointing
-                                     ? fmt::format("checkpointed block inputs {} + one recomputed block {}",
-                                                   human_bytes(act.blocks), human_bytes(act.recompute))
-                                     : fmt::format("blocks {}", human_bytes(act.blocks));
-      const std::string tp = act.tp_size <= 1 ? ""
-                             : act.tp_upper_bound
-                                 ? fmt::format(
-                                       " (tp {}: the unsplit model's, an upper bound: no TP model for this "
-                                       "architecture)",
-                                       act.tp_size)
-                                 : fmt::format(" (this TP rank's pieces of {} ranks)", act.tp_size);
-      const std::string cp =
-          act.cp_size > 1 ? fmt::format(" (this rank's piece of the sequence over {} CP ranks)", act.cp_size) : "";
-      const std::string masks =
-          act.masks ? fmt::format("; sliding-window masks {}", human_bytes(act.masks)) : std::string();
-      const std::string scores =
-          act.eager ? fmt::format("; eager attention's seq x seq probabilities {}", human_bytes(act.scores))
-                    : std::string();
-      const std::string attn = act.attn_implementation.empty() ? "" : " with " + act.attn_implementation + " attention";
-      out += fmt::format("  {:<34} {:>14}   estimate: {} tokens{} in {}{}; {}; logits {}{}{}{}\n", "activations",
-                         human_bytes(r.activations), fmt::group_digits(act.tokens), cp, dtype_name(act.dtype), attn,
-                         blocks, human_bytes(act.logits), masks, scores, tp);
-    }
-    if (r.ignored)
-      out += fmt::format("  {:<34} {:>14}   {} parameters of ignored modules, whole on every rank\n",
-                         "ignored modules (not sharded)", human_bytes(r.ignored), plan.ignored.size());
-    if (r.cpu) out += fmt::format("  {:<34} {:>14}\n", "pinned CPU memory (offload)", human_bytes(r.cpu));
-    if (mem.step.available) {
-      out += fmt::format("  {:<34} {:>14}   each at its own largest; the step's peak is what is alive at once:\n",
-                         "sum of the categories above", human_bytes(r.total()));
-      out += render_step_peak(mem.step);
-    } else {
-      out += fmt::format("  {:<34} {:>14}{}\n", "total", human_bytes(r.total()),
-                         act.available ? "" : fmt::format("   (activations not included: {})", act.why_not));
-    }
-    const auto headroom = static_cast<std::uint64_t>(mem.headroom < 0 ? -mem.headroom : mem.headroom);
-    switch (mem.verdict) {
-      case FitVerdict::fits:
-        out += bold(
-            mem.step.available
-                ? fmt::format("fits in {} with {} headroom ({} of it kept as the margin for the CUDA "
-                              "context, NCCL and the allocator)\n",
-                              human_bytes(mem.gpu_memory), human_bytes(headroom), human_bytes(mem.margin))
-                : fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
-        break;
-      case FitVerdict::fits_without_activations:
-        out +=
-            bold(fmt::format("parameters, gradients and optimizer states fit in {} with {} headroom; activations "
-                             "not estimated (give --seq-len and --micro-batch for a fit verdict)\n",
-                             human_bytes(mem.gpu_memory), human_bytes(headroom)));
-        break;
-      case FitVerdict::does_not_fit:
-        out += bold(fmt::format("DOES NOT FIT in {}: {} short\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
-        break;
-      case FitVerdict::may_not_fit:
-        out +=
-            bold(fmt::format("MAY NOT FIT in {}: a real step holds {} to {} with the margin of {} for the CUDA "
-                             "context, NCCL and the allocator\n",
-                             human_bytes(mem.gpu_memory), human_bytes(mem.certain), human_bytes(mem.with_margin),
-                             human_bytes(mem.margin)));
-        break;
-      case FitVerdict::not_estimated:
-        out +=
-            bold(fmt::format("fit not estimated: the optimizer {} is not modelled (rules/optimizers.yaml); "
-                             "counted as adamw_torch\n",
-                             mem.optimizer));
-        break;
-      case FitVerdict::withheld:
-        out += bold(fmt::format("no fit verdict: {}; the figures above are what FSDP would hold once that is fixed\n",
-                                mem.verdict_reason));
-        break;
-    }
+}
+
+// The activations line of the memory table.
+std::string plan_text_activations(const RankMemory& r, const ActivationEstimate& act) {
+  const std::string blocks = act.checkpointing ? fmt::format("checkpointed block inputs {} + one recomputed block {}",
+                                                             human_bytes(act.blocks), human_bytes(act.recompute))
+                                               : fmt::format("blocks {}", human_bytes(act.blocks));
+  const std::string tp = act.tp_size <= 1 ? ""
+                         : act.tp_upper_bound
+                             ? fmt::format(
+                                   " (tp {}: the unsplit model's, an upper bound: no TP model for this "
+                                   "architecture)",
+                                   act.tp_size)
+                             : fmt::format(" (this TP rank's pieces of {} ranks)", act.tp_size);
+  const std::string cp =
+      act.cp_size > 1 ? fmt::format(" (this rank's piece of the sequence over {} CP ranks)", act.cp_size) : "";
+  const std::string masks =
+      act.masks ? fmt::format("; sliding-window masks {}", human_bytes(act.masks)) : std::string();
+  const std::string scores =
+      act.eager ? fmt::format("; eager attention's seq x seq probabilities {}", human_bytes(act.scores))
+                : std::string();
+  const std::string attn = act.attn_implementation.empty() ? "" : " with " + act.attn_implementation + " attention";
+  return fmt::format("  {:<34} {:>14}   estimate: {} tokens{} in {}{}; {}; logits {}{}{}{}\n", "activations",
+                     human_bytes(r.activations), fmt::group_digits(act.tokens), cp, dtype_name(act.dtype), attn, blocks,
+                     human_bytes(act.logits), masks, scores, tp);
+}
+
+// The fit verdict under the memory table.
+void plan_text_verdict(std::string& out, const MemoryEstimate& mem, const TextStyle& style) {
+  auto bold = [&](const std::string& x) { return plan_text_bold(style, x); };
+  const auto headroom = static_cast<std::uint64_t>(mem.headroom < 0 ? -mem.headroom : mem.headroom);
+  switch (mem.verdict) {
+    case FitVerdict::fits:
+      out +=
+          bold(mem.step.available
+                   ? fmt::format("fits in {} with {} headroom ({} of it kept as the margin for the CUDA "
+                                 "context, NCCL and the allocator)\n",
+                                 human_bytes(mem.gpu_memory), human_bytes(headroom), human_bytes(mem.margin))
+                   : fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
+      break;
+    case FitVerdict::fits_without_activations:
+      out +=
+          bold(fmt::format("parameters, gradients and optimizer states fit in {} with {} headroom; activations "
+                           "not estimated (give --seq-len and --micro-batch for a fit verdict)\n",
+                           human_bytes(mem.gpu_memory), human_bytes(headroom)));
+      break;
+    case FitVerdict::does_not_fit:
+      out += bold(fmt::format("DOES NOT FIT in {}: {} short\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
+      break;
+    case FitVerdict::may_not_fit:
+      out +=
+          bold(fmt::format("MAY NOT FIT in {}: a real step holds {} to {} with the margin of {} for the CUDA "
+                           "context, NCCL and the allocator\n",
+                           human_bytes(mem.gpu_memory), human_bytes(mem.certain), human_bytes(mem.with_margin),
+                           human_bytes(mem.margin)));
+      break;
+    case FitVerdict::not_estimated:
+      out +=
+          bold(fmt::format("fit not estimated: the optimizer {} is not modelled (rules/optimizers.yaml); "
+                           "counted as adamw_torch\n",
+                           mem.optimizer));
+      break;
+    case FitVerdict::withheld:
+      out += bold(fmt::format("no fit verdict: {}; the figures above are what FSDP would hold once that is fixed\n",
+                              mem.verdict_reason));
+      break;
   }
+}
+
+// Memory per rank of the rank with the largest peak, and the verdict.
+void plan_text_memory(std::string& out, const ShardPlan& plan, const MemoryEstimate& mem, const TextStyle& style) {
+  if (mem.ranks.empty()) return;
+  const RankMemory& r = mem.ranks[static_cast<std::size_t>(mem.peak_rank)];
+  if (mem.tp_ranks.empty()) {
+    out += fmt::format("\nmemory per rank (rank {}, the largest):\n", r.rank);
+  } else {
+    std::string each;
+    for (const auto& t : mem.tp_ranks)
+      each += fmt::format("{}TP rank {} (rank {}) {}", each.empty() ? "" : ", ", t.tp_rank, t.global_rank,
+                          human_bytes(t.memory.total()));
+    out += fmt::format("\nlargest per rank of each TP rank's group: {}\n", each);
+    out += fmt::format("memory per rank (rank {} of TP rank {}'s group, the largest):\n", r.rank, plan.tp_rank);
+  }
+  out += fmt::format("  {:<34} {:>14}\n", "sharded parameters", human_bytes(r.params));
+  out += fmt::format("  {:<34} {:>14}\n", "sharded gradients", human_bytes(r.grads));
+  out +=
+      fmt::format("  {:<34} {:>14}\n", fmt::format("optimizer states ({})", mem.optimizer), human_bytes(r.optimizer));
+  out += fmt::format("  {:<34} {:>14}\n", "buffers", human_bytes(r.buffers));
+  if (r.quant_state)
+    out += fmt::format("  {:<34} {:>14}   absmax and codes of the 4-bit weights, whole on every rank\n",
+                       "4-bit quantization state", human_bytes(r.quant_state));
+  out += fmt::format("  {:<34} {:>14}   estimate: {}\n", "unsharded params + grad buffers", human_bytes(r.transient),
+                     mem.transient_note);
+  const ActivationEstimate& act = mem.activations;
+  if (act.available) out += plan_text_activations(r, act);
+  if (r.ignored)
+    out += fmt::format("  {:<34} {:>14}   {} parameters of ignored modules, whole on every rank\n",
+                       "ignored modules (not sharded)", human_bytes(r.ignored), plan.ignored.size());
+  if (r.cpu) out += fmt::format("  {:<34} {:>14}\n", "pinned CPU memory (offload)", human_bytes(r.cpu));
+  if (mem.step.available) {
+    out += fmt::format("  {:<34} {:>14}   each at its own largest; the step's peak is what is alive at once:\n",
+                       "sum of the categories above", human_bytes(r.total()));
+    out += render_step_peak(mem.step);
+  } else {
+    out += fmt::format("  {:<34} {:>14}{}\n", "total", human_bytes(r.total()),
+                       act.available ? "" : fmt::format("   (activations not included: {})", act.why_not));
+  }
+  plan_text_verdict(out, mem, style);
+}
+
+// FSDP's collectives per step, and their time at the given bandwidths.
+void plan_text_fsdp_traffic(std::string& out, const ShardPlan& plan, const CommVolume& comm) {
   out += fmt::format("\ncommunication per step per rank: all-gather {} ({} calls), reduce-scatter {} ({} calls)",
                      human_bytes(comm.total.all_gather), comm.total.all_gathers, human_bytes(comm.total.reduce_scatter),
                      comm.total.reduce_scatters);
@@ -423,41 +448,54 @@ std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const
     out += fmt::format("  at {}: {} of collectives per step (before any overlap with compute)\n", at,
                        human_seconds(comm.total.seconds));
   }
-  if (comm.tensor_parallel) {
-    const TpTraffic& tp = *comm.tensor_parallel;
-    if (!tp.estimated) {
-      out += fmt::format("tensor parallelism's all-reduces (over {} TP ranks) not estimated: {}\n", tp.tp_size,
-                         tp.why_not);
-    } else {
-      out += fmt::format("tensor parallelism per step per rank: all-reduce {} ({} calls)",
-                         human_bytes(tp.collectives.all_reduce), tp.collectives.all_reduces);
-      if (tp.collectives.all_gathers)
-        out += fmt::format(", all-gather {} ({} calls)", human_bytes(tp.collectives.all_gather),
-                           tp.collectives.all_gathers);
-      out += fmt::format(" over the {} ranks of its TP group, for {} tokens", tp.tp_size, fmt::group_digits(tp.tokens));
-      if (tp.bandwidth)
-        out += fmt::format("; {} at {:.1f} GB/s", human_seconds(tp.collectives.seconds), *tp.bandwidth / 1e9);
-      out += "\n";
-    }
+}
+
+void plan_text_tp_traffic(std::string& out, const TpTraffic& tp) {
+  if (!tp.estimated) {
+    out +=
+        fmt::format("tensor parallelism's all-reduces (over {} TP ranks) not estimated: {}\n", tp.tp_size, tp.why_not);
+  } else {
+    out += fmt::format("tensor parallelism per step per rank: all-reduce {} ({} calls)",
+                       human_bytes(tp.collectives.all_reduce), tp.collectives.all_reduces);
+    if (tp.collectives.all_gathers)
+      out +=
+          fmt::format(", all-gather {} ({} calls)", human_bytes(tp.collectives.all_gather), tp.collectives.all_gathers);
+    out += fmt::format(" over the {} ranks of its TP group, for {} tokens", tp.tp_size, fmt::group_digits(tp.tokens));
+    if (tp.bandwidth)
+      out += fmt::format("; {} at {:.1f} GB/s", human_seconds(tp.collectives.seconds), *tp.bandwidth / 1e9);
+    out += "\n";
   }
-  if (comm.context_parallel) {
-    const CpTraffic& cp = *comm.context_parallel;
-    if (!cp.estimated) {
-      out += fmt::format("context parallelism's key/value exchanges (over {} CP ranks) not estimated: {}\n", cp.cp_size,
-                         cp.why_not);
-    } else {
-      out += fmt::format("context parallelism per step per rank ({}, {} tokens each of {} CP ranks): ", cp.strategy,
-                         fmt::group_digits(cp.tokens), cp.cp_size);
-      if (cp.collectives.all_gathers)
-        out += fmt::format("all-gather {} ({} calls), ", human_bytes(cp.collectives.all_gather),
-                           cp.collectives.all_gathers);
-      out += fmt::format("ring sends {} ({} calls) of keys and values ({} per layer) and their gradients",
-                         human_bytes(cp.ring_send), cp.ring_sends, human_bytes(cp.kv_bytes));
-      if (cp.bandwidth)
-        out += fmt::format("; {} at {:.1f} GB/s", human_seconds(cp.collectives.seconds), *cp.bandwidth / 1e9);
-      out += "\n";
-    }
+}
+
+void plan_text_cp_traffic(std::string& out, const CpTraffic& cp) {
+  if (!cp.estimated) {
+    out += fmt::format("context parallelism's key/value exchanges (over {} CP ranks) not estimated: {}\n", cp.cp_size,
+                       cp.why_not);
+  } else {
+    out += fmt::format("context parallelism per step per rank ({}, {} tokens each of {} CP ranks): ", cp.strategy,
+                       fmt::group_digits(cp.tokens), cp.cp_size);
+    if (cp.collectives.all_gathers)
+      out +=
+          fmt::format("all-gather {} ({} calls), ", human_bytes(cp.collectives.all_gather), cp.collectives.all_gathers);
+    out += fmt::format("ring sends {} ({} calls) of keys and values ({} per layer) and their gradients",
+                       human_bytes(cp.ring_send), cp.ring_sends, human_bytes(cp.kv_bytes));
+    if (cp.bandwidth)
+      out += fmt::format("; {} at {:.1f} GB/s", human_seconds(cp.collectives.seconds), *cp.bandwidth / 1e9);
+    out += "\n";
   }
+}
+
+}  // namespace
+
+std::string render_plan_text(const ShardPlan& plan, const FsdpSettings& s, const MemoryEstimate& mem,
+                             const CommVolume& comm, const TextStyle& style, const PeftSummary* peft) {
+  std::string out;
+  plan_text_header(out, plan, s, style, peft);
+  plan_text_units(out, plan);
+  plan_text_memory(out, plan, mem, style);
+  plan_text_fsdp_traffic(out, plan, comm);
+  if (comm.tensor_parallel) plan_text_tp_traffic(out, *comm.tensor_parallel);
+  if (comm.context_parallel) plan_text_cp_traffic(out, *comm.context_parallel);
   return out;
 }
 

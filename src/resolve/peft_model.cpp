@@ -570,26 +570,6 @@ std::optional<PeftRules> PeftRules::load(const std::string& rules_dir, Diagnosti
   }
 }
 
-void check_qlora_versions(const StackVersions& v, const PeftRules& rules, const std::string& fallback_file,
-                          DiagnosticSink& sink) {
-  const std::vector<std::pair<std::string, std::optional<Setting<Version>>>> known = {{"bitsandbytes", v.bitsandbytes},
-                                                                                      {"accelerate", v.accelerate},
-                                                                                      {"transformers", v.transformers},
-                                                                                      {"trl", v.trl},
-                                                                                      {"peft", v.peft}};
-  for (const auto& [package, version] : known) {
-    const auto req = rules.fsdp_qlora_requires.find(package);
-    if (!version || req == rules.fsdp_qlora_requires.end() || version->source == "default") continue;
-    const auto& [op, min] = req->second;
-    const bool ok = op == ">=" ? !(version->value < min) : min < version->value;
-    if (ok) continue;
-    sink.report(setting_finding("PEFT011", version->source, fallback_file,
-                                fmt::format("{} {} is below what peft's FSDP+QLoRA guide requires ({} {}{})", package,
-                                            version->value.str(), package, op, min.str()),
-                                "upgrade it; the guide's releases are the first with FSDP support for 4-bit weights"));
-  }
-}
-
 bool attach_lora_adapter(ModuleTree& tree, const LoraAdapter& adapter, const std::string& rules_dir,
                          DiagnosticSink& sink) {
   util::StageTimer timer("resolve: rules/peft.yaml");

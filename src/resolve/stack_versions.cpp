@@ -114,47 +114,4 @@ StackVersions resolve_stack_versions(const VersionRequest& req, const VersionRul
   return v;
 }
 
-void check_stack_versions(const StackVersions& v, const VersionRules& rules, const std::string& model_type,
-                          const std::string& since, bool native_fsdp, const std::string& fallback_file,
-                          DiagnosticSink& sink) {
-  auto report = [&](const Setting<Version>& s, Severity severity, std::string message, std::string help) {
-    sink.report(
-        milder(setting_finding("SET005", s.source, fallback_file, std::move(message), std::move(help)), severity));
-  };
-  for (auto [name, s, range] :
-       {std::tuple{"torch", &v.torch, &rules.torch}, std::tuple{"transformers", &v.transformers, &rules.transformers},
-        std::tuple{"accelerate", &v.accelerate, &rules.accelerate}}) {
-    if (s->value < range->oldest)
-      report(*s, Severity::error,
-             fmt::format("{} {} is older than any release shardcheck models ({} to {})", name, s->value.str(),
-                         range->oldest.str(), range->newest.str()),
-             fmt::format("give the {} version the job really runs (--{}-version, or --python-env)", name, name));
-    else if (s->value > range->newest)
-      report(*s, Severity::warning,
-             fmt::format("{} {} is newer than the newest release shardcheck was checked against ({}); the plan assumes "
-                         "{} behaves as {}",
-                         name, s->value.str(), range->newest.str(), name, range->newest.str()),
-             "a release that does not exist yet is probably a typo");
-  }
-  if (auto floor = rules.torch_floor(v.transformers.value); floor && v.torch.value < *floor)
-    report(v.torch, Severity::error,
-           fmt::format("transformers {} cannot run on torch {}: it needs torch {} or later (transformers {})",
-                       v.transformers.value.str(), v.torch.value.str(), floor->str(), v.transformers.source),
-           fmt::format("give the transformers version the job runs (--transformers-version), or a torch of at "
-                       "least {}",
-                       floor->str()));
-  if (native_fsdp && v.transformers.value <= rules.native_fsdp_absent_through)
-    report(v.transformers, Severity::error,
-           fmt::format("transformers {} has no native FSDP2 plan (--fsdp2-caller transformers): no release up to {} "
-                       "has one",
-                       v.transformers.value.str(), rules.native_fsdp_absent_through.str()),
-           "let accelerate shard the model (--fsdp2-caller accelerate), or give the transformers version that has it");
-  if (!since.empty())
-    if (auto first = Version::parse(since); first && v.transformers.value < *first)
-      report(v.transformers, Severity::error,
-             fmt::format("model_type {} does not exist in transformers {}: it was added in {}", model_type,
-                         v.transformers.value.str(), since),
-             fmt::format("this model needs transformers {} or later", since));
-}
-
 }  // namespace shardcheck

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "shardcheck/effective_settings.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "shardcheck/text.hpp"
 
 namespace shardcheck {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "resolve/tree_internal.hpp"
+#include "shardcheck/finding_codes.hpp"
 #include "shardcheck/shard_plan.hpp"
 
 namespace shardcheck {

@@ -1,7 +1,5 @@
 #include "shardcheck/diagnostics.hpp"
 
-#include "shardcheck/finding_codes.hpp"
-
 #include <algorithm>
 #include <cctype>
 
@@ -29,23 +27,6 @@ Diagnostic make_diagnostic(std::string_view code, Severity severity, ExitCode ex
   d.help = std::move(help);
   d.exit_code = exit_code;
   return d;
-}
-
-Diagnostic setting_finding(std::string_view code, const std::string& source, const std::string& fallback_file,
-                           std::string message, std::string help) {
-  const Severity severity = catalogued_severity(code);
-  const bool flag = source.starts_with("--");
-  std::string from;
-  const SourceLocation where = flag ? in_file(source) : setting_location(source, fallback_file, &from);
-  const ExitCode exit_code = severity != Severity::error ? ExitCode::ok : flag ? ExitCode::usage : ExitCode::findings;
-  return make_diagnostic(code, severity, exit_code, where, std::move(message) + from, std::move(help));
-}
-
-Diagnostic model_setting_finding(std::string_view code, const std::string& source, const std::string& model_config,
-                                 std::string message, std::string help) {
-  std::string note;
-  SourceLocation where = setting_location(source, model_config, &note);
-  return finding(code, std::move(where), std::move(message) + note, std::move(help));
 }
 
 SourceLocation setting_location(const std::string& source, const std::string& fallback_file, std::string* note) {

@@ -290,7 +290,7 @@ CASES += [
      "stdout": ["num_processes 3 is not divisible by num_machines 2", "[SET003]"], "not_stdout": ["NO_SHARD"]},
 ]
 
-# A fit verdict only for a job that can run, and only with activations (src/pipeline/preflight.cpp).
+# A fit verdict only for a job that can run, and only with activations (src/pipeline/stage_fit.cpp).
 CASES += [
     {"name": "check: a wrong layer class withholds the fit verdict (the job dies in prepare)",
      "args": ["check", "--no-env", "--config", "{src}/fixtures/check/wrong_cls.yaml", "--model", LLAMA], "exit": 1,

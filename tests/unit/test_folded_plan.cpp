@@ -290,7 +290,7 @@ TEST_CASE("folded plan: saved adapter weights that do not fit, or are left over,
       PreflightRequest req = request(model, false, adapter, [](FsdpSettings&) {});
       const folded_plan_test::Outcome whole = run(req, false);
       CHECK(whole.text.find(code) != std::string::npos);
-      // The folded run checks the saved weights beside the plan (preflight.cpp SavedWeightsCheck): a
+      // The folded run checks the saved weights beside the plan (pipeline/saved_weights.hpp SavedWeightsCheck): a
       // size mismatch still stops it where the check stands, with no plan and the settings it had.
       const folded_plan_test::Outcome folded = run(req, true);
       CHECK(folded.folded);
