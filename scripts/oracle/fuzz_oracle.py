@@ -52,6 +52,54 @@ DENSE = ("llama", "mistral", "qwen2", "qwen3", "olmo2", "granite", "gemma", "gem
          "starcoder2", "gpt_neox", "falcon", "gpt2", "helium", "smollm3", "arcee", "olmo", "cohere2", "glm", "glm4",
          "seed_oss", "apertus", "stablelm")
 MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss", "olmoe", "granitemoe", "phimoe", "deepseek_v2")
+# Causal LMs the registry gained from transformers' own records (rules/models/, #39): no hand-made tiny
+# config in torch2_oracle.MODELS, so their default config is shrunk field by field (shrink_config).
+NEW_CAUSAL = ("opt", "bloom", "gptj", "gpt_neo", "gpt_bigcode", "codegen", "mpt", "persimmon", "xglm", "biogpt",
+              "ctrl", "openai-gpt", "exaone4", "ernie4_5", "bitnet", "olmo3", "vaultgemma", "ministral3", "jais2",
+              "diffllama", "doge", "cwm", "youtu", "nanochat", "solar_open", "hyperclovax", "nemotron",
+              "hunyuan_v1_dense", "hunyuan_v1_moe", "qwen3_next", "qwen3_5_text", "jetmoe", "flex_olmo", "mamba",
+              "falcon_mamba")
+
+# Field name -> tiny value; the first pattern that matches a name wins. Odd sizes where shapes allow
+# (vocabulary), even head dims (rotary embeddings), 2 heads over 1 key/value head.
+SHRINK = [
+    (r"^(vocab_size)$", 37),
+    (r"(kv_heads|key_value_heads|num_kv|n_head_kv|multi_query_group)", 1),
+    (r"(heads|n_head)$", 2),
+    (r"^head_dim$", 12),
+    (r"(hidden_size|n_embd|d_model|word_embed_proj_dim|embed_dim)$", 24),
+    (r"(intermediate_size|ffn_dim|n_inner|d_ff|inner_dim|ffn_hidden_size)$", 40),
+    (r"(num_hidden_layers|n_layer|num_layers|n_layers)$", 2),
+    (r"(max_position_embeddings|n_positions|n_ctx|max_seq_len|max_sequence_length)$", 64),
+    (r"(num_local_experts|num_experts|n_routed_experts|moe_num_experts)$", 3),
+    (r"(num_experts_per_tok|top_k|moe_topk)$", 2),
+    (r"(moe_intermediate_size|expert_intermediate_size|shared_expert_intermediate_size)$", 14),
+    (r"(state_size|d_state|conv_kernel|linear_conv_kernel_dim)$", 4),
+    (r"(linear_num_key_heads|linear_num_value_heads)$", 2),
+    (r"(linear_key_head_dim|linear_value_head_dim)$", 8),
+]
+
+
+def shrink_config(model_type: str) -> dict:
+    """transformers' default config for model_type with every size field made tiny."""
+    defaults = AutoConfig.for_model(model_type).to_dict()
+    kw = {}
+    for key, value in defaults.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            continue
+        for pattern, tiny in SHRINK:
+            if re.search(pattern, key):
+                kw[key] = tiny
+                break
+    for key, value in defaults.items():  # special tokens inside the tiny vocabulary
+        if key.endswith("_token_id") and isinstance(value, int) and not isinstance(value, bool) and value > 2:
+            kw[key] = 2
+    if "layer_types" in defaults and isinstance(defaults["layer_types"], list):
+        pattern = defaults["layer_types"]
+        kw["layer_types"] = [pattern[i % len(pattern)] for i in range(2)]
+        if model_type in ("qwen3_next", "qwen3_5_text"):  # one linear-attention and one full-attention layer
+            kw["layer_types"] = ["linear_attention", "full_attention"]
+    return kw
 
 
 # ------------------------------------------------------------------------------------------------
@@ -60,7 +108,7 @@ MOE = ("mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "gpt_oss", "olmoe", "
 
 def random_config(rng: random.Random, base: str) -> tuple[str, dict]:
     """The zoo model `base` with its sizes and tying drawn at random (what any config may say)."""
-    model_type, kw = T.MODELS[base]
+    model_type, kw = T.MODELS[base] if base in T.MODELS else (base, shrink_config(base))
     kw = json.loads(json.dumps(kw))  # a deep copy
     if base in VLM:
         if rng.random() < 0.3:
@@ -68,6 +116,10 @@ def random_config(rng: random.Random, base: str) -> tuple[str, dict]:
         return model_type, kw
     if "vocab_size" in kw:
         kw["vocab_size"] = rng.choice([29, 37, 41, 53, 64])
+    if base not in T.MODELS:  # a shrunk default config: its two layers and layer_types stay
+        if rng.random() < 0.5:
+            kw["tie_word_embeddings"] = rng.random() < 0.5
+        return model_type, kw
     layers_key = "n_layer" if model_type == "gpt2" else "num_hidden_layers"
     layers = rng.choice([1, 2, 3])
     kw[layers_key] = layers
@@ -97,6 +149,14 @@ def save_model(model_type: str, kw: dict, models_dir: str, weights_dir: str) -> 
         torch.manual_seed(0)
         model = T.auto_class(cfg).from_config(cfg, dtype=torch.float32)
         T.fill_distinct(model)
+        if cfg.model_type not in T.MODELS and getattr(cfg, "vision_config", None) is None:
+            # A shrunk default config must run without FSDP first: a config the model itself cannot
+            # run (a rotary width above the head size) is no FSDP case (raises: the draw is skipped).
+            # Forward only, without autograd: a backward here would start autograd's worker threads,
+            # which the forked ranks then refuse ("Unable to handle autograd's threading ... fork").
+            ids = torch.tensor([[1, 5, 2, 7, 3]])
+            with torch.no_grad():
+                model(input_ids=ids, labels=ids)
         model.save_pretrained(wdir, safe_serialization=True)
         os.makedirs(os.path.join(models_dir, key), exist_ok=True)
         shutil.copy(os.path.join(wdir, "config.json"), os.path.join(models_dir, key, "config.json"))
@@ -149,7 +209,7 @@ def draw_regex(rng: random.Random, model, kind: str) -> str:
 
 
 def draw_case(rng: random.Random, seed: int, index: int, models_dir: str, weights_dir: str) -> dict | None:
-    pool = DENSE + MOE + (VLM if rng.random() < 0.15 else ())
+    pool = POOL + (VLM if rng.random() < 0.15 else ())
     base = rng.choice(pool)
     model_type, kw = random_config(rng, base)
     try:
@@ -203,6 +263,7 @@ def draw_case(rng: random.Random, seed: int, index: int, models_dir: str, weight
 # ------------------------------------------------------------------------------------------------
 
 WEIGHTS = None  # set in main, before any case forks
+POOL = DENSE + MOE + NEW_CAUSAL  # --pool
 
 
 def load_case_model(c: dict):
@@ -220,15 +281,19 @@ def load_case_model(c: dict):
 
 
 def main() -> int:
-    global WEIGHTS
+    global WEIGHTS, POOL
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=None, help="default: a fresh one from the clock")
     ap.add_argument("--cases", type=int, default=500)
     ap.add_argument("--out", default="fuzz-out", help="directory under the repository")
     ap.add_argument("--timeout", type=float, default=60)
     ap.add_argument("--list", action="store_true", help="draw and print the cases without running them")
+    ap.add_argument("--pool", choices=["all", "new"], default="all",
+                    help="new: only the causal LMs whose tiny config is shrunk from transformers' default")
     a = ap.parse_args()
     seed = a.seed if a.seed is not None else int(time.time()) % 100000
+    if a.pool == "new":
+        POOL = NEW_CAUSAL
     out = os.path.join(REPO, a.out, f"seed-{seed}")
     models_dir = os.path.join(out, "models")
     cases_dir = os.path.join(out, "cases")

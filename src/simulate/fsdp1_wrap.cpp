@@ -354,8 +354,10 @@ std::string unit_instance_path(const ShardUnit& u, std::int64_t k) {
 // and calls the layers directly, so the unit never all-gathers and the layers run on the rank's
 // sharded views. Real torch 2.14.1 (fuzz seed 2, use_orig_params=True, SHARD_GRAD_OP): "RuntimeError:
 // The size of tensor a (0) must match the size of tensor b (20) at non-singleton dimension 2" in the
-// first layer's norm. A shard group of one rank holds everything and runs.
-static void check_uncalled_containers(const ModuleTree& tree, const ShardPlan& plan, DiagnosticSink& sink) {
+// first layer's norm; use_orig_params=False (fuzz seed 3, cwm): "Output 0 of View is a view and its
+// base ... has been modified inplace". A shard group of one rank holds everything and runs.
+static void check_uncalled_containers(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan,
+                                      DiagnosticSink& sink) {
   if (plan.strategy == ShardingStrategy::no_shard || plan.shard_group <= 1) return;
   for (const ShardUnit& u : plan.units) {
     if (u.module <= 0 || u.params.empty()) continue;
@@ -363,10 +365,15 @@ static void check_uncalled_containers(const ModuleTree& tree, const ShardPlan& p
     if (!tree.is_instance(mod, "ModuleList") && !tree.is_instance(mod, "ModuleDict")) continue;
     sink.report(finding(
         "PLAN037", model_location(tree, u.path),
-        fmt::format("RuntimeError at the first forward (torch 2.14.1: \"The size of tensor a (0) must match the size "
-                    "of tensor b (...)\" in the first layer): the FSDP unit '{}' wraps a {}, whose forward nobody "
-                    "calls (its parent iterates it), so FSDP never all-gathers it and its layers run on each rank's "
-                    "shard",
+        fmt::format("RuntimeError at the first forward (torch 2.14.1: \"{}\" in the first layer): the FSDP unit '{}' "
+                    "wraps a {}, whose forward nobody calls (its parent iterates it), so FSDP never all-gathers it "
+                    "and its layers run on each rank's shard",
+                    // use_orig_params=True: the parameters are 1-D views of the rank's shard; False: views of
+                    // the flat parameter FSDP never unsharded (fuzz seed 3, cwm).
+                    s.use_orig_params.value ? "The size of tensor a (0) must match the size of tensor b (...)"
+                                            : "Output 0 of View is a view and its base or another view of its base has "
+                                              "been modified inplace. This view is the output of a function that "
+                                              "returns multiple views.",
                     u.path, mod.cls),
         "wrap the layers, not their container: name the decoder layer class in "
         "fsdp_transformer_layer_cls_to_wrap (not ModuleList)"));
@@ -451,7 +458,7 @@ ShardPlan plan_fsdp1(const ModuleTree& tree, const FsdpSettings& s, DiagnosticSi
   }
   unit_diagnostics.flush(sink);
   check_tied_views(tree, s, plan, params, modules, holder, sink);
-  check_uncalled_containers(tree, plan, sink);
+  check_uncalled_containers(tree, s, plan, sink);
   plan.ignored = ignored_params(params);
   return plan;
 }
