@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <charconv>
 #include <deque>
+#include <regex>
 #include <set>
 #include <tuple>
 
@@ -528,7 +529,16 @@ class Reader {
       if (const Node* list = root.get(field)) {
         if (!list->is_sequence())
           fail(file_, list, fmt::format("`{}` must list parameter-name patterns ([] for none)", field));
-        for (const Node* x : list->items) into->push_back(str(x, field));
+        for (const Node* x : list->items) {
+          into->push_back(str(x, field));
+          std::string glob;  // build_tree.cpp keep_in_fp32_pattern compiles it with '*' as '.*'
+          for (char c : into->back()) glob += c == '*' ? std::string(".*") : std::string(1, c);
+          try {
+            std::regex{glob};
+          } catch (const std::regex_error&) {
+            fail(file_, x, fmt::format("`{}`: '{}' is not a valid pattern", field, into->back()));
+          }
+        }
       }
     if (const Node* config = optional_map(root.get("config"), "config")) {
       a.defaults = literals(config->get("defaults"), "config.defaults");

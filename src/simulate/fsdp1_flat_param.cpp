@@ -64,6 +64,12 @@ void validate_flattenable(const ModuleTree& tree, const ShardUnit& unit, const F
 
 }  // namespace
 
+std::int64_t flat_alignment_numel(const FsdpSettings& s, DType unit_dtype) {
+  // _get_aligned_numel(unsharded_dtype=_fwd_bwd_param_dtype): 16 bytes of the compute dtype.
+  const DType compute = s.param_dtype().value_or(unit_dtype);
+  return std::max(1, 16 / std::max(1, dtype_bits(compute) / 8));
+}
+
 ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPlan& plan, const ParamTable& params,
                     int module, const std::vector<int>& owned, DiagnosticSink& sink) {
   ShardUnit unit;
@@ -78,9 +84,7 @@ ShardUnit flat_unit(const ModuleTree& tree, const FsdpSettings& s, const ShardPl
   unit.dtype = owned.empty() ? DType::F32 : params[owned.front()].dtype;
   unit.requires_grad = false;
   unit.gets_grad = false;
-  // _get_aligned_numel(unsharded_dtype=_fwd_bwd_param_dtype): 16 bytes of the compute dtype.
-  const DType compute = s.param_dtype().value_or(unit.dtype);
-  const std::int64_t align = std::max(1, 16 / std::max(1, dtype_bits(compute) / 8));
+  const std::int64_t align = flat_alignment_numel(s, unit.dtype);
 
   // At most one alignment padding before each parameter and the world-size padding after them.
   unit.layout.reserve(orig ? 2 * owned.size() + 1 : owned.size());

@@ -166,8 +166,7 @@ class Fsdp1Wrapper {
   // (alignment padding under use_orig_params, the world-size padding of torch >= 2.1).
   void record_rank_slices(const std::vector<int>& owned) {
     if (owned.empty()) return;
-    const DType compute = s_.param_dtype().value_or(params_[owned.front()].dtype);
-    const std::int64_t align = std::max(1, 16 / std::max(1, dtype_bits(compute) / 8));
+    const std::int64_t align = flat_alignment_numel(s_, params_[owned.front()].dtype);
     std::vector<std::int64_t> offsets;
     std::int64_t total = 0;
     for (int pidx : owned) {

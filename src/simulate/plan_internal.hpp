@@ -71,6 +71,10 @@ std::vector<IgnoredParam> ignored_params(const ParamTable& params);
 
 ShardPlan plan_header(const FsdpSettings& s, int fsdp_version);
 
+// Elements per alignment step of an FSDP1 flat parameter under use_orig_params=True (16 bytes of
+// the compute dtype); flat_unit lays units out with it, and the size policy's rank slices follow it.
+std::int64_t flat_alignment_numel(const FsdpSettings& s, DType unit_dtype);
+
 // The unit's all-gather and reduce-scatter dtypes from its master dtype and the mixed precision.
 void set_collective_dtypes(ShardUnit& unit, const FsdpSettings& s);
 
