@@ -33,13 +33,34 @@ TrainingLoop training_loop(const MemoryOptions& opts, const FsdpSettings& s);
 // accelerate's fsdp_activation_checkpointing.
 bool checkpointing_by_transformers(const FsdpSettings& s, const MemoryOptions& opts);
 
+// Where a preference trainer's reference log-probs come from (TRL v1.9.0 DPOTrainer.__init__ and
+// _compute_loss, trl/trainer/dpo_trainer.py). `none`: not a preference trainer.
+enum class PreferenceReference {
+  none,
+  model,             // a second copy of the model, sharded by trl/models/utils.py prepare_fsdp, run each step
+  adapter_disabled,  // a PEFT model: the policy itself with its adapter turned off, run each step
+  precomputed,       // precompute_ref_log_probs: read from the dataset, no reference forward in the step
+};
+const char* reference_name(PreferenceReference r);  // "model", "adapter_disabled", ...
+
 struct MemoryOptions {
   std::uint64_t gpu_memory = 80ull << 30;  // --gpu-memory, bytes
+  // What `gpu_memory` is: a preset's name ("h100-80gb"), or empty for a size given as such. `gpu_assumed`:
+  // neither --gpu nor --gpu-memory was given, so every verdict says which GPU it assumed.
+  std::string gpu_name;
+  bool gpu_assumed = false;
   OptimizerModel optimizer;
   TrainingLoop loop = TrainingLoop::accelerate;
   int gradient_accumulation = 1;  // micro-batches per optimizer step
   // The loss never builds the logits (Liger's fused linear cross-entropy): none of the T x V tensors.
   bool fused_loss = false;
+  // TRL's DPO (`--trainer dpo`): each sample is a chosen and a rejected sequence, run as one batch of
+  // 2 x micro_batch rows (DataCollatorForPreference concatenates them); log-probs instead of a
+  // cross-entropy; the reference's log-probs from `reference`.
+  PreferenceReference reference = PreferenceReference::none;
+  bool preference() const { return reference != PreferenceReference::none; }
+  // Rows of one forward: the micro-batch, doubled for a preference trainer's chosen and rejected.
+  std::int64_t rows() const { return micro_batch.value_or(1) * (preference() ? 2 : 1); }
   // The source of the recipe's gradient_checkpointing ("FILE:LINE"), when a training-arguments file set
   // it: where the activation_checkpointing setting has this source, transformers checkpoints whole
   // decoder layers (GradientCheckpointingLayer) and turns the KV cache off, not accelerate.
@@ -139,13 +160,35 @@ struct TpRankMemory {
   RankMemory memory;
 };
 
+// One global rank of the job and whose memory it holds: its index in its shard group (into
+// MemoryEstimate::ranks, whose `rank` is that index), its replica (HSDP's dp_replicate or FSDP1's
+// node), and its context- and tensor-parallel ranks.
+struct GlobalRank {
+  int rank = 0;
+  int shard_rank = 0;
+  int replica = 0;
+  int cp_rank = 0;
+  int tp_rank = 0;
+};
+// Every global rank of the job, from the settings' mesh (accelerate's row-major dp_replicate, dp_shard,
+// cp, sp, tp; FSDP2 shards over dp_shard x cp) or FSDP1's nodes under a hybrid strategy.
+std::vector<GlobalRank> mesh_ranks(const FsdpSettings& s);
+
+struct MemoryEstimate;
+// The GPU a verdict is about, as its messages name it: "79.11 GiB (h100-80gb)", and, when nobody chose
+// it, "79.11 GiB (h100-80gb, assumed: set --gpu or --gpu-memory)".
+std::string gpu_label(const MemoryEstimate& m);
+
 struct MemoryEstimate {
-  std::vector<RankMemory> ranks;       // one per rank of the shard group
-  std::vector<TpRankMemory> tp_ranks;  // with tensor parallelism, one per TP rank
-  std::optional<int> peak_mesh_rank;   // with tensor parallelism: the global rank that holds `peak`
-  std::uint64_t peak = 0;              // max over ranks of total()
+  std::vector<RankMemory> ranks;         // one per rank of the shard group
+  std::vector<TpRankMemory> tp_ranks;    // with tensor parallelism, one per TP rank
+  std::vector<GlobalRank> global_ranks;  // every rank of the job (mesh_ranks)
+  std::optional<int> peak_mesh_rank;     // with tensor parallelism: the global rank that holds `peak`
+  std::uint64_t peak = 0;                // max over ranks of total()
   int peak_rank = 0;
   std::uint64_t gpu_memory = 0;
+  std::string gpu_name;      // MemoryOptions::gpu_name
+  bool gpu_assumed = false;  // MemoryOptions::gpu_assumed
   bool fits = true;
   std::int64_t headroom = 0;  // gpu_memory - peak (negative: bytes short)
   FitVerdict verdict = FitVerdict::fits;

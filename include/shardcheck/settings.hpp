@@ -124,6 +124,8 @@ struct FsdpSettings {
   // The global ranks that share `rank`'s group over the named dims (a flattened group such as
   // dp_shard_cp is {"dp_shard", "cp"}): the tp index varies fastest (build_device_mesh's row-major mesh).
   std::vector<int> mesh_group(int rank, const std::vector<std::string>& dims) const;
+  // `rank`'s index along one mesh dim (0 for a dim the mesh does not have).
+  int mesh_coordinate(int rank, std::string_view dim) const;
   // The size of the group a flat parameter is sharded over: the node for hybrid strategies.
   int shard_group_size() const;
   // param_dtype under accelerate's mixed precision, or nullopt (no mixed precision).

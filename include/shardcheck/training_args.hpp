@@ -25,6 +25,7 @@ struct TrainingArgs {
   std::optional<Setting<std::string>> optim;                   // TrainingArguments.optim
   std::optional<Setting<bool>> liger;                          // use_liger_kernel (TRL < 0.20: use_liger)
   std::optional<Setting<std::int64_t>> gradient_accumulation;  // gradient_accumulation_steps
+  std::optional<Setting<bool>> precompute_ref_log_probs;       // TRL DPOConfig: no reference forward in the step
   // Keys the file sets that change a step's memory and that the estimate does not model, with their
   // sources ("FILE:LINE"), so that a verdict never ignores them silently.
   std::vector<std::pair<std::string, std::string>> unmodelled;

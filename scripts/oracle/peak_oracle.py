@@ -60,6 +60,10 @@ MODELS = {
     "l256_tied": dict(LLAMA, tie_word_embeddings=True),
     "l512": dict(LLAMA, hidden_size=512, intermediate_size=1376, num_hidden_layers=4, num_attention_heads=8,
                  num_key_value_heads=4, vocab_size=32000),
+    # Llama-3-8B's widths (hidden 4096, MLP 14336, 32/8 heads, vocabulary 128256) with 2 of its 32 layers:
+    # full-size tensors, a CPU-sized depth.
+    "l8b2": dict(LLAMA, hidden_size=4096, intermediate_size=14336, num_hidden_layers=2, num_attention_heads=32,
+                 num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0),
     "q3moe": dict(model_type="qwen3_moe", hidden_size=256, intermediate_size=688, moe_intermediate_size=128,
                   num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=64, num_experts=8,
                   num_experts_per_tok=2, vocab_size=8000, max_position_embeddings=8192, tie_word_embeddings=False),
@@ -89,9 +93,14 @@ class LiveBytes(TorchDispatchMode):
         self.recording = False
         self.hidden = {}  # id(storage) -> nbytes of gloo's own buffers (not counted)
         self.hidden_peak = 0
+        self.phase_peaks = {}  # phase -> the most live bytes during it (recording only)
 
     def _grow(self, n):
         self.cur += n
+        if self.recording and self.cur > self.phase_peaks.get(self.phase, 0):
+            self.phase_peaks[self.phase] = self.cur
+            if self.phase == DIAG_PHASE:
+                self.diag_live = {k: list(v) for k, v in self.live.items()}
         if self.cur > self.peak:
             self.peak = self.cur
             self.peak_phase = self.phase
@@ -160,6 +169,9 @@ class LiveBytes(TorchDispatchMode):
 
 
 TRACKER: LiveBytes | None = None
+# ORACLE_DIAG_PHASE="reference forward": also record what is alive at that phase's own peak
+# ("diag_by_op"), to see what a moment other than the step's peak holds. Not used for the records.
+DIAG_PHASE = os.environ.get("ORACLE_DIAG_PHASE", "")
 _resize = torch.UntypedStorage.resize_
 
 
@@ -233,6 +245,61 @@ def wrap(model, c: dict, W: int):
     return model
 
 
+def reference_model(c: dict, W: int):
+    """DPO's reference model for a full fine-tune, as TRL v1.9.0 prepares it under FSDP
+    (trl/models/utils.py prepare_fsdp, called by DPOTrainer.__init__): a second copy of the model;
+    FSDP1 with the plugin's auto-wrap policy and settings, FSDP2 as ONE fully_shard on the root
+    (reshard_after_forward and mixed precision from the plugin, no per-layer groups); eval mode."""
+    ref = build(c)
+    plugin = t2.make_plugin(c)
+    if c["fsdp_version"] == 1:
+        ref = t2.wrap_fsdp1(ref, c)
+    else:
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        fully_shard(ref, reshard_after_forward=plugin.reshard_after_forward,
+                    mp_policy=plugin.mixed_precision_policy or MixedPrecisionPolicy())
+    ref.eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    return ref
+
+
+def token_logps(logits, labels):
+    """log_softmax(logits)[label] per token, as TRL v1.9.0's selective_log_softmax (trl/trainer/utils.py)
+    computes it: float32 logits gather the label's logit and take each sequence's logsumexp in turn;
+    other dtypes take each sequence's log_softmax in turn and gather from it."""
+    idx = labels.unsqueeze(-1)
+    if logits.dtype in (torch.float32, torch.float64):
+        picked = torch.gather(logits, dim=-1, index=idx).squeeze(-1)
+        lse = torch.stack([torch.logsumexp(row, dim=-1) for row in logits])
+        return picked - lse
+    rows = [torch.gather(torch.log_softmax(lg, dim=-1), dim=-1, index=lb.unsqueeze(-1)).squeeze(-1)
+            for lg, lb in zip(logits, labels)]
+    return torch.stack(rows)
+
+
+def dpo_loss(model, ref, ids, mask, beta=0.1):
+    """TRL v1.9.0 DPOTrainer._compute_loss (trl/trainer/dpo_trainer.py), sigmoid loss, reference model
+    run in the step: the batch is chosen and rejected concatenated; no labels reach the model."""
+    out = model(input_ids=ids, use_cache=False)
+    set_phase("loss forward (policy log-probs)")
+    labels = ids[..., 1:]
+    shift_mask = mask[..., 1:]
+    logps = token_logps(out.logits[..., :-1, :], labels)
+    logps[shift_mask == 0] = 0.0
+    logps = logps.sum(dim=1)
+    chosen, rejected = logps.chunk(2, dim=0)
+    with torch.no_grad():
+        set_phase("reference forward")
+        ref_out = ref(input_ids=ids, use_cache=False)
+        set_phase("loss forward (reference log-probs)")
+        ref_logps = token_logps(ref_out.logits[..., :-1, :], labels)
+        ref_logps[shift_mask == 0] = 0.0
+        ref_chosen, ref_rejected = ref_logps.sum(dim=1).chunk(2, dim=0)
+    logits = (chosen - ref_chosen) - (rejected - ref_rejected)
+    return -torch.nn.functional.logsigmoid(beta * logits).mean()
+
+
 def train(model, c: dict) -> dict:
     """Three optimizer steps; the third one is recorded."""
     global TRACKER
@@ -241,6 +308,11 @@ def train(model, c: dict) -> dict:
     T, B, ga = c["tokens"], c.get("micro_batch", 1), c.get("grad_accum", 1)
     vocab = model.config.vocab_size
     batches = [torch.randint(0, vocab, (B, T), generator=g) for _ in range(ga)]
+    # `warm_tokens` (the Trainer loop only, which keeps nothing of a step): the first two steps run on
+    # that many tokens, so that a full-width model pays for one full step; what the third step starts
+    # with (parameters, AdamW's states) does not depend on the tokens of the steps before it.
+    warm = [torch.randint(0, vocab, (B, c["warm_tokens"]), generator=g) for _ in range(ga)] if c.get("warm_tokens") else None
+    assert warm is None or c.get("loop") == "trainer", "warm_tokens needs the Trainer loop"
     outputs = None
     rec = {}
 
@@ -252,6 +324,15 @@ def train(model, c: dict) -> dict:
         out = model(input_ids=ids, labels=ids, **fwd)
         return out["loss"]  # compute_loss returns the loss alone: the logits go with `out`
 
+    ref = None
+    if c.get("trainer") == "dpo":
+        # B pairs: a (2B, T) batch, chosen rows then rejected rows; the first half of each row is the
+        # prompt (completion_mask 0).
+        ref = reference_model(c, dist.get_world_size())
+        batches = [torch.randint(0, vocab, (2 * B, T), generator=g) for _ in range(ga)]
+        mask = torch.ones(2 * B, T, dtype=torch.long)
+        mask[:, : T // 2] = 0
+
     for step in range(3):
         if step == 2:
             TRACKER.recording = True
@@ -259,14 +340,16 @@ def train(model, c: dict) -> dict:
             TRACKER.peak_phase = "step start"
             TRACKER.peak_live = {k: list(v) for k, v in TRACKER.live.items()}
             rec["start"] = TRACKER.cur
-        for micro, ids in enumerate(batches):
+        for micro, ids in enumerate(warm if (warm and step < 2) else batches):
             sync = micro == ga - 1
             if c["fsdp_version"] == 2:
                 model.set_requires_gradient_sync(sync)
             ctx = model.no_sync() if (c["fsdp_version"] == 1 and not sync) else contextlib.nullcontext()
             with ctx:
                 set_phase("forward")
-                if c.get("loop", "accelerate") == "trainer":
+                if ref is not None:
+                    loss = dpo_loss(model, ref, ids, mask)
+                elif c.get("loop", "accelerate") == "trainer":
                     loss = trainer_loss(ids)
                 else:
                     outputs = model(input_ids=ids, labels=ids, **fwd)
@@ -321,16 +404,41 @@ def summarize(rec: dict) -> dict:
         k = f"{phase} | {op}"
         ops[k] = ops.get(k, 0) + n
     top = sorted(ops.items(), key=lambda kv: -kv[1])[:40]
+    diag = {}
+    for key, (n, op, phase) in getattr(TRACKER, "diag_live", {}).items():
+        diag[f"{phase} | {op}"] = diag.get(f"{phase} | {op}", 0) + n
     return {"peak": TRACKER.peak, "peak_phase": TRACKER.peak_phase, "start": rec["start"], "end": rec["end"],
-            "at_peak": dict(sorted(cats.items())), "at_peak_by_op": [[k, v] for k, v in top if v > 0]}
+            "phase_peaks": dict(sorted(TRACKER.phase_peaks.items(), key=lambda kv: -kv[1])[:12]),
+            "at_peak": dict(sorted(cats.items())), "at_peak_by_op": [[k, v] for k, v in top if v > 0],
+            **({"diag_by_op": sorted(([k, v] for k, v in diag.items() if v > 0), key=lambda kv: -kv[1])[:40]}
+               if diag else {})}
+
+
+def init_process_group(c: dict, rank: int, W: int, store: str) -> None:
+    """gloo, or torch's fake process group (`pg: fake`): its collectives return at once and write
+    nothing, while FSDP allocates every all-gather output and reduce-scatter input exactly as it does
+    over NCCL. That is how the bf16 and fp16 steps are measured (gloo has no bf16 collectives) and
+    what torch's own FSDPMemTracker tests use (torch/testing/_internal/distributed/fake_pg.py).
+    The values are garbage; the sizes and lifetimes of the tensors are the real ones."""
+    if c.get("pg") == "fake":
+        from torch.testing._internal.distributed.fake_pg import FakeStore
+        dist.init_process_group("fake", store=FakeStore(), rank=rank, world_size=W)
+    else:
+        dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)
 
 
 def rank_main(c: dict, rank: int, W: int, store: str, result: str) -> None:
     global TRACKER
     t2.rank_prologue(rank, W)
+    if c.get("only_ranks") and rank not in c["only_ranks"]:
+        # Over the fake process group no rank waits for another: the ranks not measured never start
+        # (8 full-width models at once would not fit in this machine's memory).
+        with open(result, "w") as f:
+            json.dump({"skipped": True}, f)
+        os._exit(0)
     rec, stage = {}, "init"
     try:
-        dist.init_process_group("gloo", init_method="file://" + store, rank=rank, world_size=W)
+        init_process_group(c, rank, W, store)
         TRACKER = LiveBytes()
         with TRACKER:
             stage = "load"
@@ -361,7 +469,7 @@ def merge(c: dict, per_rank: list) -> dict:
     if any(errors):
         out["error"] = next(e for e in errors if e)
         return out
-    out["ranks"] = per_rank
+    out["ranks"] = [r for r in per_rank if not r.get("skipped")]
     return out
 
 
@@ -386,7 +494,15 @@ def case(model, fsdp, W, tokens, **kw):
         parts.append("noreshard")
     if kw.get("loop") == "trainer":
         parts.append("trainer")
+    if kw.get("trainer"):
+        parts.append(kw["trainer"])
+    if kw.get("load_dtype", "float32") != "float32":
+        parts.append({"bfloat16": "bf16", "float16": "fp16"}[kw["load_dtype"]])
+    if kw.get("mixed_precision", "no") != "no":
+        parts.append("mp" + kw["mixed_precision"])
     parts.append(f"w{W}")
+    if kw.get("pg") == "fake":
+        parts.append("fakepg")
     c = {"case": "-".join(parts), "model": model, "fsdp_version": fsdp, "world_size": W, "tokens": tokens,
          "policy": {"kind": "transformer"}}
     c.update(kw)
@@ -417,6 +533,34 @@ def all_cases() -> list:
     cs.append(case("l256", 1, 2, 1024, sharding_strategy="SHARD_GRAD_OP"))
     cs.append(case("l256", 1, 2, 1024, use_orig_params=True))
     cs.append(case("l256", 2, 2, 1024, reshard_after_forward=False))
+    # Low precision and larger worlds, over the fake process group: bf16 weights (pure bf16 training),
+    # bf16 mixed precision over float32 weights, fp16, and 8 ranks; one float32 case that gloo also ran.
+    F = dict(pg="fake")
+    cs.append(case("l256", 2, 2, 1024, **F))
+    for fsdp in (2, 1):
+        cs.append(case("l256", fsdp, 2, 1024, load_dtype="bfloat16", **F))
+        cs.append(case("l256", fsdp, 2, 4096, load_dtype="bfloat16", **F))
+        cs.append(case("l256", fsdp, 2, 1024, mixed_precision="bf16", **F))
+        cs.append(case("l256", fsdp, 2, 4096, mixed_precision="bf16", activation_checkpointing=True, **F))
+        cs.append(case("l256", fsdp, 2, 1024, load_dtype="bfloat16", loop="trainer", **F))
+        cs.append(case("l256", fsdp, 8, 1024, **F))
+        cs.append(case("l256", fsdp, 8, 2048, load_dtype="bfloat16", activation_checkpointing=True, **F))
+        cs.append(case("q3moe", fsdp, 4, 1024, load_dtype="bfloat16", **F))
+        cs.append(case("l512", fsdp, 4, 1024, mixed_precision="bf16", grad_accum=2, **F))
+    cs.append(case("l256", 2, 2, 1024, load_dtype="float16", **F))
+    # TRL's DPO with a reference model (Trainer loop): B pairs per micro-batch.
+    D = dict(F, loop="trainer", trainer="dpo")
+    for fsdp in (2, 1):
+        cs.append(case("l256", fsdp, 2, 512, **D))
+        cs.append(case("l256", fsdp, 2, 1024, load_dtype="bfloat16", **D))
+        cs.append(case("l256", fsdp, 2, 1024, mixed_precision="bf16", activation_checkpointing=True, **D))
+    cs.append(case("l512", 2, 4, 512, micro_batch=2, load_dtype="bfloat16", **D))
+    # Full widths (Llama-3-8B's), 8 ranks, bf16, one full step.
+    # Rank 0 and the last rank (which holds FSDP's padding) are measured.
+    W8 = dict(F, loop="trainer", warm_tokens=16, only_ranks=[0, 7])
+    cs.append(case("l8b2", 2, 8, 1024, load_dtype="bfloat16", **W8))
+    cs.append(case("l8b2", 2, 8, 1024, mixed_precision="bf16", activation_checkpointing=True, **W8))
+    cs.append(case("l8b2", 1, 8, 1024, load_dtype="bfloat16", **W8))
     return cs
 
 

@@ -4,6 +4,7 @@
 #include "shardcheck/training_args.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <tuple>
 
@@ -84,6 +85,13 @@ bool set_recipe(const PlanFlags& f, const std::optional<TrainingArgs>& args, con
     req.memory.gradient_accumulation =
         static_cast<int>(std::min<std::int64_t>(args->gradient_accumulation->value, 1 << 20));
   req.memory.fused_loss = f.liger || (args && args->liger && args->liger->value);
+  // TRL's DPO: the reference is a second model unless the recipe precomputes its log-probs (a PEFT
+  // model's reference is the policy with its adapter off, decided once the tree is built:
+  // effective_reference in shardcheck/memory.hpp).
+  if (f.trainer == "dpo")
+    req.memory.reference = args && args->precompute_ref_log_probs && args->precompute_ref_log_probs->value
+                               ? PreferenceReference::precomputed
+                               : PreferenceReference::model;
   if (args && args->gradient_checkpointing)
     req.memory.recipe_checkpointing_source = args->gradient_checkpointing->source;
   return true;
@@ -124,23 +132,34 @@ void find_python_env(const PlanFlags& f, VersionRequest& versions) {
     }
 }
 
-// A GPU's memory in bytes: a preset of rules/gpus.yaml (--gpu) or a size with its unit (--gpu-memory).
-std::optional<std::uint64_t> gpu_memory(const PlanFlags& f, const CliContext& ctx, std::string& error) {
-  if (!f.gpu.empty()) {
-    if (f.gpu_memory != "80GiB") {
-      error = "--gpu and --gpu-memory both give the GPU's memory: use one";
-      return std::nullopt;
-    }
+// The GPU nobody named: an H100 80GB, the GPU most FSDP fine-tunes run on, at the memory torch reports
+// for it (rules/gpus.yaml), not the marketed 80 GB; every verdict then says it was assumed.
+constexpr const char* kAssumedGpu = "h100-80gb";
+
+// A GPU's memory in bytes into `opts`: a preset of rules/gpus.yaml (--gpu, or the assumed one) or a size
+// with its unit (--gpu-memory). False with `error` for a bad value.
+bool gpu_memory(const PlanFlags& f, const CliContext& ctx, MemoryOptions& opts, std::string& error) {
+  if (!f.gpu.empty() && !f.gpu_memory.empty()) {
+    error = "--gpu and --gpu-memory both give the GPU's memory: use one";
+    return false;
+  }
+  if (f.gpu_memory.empty()) {
+    const std::string name = f.gpu.empty() ? kAssumedGpu : f.gpu;
     const auto presets = load_gpu_presets(ctx.rules_dir, error);
-    if (!presets) return std::nullopt;
-    const auto it = presets->find(f.gpu);
+    if (!presets) return false;
+    const auto it = presets->find(name);
     if (it == presets->end()) {
-      std::string names;
-      for (const auto& [name, bytes] : *presets) names += (names.empty() ? "" : ", ") + name;
-      error = fmt::format("expected one of {} for --gpu, found '{}'", names, f.gpu);
-      return std::nullopt;
+      std::vector<std::string> names;
+      for (const auto& [preset, bytes] : *presets) names.push_back(preset);
+      const std::string guess = did_you_mean(name, names);
+      error = fmt::format("expected one of {} for --gpu, found '{}'{}", fmt::join(names, ", "), name,
+                          guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess));
+      return false;
     }
-    return it->second;
+    opts.gpu_memory = it->second;
+    opts.gpu_name = name;
+    opts.gpu_assumed = f.gpu.empty();
+    return true;
   }
   // A unit is required: a bare "80" meant 80 bytes, and nobody means that.
   const std::size_t unit_at = f.gpu_memory.find_first_not_of("0123456789.");
@@ -150,9 +169,10 @@ std::optional<std::uint64_t> gpu_memory(const PlanFlags& f, const CliContext& ct
         "expected a GPU memory size with its unit, like 80GiB or 79.6GiB (GiB = 2^30 bytes; GB = 10^9), "
         "for --gpu-memory, found '{}'",
         f.gpu_memory);
-    return std::nullopt;
+    return false;
   }
-  return gpu;
+  opts.gpu_memory = *gpu;
+  return true;
 }
 
 // The run's training arguments (--training-args): what they state, under the flags. False (with
@@ -306,14 +326,18 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_option("--gpu", f.gpu,
                   "GPU preset: the memory PyTorch reports for it (rules/gpus.yaml: h100-80gb, h100-nvl, h200, "
                   "a100-80gb, a100-40gb, mi300x)");
-  cmd->add_option(
-      "--gpu-memory", f.gpu_memory,
-      "Memory of one GPU with its unit (default 80GiB; torch.cuda.mem_get_info()[1] gives the exact bytes)");
+  cmd->add_option("--gpu-memory", f.gpu_memory,
+                  "Memory of one GPU with its unit, like 79.11GiB (default: the h100-80gb preset, 79.11 GiB as torch "
+                  "reports it; torch.cuda.mem_get_info()[1] gives the exact bytes)");
   cmd->add_option("--optim", f.optim,
                   "Optimizer, as TrainingArguments.optim names it (rules/optimizers.yaml; default: the recipe's optim, "
                   "else adamw_torch_fused with --training-args, else adamw_torch)");
   cmd->add_option("--gradient-accumulation", f.gradient_accumulation, "Micro-batches per optimizer step")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  cmd->add_option("--trainer", f.trainer,
+                  "The TRL trainer whose step runs: sft (cross-entropy, the default) or dpo (chosen and rejected "
+                  "sequences in one batch, log-probs, a reference model unless precompute_ref_log_probs)")
+      ->check(one_of({"sft", "dpo"}));
   cmd->add_flag("--liger", f.liger,
                 "The loss is Liger's fused linear cross-entropy (use_liger_kernel): the logits are never built");
   cmd->add_option("--backward-prefetch", f.backward_prefetch, "FSDP1: BACKWARD_PRE, BACKWARD_POST or NO_PREFETCH")
@@ -378,9 +402,7 @@ std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContex
   if (!f.config.empty()) req.accelerate_config = f.config;
   if (!read_version_flags(f, req.versions, error)) return std::nullopt;
   find_python_env(f, req.versions);
-  const auto gpu = gpu_memory(f, ctx, error);
-  if (!gpu) return std::nullopt;
-  req.memory.gpu_memory = *gpu;
+  if (!gpu_memory(f, ctx, req.memory, error)) return std::nullopt;
   req.memory.seq_len = f.seq_len;
   req.memory.micro_batch = f.micro_batch;
   if (f.seq_len.has_value() != f.micro_batch.has_value()) {

@@ -22,7 +22,7 @@ struct PlanFlags {
   std::string gpu;  // --gpu NAME: a preset of rules/gpus.yaml  // --python-env: the job's virtualenv / conda prefix /
                     // site-packages
   std::optional<int> world_size, num_machines, fsdp_version;
-  std::string strategy, policy, wrap_cls, frozen, mixed_precision, gpu_memory = "80GiB";
+  std::string strategy, policy, wrap_cls, frozen, mixed_precision, gpu_memory;
   std::optional<std::int64_t> min_num_params;
   std::optional<bool> use_orig_params, reshard_after_forward, offload_params, activation_checkpointing;
   std::optional<std::int64_t> seq_len, micro_batch;
@@ -37,6 +37,7 @@ struct PlanFlags {
   std::string caller;         // --caller trainer|accelerate: who prepares a PEFT model
   std::string training_args;  // --training-args FILE: the Trainer / TRL config of the run
   std::string optim;          // --optim NAME: rules/optimizers.yaml
+  std::string trainer;        // --trainer sft|dpo: the TRL trainer whose step runs
   std::optional<std::int64_t> gradient_accumulation;
   bool liger = false;  // --liger: fused linear cross-entropy (no logits)
 };

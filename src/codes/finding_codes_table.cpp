@@ -706,7 +706,8 @@ constexpr FindingCode kCodes[] = {
      "With --seq-len and --micro-batch, shardcheck replays one steady-state training step unit by unit "
      "(docs/step-peak.md): forward with its all-gathers, the loss's logits-sized tensors, backward with "
      "recomputation and reduce-scatter buffers, the optimizer step. Its peak is at most 10% above a real "
-     "step's and never below; even a tenth less than it does not fit in --gpu-memory (default 80GiB), so the "
+     "step's and never below; even a tenth less than it does not fit in the GPU's memory (--gpu or --gpu-memory; "
+     "default the h100-80gb preset, 79.11 GiB), so the "
      "job runs out of GPU memory. Without activations the sharded parameters, gradients, optimizer states and "
      "the largest unsharded units are compared instead. Use more GPUs, fsdp_offload_params: true, activation "
      "checkpointing, a smaller micro-batch, or a larger --gpu-memory if the GPU has it."},

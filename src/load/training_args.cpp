@@ -163,6 +163,8 @@ void load_recipe_fields(const std::string& path, const YAML::Node& root, Trainin
   for (const char* key : {"use_liger_kernel", "use_liger"})
     if (const auto n = root[key]; n && !n.IsNull() && !t.liger)
       t.liger = Setting<bool>{boolean(path, key, n), where(path, n)};
+  if (const auto n = root["precompute_ref_log_probs"]; n && !n.IsNull())
+    t.precompute_ref_log_probs = Setting<bool>{boolean(path, "precompute_ref_log_probs", n), where(path, n)};
   if (const auto n = root["gradient_accumulation_steps"]; n && !n.IsNull())
     t.gradient_accumulation = Setting<std::int64_t>{positive(path, "gradient_accumulation_steps", n), where(path, n)};
   for (const char* key : kUnmodelled)

@@ -15,6 +15,7 @@ namespace {
 
 void estimate_memory_and_traffic(const PreflightRequest& req, PreflightResult& r) {
   if (!r.plan->tensor_parallel) r.memory = estimate_memory(*r.plan, *r.tree, r.settings, req.memory);
+  r.memory.global_ranks = mesh_ranks(r.settings);
   r.comm = communication(*r.plan, req.bus_bandwidth, req.inter_node_bandwidth);
   if (r.plan->tensor_parallel)
     r.comm.tensor_parallel =
@@ -52,11 +53,16 @@ void report_recipe_gaps(const PreflightRequest& req, PreflightResult& r) {
                                       "counts): its states are counted as adamw_torch's and the fit is not estimated",
                                       req.memory.optimizer.name)));
   if (!req.training_args) return;
-  for (const auto& [key, source] : req.training_args->unmodelled)
-    r.sink.report(finding("FIT003", setting_location(source, req.training_args->path, nullptr),
-                          fmt::format("{} changes what a training step holds and is not modelled: the peak below "
-                                      "leaves it out",
-                                      key)));
+  for (const auto& [key, source] : req.training_args->unmodelled) {
+    // --trainer dpo models what these keys say (docs/step-peak.md, "TRL's DPO").
+    const bool preference_key = key == "beta" || key == "precompute_ref_log_probs";
+    if (preference_key && req.memory.preference()) continue;
+    r.sink.report(finding(
+        "FIT003", setting_location(source, req.training_args->path, nullptr),
+        fmt::format("{} changes what a training step holds and is not modelled: the peak below "
+                    "leaves it out{}",
+                    key, preference_key ? " (a preference trainer's recipe: --trainer dpo models TRL's DPO)" : "")));
+  }
 }
 
 // FIT001: the plan does not fit, with the remedies that are not already on.
@@ -67,11 +73,11 @@ Diagnostic does_not_fit(const PreflightResult& r) {
       r.memory.step.available
           ? fmt::format("the plan needs {} ({} bytes) per GPU on rank {} at its peak, {}, but a GPU has {}",
                         human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_mesh_rank.value_or(r.memory.peak_rank),
-                        r.memory.step.peak.name, human_bytes(r.memory.gpu_memory))
+                        r.memory.step.peak.name, gpu_label(r.memory))
           : fmt::format("the plan needs {} ({} bytes) per GPU on rank {} but a GPU has {} (params, grads and "
                         "optimizer states sharded; the largest unsharded units resident; {})",
                         human_bytes(r.memory.peak), r.memory.peak, r.memory.peak_mesh_rank.value_or(r.memory.peak_rank),
-                        human_bytes(r.memory.gpu_memory),
+                        gpu_label(r.memory),
                         r.memory.activations.available ? "activations estimated" : "activations not counted"));
   // Only the remedies that are not already on.
   std::vector<std::string> fixes{"more GPUs (num_processes)"};
@@ -106,7 +112,7 @@ void fit(const PreflightRequest& req, PreflightResult& r) {
         fmt::format("the step's peak is {} ({} at rank {}); with the margin of {} for the CUDA context, NCCL and the "
                     "allocator that is more than a GPU's {}, so the job may run out of memory",
                     human_bytes(r.memory.peak), r.memory.step.peak.name, r.memory.step.rank,
-                    human_bytes(r.memory.margin), human_bytes(r.memory.gpu_memory))));
+                    human_bytes(r.memory.margin), gpu_label(r.memory))));
   if (r.memory.verdict == FitVerdict::does_not_fit) r.sink.report(does_not_fit(r));
 }
 

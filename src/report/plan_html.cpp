@@ -153,8 +153,8 @@ void memory_section(std::string& out, const MemoryEstimate& m) {
         std::min(pct(m.gpu_memory), 99.8), human_bytes(m.gpu_memory), human_bytes(r.total()));
     out += part_sizes(r);
   }
-  out += fmt::format("<p>GPU memory {} ({} bytes); peak {} on rank {}{}.</p>\n", human_bytes(m.gpu_memory),
-                     m.gpu_memory, human_bytes(m.peak), m.peak_rank,
+  out += fmt::format("<p>GPU memory {} ({} bytes); peak {} on rank {}{}.</p>\n", gpu_label(m), m.gpu_memory,
+                     human_bytes(m.peak), m.peak_rank,
                      m.activations.available ? "" : "; activations not estimated (give --seq-len and --micro-batch)");
 }
 

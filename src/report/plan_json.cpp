@@ -86,6 +86,35 @@ void step_json(JsonWriter& w, const StepPeak& step) {
   w.end_object();
 }
 
+// "global_ranks": every rank of the job with its place on the mesh and its total. `ranks` above is per
+// index of the shard group (their `rank`); here `rank` is the global rank. With tensor parallelism the
+// estimate holds each TP rank's largest shard rank, so a rank's total is that bound.
+void global_ranks_json(JsonWriter& w, const MemoryEstimate& m) {
+  w.key("global_ranks").begin_array();
+  for (const GlobalRank& g : m.global_ranks) {
+    const RankMemory* mem = nullptr;
+    if (!m.tp_ranks.empty()) {
+      for (const auto& t : m.tp_ranks)
+        if (t.tp_rank == g.tp_rank) mem = &t.memory;
+    } else if (static_cast<std::size_t>(g.shard_rank) < m.ranks.size()) {
+      mem = &m.ranks[static_cast<std::size_t>(g.shard_rank)];
+    }
+    w.begin_object();
+    w.key("rank").value(g.rank);
+    w.key("shard_rank").value(g.shard_rank);
+    w.key("replica").value(g.replica);
+    w.key("cp_rank").value(g.cp_rank);
+    w.key("tp_rank").value(g.tp_rank);
+    if (mem)
+      w.key("total").value(mem->total());
+    else
+      w.key("total").null();
+    if (!m.tp_ranks.empty()) w.key("total_is_bound").value(true);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   auto rank = [&](const RankMemory& r) {
     w.begin_object();
@@ -111,9 +140,12 @@ void memory_json(JsonWriter& w, const MemoryEstimate& m) {
   w.key("ranks").begin_array();
   for (const auto& r : m.ranks) rank(r);
   w.end_array();
+  global_ranks_json(w, m);
   w.key("peak_bytes").value(m.peak);
   w.key("peak_rank").value(m.peak_rank);
   w.key("gpu_memory_bytes").value(m.gpu_memory);
+  if (!m.gpu_name.empty()) w.key("gpu").value(m.gpu_name);
+  w.key("gpu_assumed").value(m.gpu_assumed);
   if (m.verdict == FitVerdict::withheld)
     w.key("fits").null();  // no verdict for a job that fails first
   else

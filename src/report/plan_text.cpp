@@ -351,28 +351,26 @@ void plan_text_verdict(std::string& out, const MemoryEstimate& mem, const TextSt
   const auto headroom = static_cast<std::uint64_t>(mem.headroom < 0 ? -mem.headroom : mem.headroom);
   switch (mem.verdict) {
     case FitVerdict::fits:
-      out +=
-          bold(mem.step.available
-                   ? fmt::format("fits in {} with {} headroom ({} of it kept as the margin for the CUDA "
-                                 "context, NCCL and the allocator)\n",
-                                 human_bytes(mem.gpu_memory), human_bytes(headroom), human_bytes(mem.margin))
-                   : fmt::format("fits in {} with {} headroom\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
+      out += bold(mem.step.available
+                      ? fmt::format("fits in {} with {} headroom ({} of it kept as the margin for the CUDA "
+                                    "context, NCCL and the allocator)\n",
+                                    gpu_label(mem), human_bytes(headroom), human_bytes(mem.margin))
+                      : fmt::format("fits in {} with {} headroom\n", gpu_label(mem), human_bytes(headroom)));
       break;
     case FitVerdict::fits_without_activations:
       out +=
           bold(fmt::format("parameters, gradients and optimizer states fit in {} with {} headroom; activations "
                            "not estimated (give --seq-len and --micro-batch for a fit verdict)\n",
-                           human_bytes(mem.gpu_memory), human_bytes(headroom)));
+                           gpu_label(mem), human_bytes(headroom)));
       break;
     case FitVerdict::does_not_fit:
-      out += bold(fmt::format("DOES NOT FIT in {}: {} short\n", human_bytes(mem.gpu_memory), human_bytes(headroom)));
+      out += bold(fmt::format("DOES NOT FIT in {}: {} short\n", gpu_label(mem), human_bytes(headroom)));
       break;
     case FitVerdict::may_not_fit:
-      out +=
-          bold(fmt::format("MAY NOT FIT in {}: a real step holds {} to {} with the margin of {} for the CUDA "
-                           "context, NCCL and the allocator\n",
-                           human_bytes(mem.gpu_memory), human_bytes(mem.certain), human_bytes(mem.with_margin),
-                           human_bytes(mem.margin)));
+      out += bold(
+          fmt::format("MAY NOT FIT in {}: a real step holds {} to {} with the margin of {} for the CUDA "
+                      "context, NCCL and the allocator\n",
+                      gpu_label(mem), human_bytes(mem.certain), human_bytes(mem.with_margin), human_bytes(mem.margin)));
       break;
     case FitVerdict::not_estimated:
       out +=

@@ -150,6 +150,16 @@ std::vector<int> FsdpSettings::mesh_group(int rank, const std::vector<std::strin
   return group;
 }
 
+int FsdpSettings::mesh_coordinate(int rank, std::string_view dim) const {
+  int stride = 1;
+  for (std::size_t i = kMeshOrder.size(); i-- > 0;) {
+    const int size = mesh_size(kMeshOrder[i]);
+    if (dim == kMeshOrder[i]) return (rank / stride) % size;
+    stride *= size;
+  }
+  return 0;
+}
+
 int FsdpSettings::shard_group_size() const {
   // FSDP2 shards over the "dp_shard_cp" mesh dimension, dp_shard flattened with cp (accelerate
   // parallelism_config.py `dp_shard_cp_dim_names`, `fsdp_dim_names`).

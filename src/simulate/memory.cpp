@@ -11,6 +11,7 @@
 #include "shardcheck/memory.hpp"
 #include "shardcheck/repeated_blocks.hpp"
 #include "shardcheck/tensor_parallel.hpp"
+#include "shardcheck/text.hpp"
 #include "unit_bytes.hpp"
 
 namespace shardcheck {
@@ -169,7 +170,7 @@ double ring_seconds(std::uint64_t size, int n, double factor, std::optional<doub
 // The tokens one rank's forward sees per micro-batch: the whole sequence, or under context
 // parallelism its torch.chunk piece (the largest, ceil(seq_len / cp)). Needs seq_len and micro_batch.
 std::int64_t rank_tokens(const FsdpSettings& s, const MemoryOptions& opts) {
-  return chunk_size(*opts.seq_len, s.context_parallel()) * *opts.micro_batch;
+  return chunk_size(*opts.seq_len, s.context_parallel()) * opts.rows();
 }
 
 // What eager attention changes in one block, for one TP rank: per token at the compute dtype and in
@@ -279,7 +280,7 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
     compute = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(compute) + e.compute));
     fp32 = static_cast<std::uint64_t>(std::max<std::int64_t>(0, static_cast<std::int64_t>(fp32) + e.fp32));
     const std::uint64_t s_len = static_cast<std::uint64_t>(chunk_size(*opts.seq_len, a.cp_size));
-    scores_per_layer = static_cast<std::uint64_t>(*opts.micro_batch) * s_len * s_len *
+    scores_per_layer = static_cast<std::uint64_t>(opts.rows()) * s_len * s_len *
                        (e.scores_fp32 * 4 + e.scores * size + (size == 4 ? 0 : e.scores_cast * size) + e.scores_bool);
   }
   // `layer_bool`: one byte per element whatever the dtypes (masks: xIELU's, a fused dropout's).
@@ -308,7 +309,7 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   const std::uint64_t mask_layers = tree.attn_implementation == "sdpa" ? field("mask_layers") : 0;
   if (mask_layers && a.cp_size <= 1 && *opts.seq_len >= static_cast<std::int64_t>(field("mask_from_tokens"))) {
     const std::uint64_t s_len = static_cast<std::uint64_t>(*opts.seq_len);
-    const std::uint64_t one = static_cast<std::uint64_t>(*opts.micro_batch) * s_len * s_len * size;
+    const std::uint64_t one = static_cast<std::uint64_t>(opts.rows()) * s_len * s_len * size;
     a.masks = a.checkpointing ? one : one * mask_layers;
   }
   // Every layer keeps its probabilities; with checkpointing only the block being recomputed.
@@ -317,6 +318,20 @@ ActivationEstimate estimate_activations(const ShardPlan& plan, const ModuleTree&
   // which saves its fp32 log-softmax: the head output (compute dtype) + two fp32 copies.
   a.logits = t * field("logits") * (size + 4 + 4);
   return a;
+}
+
+const char* reference_name(PreferenceReference r) {
+  switch (r) {
+    case PreferenceReference::none:
+      return "none";
+    case PreferenceReference::model:
+      return "model";
+    case PreferenceReference::adapter_disabled:
+      return "adapter_disabled";
+    case PreferenceReference::precomputed:
+      return "precomputed";
+  }
+  return "none";
 }
 
 TrainingLoop training_loop(const MemoryOptions& opts, const FsdpSettings& s) {
@@ -360,6 +375,8 @@ MemoryEstimate estimate_memory(const ShardPlan& plan, const ModuleTree& tree, co
                                const MemoryOptions& opts) {
   MemoryEstimate est;
   est.gpu_memory = opts.gpu_memory;
+  est.gpu_name = opts.gpu_name;
+  est.gpu_assumed = opts.gpu_assumed;
   est.optimizer = opts.optimizer.name;
   const Transient transient = transient_peak(plan, s);
   const std::uint64_t buffers = buffer_bytes(tree);  // the same on every rank: one walk of the tree
@@ -750,6 +767,37 @@ CpTraffic context_parallel_traffic(const ShardPlan& plan, const ModuleTree& tree
       ring_seconds(c.all_gather, t.cp_size, 1, bus_bandwidth) +
       (bus_bandwidth && *bus_bandwidth > 0 && t.cp_size > 1 ? static_cast<double>(t.ring_send) / *bus_bandwidth : 0.0);
   return t;
+}
+
+std::vector<GlobalRank> mesh_ranks(const FsdpSettings& s) {
+  std::vector<GlobalRank> out;
+  const int world = std::max(1, s.world_size.value);
+  out.reserve(static_cast<std::size_t>(world));
+  const bool fsdp1_hybrid = s.fsdp_version.value == 1 && is_hybrid(s.sharding_strategy.value);
+  const int per_node = std::max(1, s.gpus_per_node());
+  for (int g = 0; g < world; ++g) {
+    GlobalRank r;
+    r.rank = g;
+    if (s.fsdp_version.value == 1) {
+      // FSDP1 shards over every process, or under a hybrid strategy over each node's.
+      r.shard_rank = fsdp1_hybrid ? g % per_node : g;
+      r.replica = fsdp1_hybrid ? g / per_node : 0;
+    } else {
+      // torch's dp_shard_cp flattens dp_shard and cp row-major.
+      r.cp_rank = s.mesh_coordinate(g, "cp");
+      r.shard_rank = s.mesh_coordinate(g, "dp_shard") * s.mesh_size("cp") + r.cp_rank;
+      r.replica = s.mesh_coordinate(g, "dp_replicate");
+      r.tp_rank = s.mesh_coordinate(g, "tp");
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string gpu_label(const MemoryEstimate& m) {
+  const std::string size = human_bytes(m.gpu_memory);
+  if (m.gpu_name.empty()) return size;
+  return fmt::format("{} ({}{})", size, m.gpu_name, m.gpu_assumed ? ", assumed: set --gpu or --gpu-memory" : "");
 }
 
 }  // namespace shardcheck

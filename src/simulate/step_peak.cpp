@@ -60,9 +60,10 @@ struct Live {
   std::uint64_t held = 0;       // the loop's `outputs`: logits and KV cache
   std::uint64_t logits = 0;     // the loss's T x V tensors of this micro-batch
   std::uint64_t optim_temp = 0;
+  std::uint64_t reference = 0;  // a preference trainer's reference forward: its parameters and logits
   std::uint64_t total() const {
     return params + optimizer + buffers + grads + held_grads + acts + recompute + unsharded + comm + held + logits +
-           optim_temp;
+           optim_temp + reference;
   }
 };
 
@@ -192,6 +193,38 @@ LossTensors loss_tensors(const ModuleTree& tree, const ActivationEstimate& act, 
   return l;
 }
 
+// TRL's DPO (v1.9.0 trainer/dpo_trainer.py _compute_loss): the model is called without labels, so the
+// logits stay in the compute dtype and no cross-entropy runs; selective_log_softmax (trainer/utils.py)
+// takes each row's log-probs in turn: float32 logits through a gather and each row's logsumexp (a T x V
+// temporary per row, nothing kept but the logits), narrower logits through each row's log_softmax, whose
+// outputs backward needs (a second logits-sized tensor). The reference model's forward follows under
+// no_grad, with its own logits. Checked against fixtures/oracle2/peak/*-dpo-*.json.
+struct PreferenceTensors {
+  std::uint64_t logits = 0;    // the policy's (and the reference's) logits, every row
+  std::uint64_t saved = 0;     // the per-row log_softmax outputs kept for backward (narrow dtypes)
+  std::uint64_t row = 0;       // one row's T x V temporary while its log-probs are taken
+  std::uint64_t backward = 0;  // backward's first ops: its T x V tensors, and the logits if still kept
+  std::uint64_t ref_row = 0;   // one row's temporary of the reference's log-probs (nothing is kept)
+};
+
+PreferenceTensors preference_tensors(const ModuleTree& tree, const ActivationEstimate& act, const MemoryOptions& opts) {
+  PreferenceTensors p;
+  const auto it = tree.activations.find("logits");
+  if (opts.fused_loss || it == tree.activations.end()) return p;
+  const auto tv = static_cast<std::uint64_t>(act.tokens) * static_cast<std::uint64_t>(it->second);
+  const auto rows = static_cast<std::uint64_t>(std::max<std::int64_t>(1, opts.rows()));
+  const auto d = static_cast<std::uint64_t>(dtype_bits(act.dtype) / 8);
+  p.logits = tv * d;
+  p.saved = d < 4 ? tv * d : 0;
+  p.row = d < 4 ? 0 : tv / rows * 4;
+  // Backward: logsumexp saved its input, so float32 logits live on beside three float32 T x V tensors
+  // (the gather's zeros and scatter, the rows' logsumexp gradients); log_softmax saved only its output,
+  // so narrower logits are freed once the loss returns and the logits' gradient takes their place.
+  p.backward = d < 4 ? p.saved + tv * d : p.logits + 3 * tv * 4;
+  p.ref_row = tv / rows * d;
+  return p;
+}
+
 // The largest moment of one phase: its live bytes and which unit it was at (formatted only at the end).
 struct Best {
   Live live;
@@ -206,6 +239,52 @@ struct Best {
     set = true;
   }
 };
+
+// A preference trainer's loss (PreferenceTensors): the policy's log-probs, the reference's forward
+// under no_grad, and backward's first ops. `f` is what the policy's forward left alive.
+//  - Reference `model`: a second copy sharded by trl/models/utils.py prepare_fsdp (v1.9.0): under FSDP2
+//    ONE fully_shard on its root, so its forward all-gathers the whole model at once (the unsharded
+//    parameters and the flat all-gather output beside them); under FSDP1 the plugin's auto-wrap
+//    policy, so one unit at a time beside the root unit, which stays unsharded through forward.
+//  - `adapter_disabled`: the policy itself runs again with its adapter off, unit by unit.
+void replay_preference_loss(const ShardPlan& plan, const std::vector<UnitStep>& units, const MemoryOptions& opts,
+                            const PreferenceTensors& p, const Live& f, std::uint64_t last_flat, Best& loss_fwd,
+                            Best& reference, Best& loss_bwd) {
+  Live at = f;
+  at.comm += last_flat;
+  at.logits += p.logits + p.saved + p.row;
+  loss_fwd.offer(at, "loss forward (the policy's log-probs)");
+  if (opts.reference == PreferenceReference::model || opts.reference == PreferenceReference::adapter_disabled) {
+    // FSDP2's one-group reference all-gathers everything at once; otherwise one unit at a time (FSDP1's
+    // reference root is already counted as kept in replay_step, and a PEFT policy's root is unsharded
+    // through its own forward and backward anyway).
+    const bool one_group = opts.reference == PreferenceReference::model && plan.fsdp_version == 2;
+    std::uint64_t all = 0, largest = 0;
+    for (std::size_t i = 0; i < units.size(); ++i) {
+      const UnitStep& u = units[i];
+      all += u.unsharded + u.flat;
+      const bool root = i == 0 && unit_bytes::is_root(plan.units.front());
+      if (!root) largest = std::max(largest, u.unsharded + u.flat);
+    }
+    Live r = f;
+    r.comm += last_flat;
+    r.logits += p.logits + p.saved;
+    // Its forward: at its head with its logits (and, in one group, all of it unsharded), or at its
+    // largest unit before them.
+    Live head = r;
+    head.reference = p.logits + (one_group ? all : 0);
+    Live unit = r;
+    unit.reference = one_group ? 0 : largest;
+    reference.offer(head.total() >= unit.total() ? head : unit, "reference forward");
+    // Then its log-probs, row by row, once its parameters are freed.
+    Live logps = r;
+    logps.reference = p.logits + p.ref_row;
+    loss_fwd.offer(logps, "loss forward (the reference's log-probs)");
+  }
+  Live bwd = f;
+  bwd.logits += p.backward;
+  loss_bwd.offer(bwd, "loss backward (gradient of the log-probs)");
+}
 
 StepMoment moment_of(const Best& b, const std::vector<UnitStep>& units, const char* optimizer) {
   StepMoment m;
@@ -226,13 +305,18 @@ StepMoment moment_of(const Best& b, const std::vector<UnitStep>& units, const ch
   add("outputs held by the loop (logits, KV cache)", l.held);
   add("logits and loss tensors", l.logits);
   add("optimizer step temporaries", l.optim_temp);
+  add("reference forward (unsharded parameters, logits)", l.reference);
   return m;
 }
 
 }  // namespace
 
-StepPeak replay_step(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s, const MemoryOptions& opts,
+StepPeak replay_step(const ShardPlan& plan, const ModuleTree& tree, const FsdpSettings& s, const MemoryOptions& given,
                      const ActivationEstimate& act, const RankMemory& state) {
+  // A PEFT model's DPO reference is the policy with its adapter off (DPOTrainer.__init__: no ref_model
+  // is built for a PEFT model).
+  MemoryOptions opts = given;
+  if (opts.reference == PreferenceReference::model && tree.peft) opts.reference = PreferenceReference::adapter_disabled;
   StepPeak out;
   out.rank = state.rank;
   if (!act.available) {
@@ -256,11 +340,21 @@ StepPeak replay_step(const ShardPlan& plan, const ModuleTree& tree, const FsdpSe
   base.params = state.params;
   base.optimizer = state.optimizer;
   base.buffers = state.buffers + state.quant_state + state.ignored;
+  // DPO's reference model (trl/models/utils.py prepare_fsdp): sharded like the policy, in the dtype it
+  // was loaded in; no gradients, no optimizer states.
+  // Under FSDP1 its root unit never reshards after forward (torch 2.14.1 fsdp/_runtime_utils.py
+  // _post_forward_reshard keeps the root's parameters for a backward that never comes): from its first
+  // forward on, its unsharded root stays on every rank.
+  if (opts.reference == PreferenceReference::model) {
+    base.buffers += state.params;
+    if (plan.fsdp_version == 1 && !units.empty() && unit_bytes::is_root(plan.units.front()))
+      base.buffers += units.front().unsharded;
+  }
   std::uint64_t held_grads = 0;  // the last micro-batch finds every unit's unsharded gradient
   for (const auto& u : units) held_grads += u.held_grad;
   base.held_grads = held_grads;
 
-  Best forward, loss_fwd, loss_bwd, backward, optimizer;
+  Best forward, loss_fwd, reference, loss_bwd, backward, optimizer;
   // Forward, unit by unit: what earlier units keep, then this unit's all-gather and its activations.
   Live f = base;
   f.acts = a.outside;
@@ -276,20 +370,22 @@ StepPeak replay_step(const ShardPlan& plan, const ModuleTree& tree, const FsdpSe
     f.acts += u.acts;
     if (u.kept) f.unsharded += u.unsharded;
   }
-  // The loss in forward: log_softmax of the (upcast) logits, the last all-gather output still held.
-  {
+  const std::uint64_t last_flat = units.empty() ? 0 : units.back().flat;
+  Live b = f;
+  if (opts.preference()) {
+    replay_preference_loss(plan, units, opts, preference_tensors(tree, act, opts), f, last_flat, loss_fwd, reference,
+                           loss_bwd);
+  } else {
+    // The loss in forward: log_softmax of the (upcast) logits, the last all-gather output still held.
     Live at = f;
-    at.comm += units.empty() ? 0 : units.back().flat;
+    at.comm += last_flat;
     at.logits += loss.logits + loss.upcast + loss.fp32;
     loss_fwd.offer(at, "loss forward (log-softmax of the logits)");
-  }
-  // Backward's first ops: nll_loss's and log_softmax's gradients beside the saved log-softmax.
-  Live b = f;
-  b.held = held ? loss.logits : 0;
-  {
-    Live at = b;
-    at.logits += 3 * loss.fp32;
-    loss_bwd.offer(at, "loss backward (gradient of the log-softmax)");
+    // Backward's first ops: nll_loss's and log_softmax's gradients beside the saved log-softmax.
+    b.held = held ? loss.logits : 0;
+    Live bwd = b;
+    bwd.logits += 3 * loss.fp32;
+    loss_bwd.offer(bwd, "loss backward (gradient of the log-softmax)");
   }
   // Backward, unit by unit in reverse: its parameters again (kept ones still are), the next unit's
   // prefetch, recomputation; then post-backward frees its parameters and reduces its gradient.
@@ -336,7 +432,7 @@ StepPeak replay_step(const ShardPlan& plan, const ModuleTree& tree, const FsdpSe
   }
   const char* optimizer_name = opts.optimizer.name.c_str();
   const Best* peak = nullptr;
-  for (const Best* phase : {&forward, &loss_fwd, &loss_bwd, &backward, &optimizer}) {
+  for (const Best* phase : {&forward, &loss_fwd, &reference, &loss_bwd, &backward, &optimizer}) {
     if (!phase->set) continue;
     out.moments.push_back(moment_of(*phase, units, optimizer_name));
     if (!peak || phase->live.total() > peak->live.total()) peak = phase;

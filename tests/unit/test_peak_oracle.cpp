@@ -38,8 +38,9 @@ MemoryEstimate predict(const json& c) {
   req.memory.micro_batch = c.value("micro_batch", 1);
   req.memory.gradient_accumulation = c.value("grad_accum", 1);
   req.memory.loop = c.value("loop", "accelerate") == "trainer" ? TrainingLoop::trainer : TrainingLoop::accelerate;
+  if (c.value("trainer", "") == "dpo") req.memory.reference = PreferenceReference::model;
   req.resolve.attn_implementation = "sdpa";
-  req.resolve.load_dtype = "float32";
+  req.resolve.load_dtype = c.value("load_dtype", "float32");
   PreflightResult r = run_preflight(req);
   REQUIRE_MESSAGE(r.plan.has_value(), test::errors_of(r.sink));
   return r.memory;
@@ -48,7 +49,7 @@ MemoryEstimate predict(const json& c) {
 // The phase of the step a moment belongs to, in the oracle's words: its labels name the module whose
 // hook ran last ("forward lm_head" is the loss computed after the head's forward).
 std::string phase_of_real(const std::string& label) {
-  if (label == "forward lm_head") return "loss forward";
+  if (label == "forward lm_head" || label.starts_with("loss forward")) return "loss forward";
   if (label == "backward loss") return "loss backward";
   if (label.starts_with("backward")) return "backward";
   if (label.starts_with("forward")) return "forward";
@@ -56,7 +57,7 @@ std::string phase_of_real(const std::string& label) {
 }
 
 std::string phase_of_predicted(const std::string& moment) {
-  for (const char* p : {"loss forward", "loss backward", "optimizer step", "backward", "forward"})
+  for (const char* p : {"loss forward", "loss backward", "reference forward", "optimizer step", "backward", "forward"})
     if (moment.starts_with(p)) return p;
   return moment;
 }
@@ -85,6 +86,10 @@ TEST_CASE("the predicted step peak is within 1.00-1.10x of real FSDP steps, at t
     CAPTURE(m.peak);
     CAPTURE(m.step.peak.name);
     CAPTURE(real_phase);
+    if (std::getenv("SHARDCHECK_PEAK_PHASES"))  // each replayed phase's largest moment, to compare by hand
+      for (const StepMoment& ph : m.step.moments)
+        std::fprintf(stderr, "  %s: %s %llu\n", entry.path().stem().string().c_str(), ph.name.c_str(),
+                     static_cast<unsigned long long>(ph.total()));
     if (std::getenv("SHARDCHECK_PEAK_TABLE"))  // the table docs/step-peak.md shows
       std::fprintf(stderr, "| %s | %llu | %s | %llu | %s | %.3f |\n", entry.path().stem().string().c_str(),
                    static_cast<unsigned long long>(real), real_phase.c_str(), static_cast<unsigned long long>(m.peak),

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "shardcheck/adapter.hpp"
 #include "shardcheck/memory.hpp"
 #include "shardcheck/optimizers.hpp"
 #include "shardcheck/preflight.hpp"
@@ -128,4 +129,74 @@ TEST_CASE("transformers' gradient_checkpointing is told apart from accelerate's 
   };
   CHECK_FALSE(plan034("recipe.yaml:3"));
   CHECK(plan034("--activation-checkpointing"));
+}
+
+TEST_CASE("TRL's DPO: chosen and rejected rows, the reference model's forward, and what removes it") {
+  // trl v1.9.0 dpo_trainer.py: DataCollatorForPreference concatenates chosen and rejected (2 x
+  // per_device_train_batch_size rows); prepare_fsdp shards the reference model with ONE fully_shard
+  // under FSDP2; a PEFT policy is its own reference (adapter off); precompute_ref_log_probs drops it.
+  const auto run = [](PreferenceReference ref, bool lora) {
+    PreflightRequest req;
+    req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
+    req.model = SHARDCHECK_FIXTURES_DIR "/oracle2/peak/models/l256";
+    req.defaults.world_size = {2, "test"};
+    req.defaults.fsdp_version = {2, "test"};
+    req.memory.seq_len = 1024;
+    req.memory.micro_batch = 1;
+    req.memory.loop = TrainingLoop::trainer;
+    req.memory.reference = ref;
+    req.resolve.load_dtype = "float32";
+    if (lora) {
+      LoraAdapter a;
+      a.source = "test";
+      a.task_type = "CAUSAL_LM";
+      a.target_modules.kind = ModuleSelector::Kind::all_linear;
+      req.adapter = a;
+    }
+    PreflightResult r = run_preflight(req);
+    REQUIRE(r.memory.step.available);
+    return r;
+  };
+  const auto reference_part = [](const StepPeak& s) -> std::uint64_t {
+    for (const StepMoment& m : s.moments)
+      for (const StepPart& p : m.parts)
+        if (p.what.starts_with("reference forward")) return p.bytes;
+    return 0;
+  };
+  const PreflightResult sft = run(PreferenceReference::none, false);
+  const PreflightResult dpo = run(PreferenceReference::model, false);
+  CHECK(dpo.memory.activations.tokens == 2 * sft.memory.activations.tokens);
+  // The reference's whole model unsharded (5,547,264 float32 parameters: the oracle's "reference forward |
+  // resize_" of 22,189,056 bytes), the flat all-gather output beside it, and its logits (2 rows x 1024 x 8000).
+  CHECK(reference_part(dpo.memory.step) >= 2ull * 22189056 + 2ull * 1024 * 8000 * 4);
+  CHECK(reference_part(run(PreferenceReference::precomputed, false).memory.step) == 0);
+  // A PEFT model: no second model, the policy's groups one at a time.
+  const PreflightResult peft = run(PreferenceReference::model, true);
+  CHECK(reference_part(peft.memory.step) > 0);
+  CHECK(reference_part(peft.memory.step) < reference_part(dpo.memory.step));
+}
+
+TEST_CASE("a recipe's beta is FIT003 unless --trainer dpo models it") {
+  const auto parsed = parse_training_args("per_device_train_batch_size: 1\nmax_length: 512\nbeta: 0.1\n", "dpo.yaml");
+  REQUIRE(std::holds_alternative<TrainingArgs>(parsed));
+  const auto fit003 = [&](PreferenceReference ref) {
+    PreflightRequest req;
+    req.rules_dir = SHARDCHECK_SOURCE_DIR "/rules";
+    req.model = SHARDCHECK_FIXTURES_DIR "/oracle2/peak/models/l256";
+    req.defaults.world_size = {2, "test"};
+    req.defaults.fsdp_version = {2, "test"};
+    req.memory.seq_len = 512;
+    req.memory.micro_batch = 1;
+    req.memory.reference = ref;
+    req.training_args = std::get<TrainingArgs>(parsed);
+    const PreflightResult r = run_preflight(req);
+    std::string messages;
+    for (const auto& d : r.sink.items())
+      if (d.code == "FIT003") messages += d.message + "\n";
+    return messages;
+  };
+  const std::string plain = fit003(PreferenceReference::none);
+  CHECK(plain.find("beta") != std::string::npos);
+  CHECK(plain.find("--trainer dpo") != std::string::npos);
+  CHECK(fit003(PreferenceReference::model).find("beta") == std::string::npos);
 }
