@@ -135,9 +135,23 @@ std::optional<std::uint64_t> gpu_memory(const PlanFlags& f, const CliContext& ct
     if (!presets) return std::nullopt;
     const auto it = presets->find(f.gpu);
     if (it == presets->end()) {
-      std::string names;
-      for (const auto& [name, bytes] : *presets) names += (names.empty() ? "" : ", ") + name;
-      error = fmt::format("expected one of {} for --gpu, found '{}'", names, f.gpu);
+      std::vector<std::string> names;
+      for (const auto& [name, bytes] : *presets) names.push_back(name);
+      // A family name (`a100`, `H100`) first: the presets it starts; else the nearest spelling.
+      std::string family;
+      std::size_t count = 0;
+      for (const auto& n : names)
+        if (!f.gpu.empty() && ascii_lower(n).starts_with(ascii_lower(f.gpu)))
+          family += (count++ ? ", '" : "'") + n + "'";
+      if (count) {
+        std::string list;
+        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+        error = fmt::format("--gpu: expected one of {}, found '{}'; did you mean {}{}?", list, f.gpu,
+                            count > 1 ? "one of " : "", family);
+      } else {
+        error = "--gpu: " + choice_error(f.gpu, names);
+      }
+      error += "; or give the size with --gpu-memory (e.g. 79.11GiB)";
       return std::nullopt;
     }
     return it->second;
