@@ -136,22 +136,30 @@ std::optional<std::uint64_t> gpu_memory(const PlanFlags& f, const CliContext& ct
     const auto it = presets->find(f.gpu);
     if (it == presets->end()) {
       std::vector<std::string> names;
-      for (const auto& [name, bytes] : *presets) names.push_back(name);
-      // A family name (`a100`, `H100`) first: the presets it starts; else the nearest spelling.
+      std::string list;
+      for (const auto& [name, bytes] : *presets) {
+        names.push_back(name);
+        list += (list.empty() ? "" : ", ") + name;
+      }
+      error = fmt::format("expected one of {} for --gpu, found '{}'", list, f.gpu);
+      // A suggestion keeps the GPU model (`h100` of h100-80gb): one letter off `b200` is another GPU,
+      // not a typo of h200. A family name (`a100`, `H100`) gets the presets it starts.
+      const auto model = [](std::string_view s) { return ascii_lower(std::string(s.substr(0, s.find('-')))); };
+      std::vector<std::string> same_model;
+      for (const auto& n : names)
+        if (model(n) == model(f.gpu)) same_model.push_back(n);
       std::string family;
       std::size_t count = 0;
       for (const auto& n : names)
         if (!f.gpu.empty() && ascii_lower(n).starts_with(ascii_lower(f.gpu)))
           family += (count++ ? ", '" : "'") + n + "'";
-      if (count) {
-        std::string list;
-        for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
-        error = fmt::format("--gpu: expected one of {}, found '{}'; did you mean {}{}?", list, f.gpu,
-                            count > 1 ? "one of " : "", family);
-      } else {
-        error = "--gpu: " + choice_error(f.gpu, names);
-      }
-      error += "; or give the size with --gpu-memory (e.g. 79.11GiB)";
+      if (const std::string guess = did_you_mean(f.gpu, same_model); !guess.empty())
+        error += fmt::format("; did you mean '{}'? Otherwise give", guess);
+      else if (count)
+        error += fmt::format("; did you mean {}{}? Otherwise give", count > 1 ? "one of " : "", family);
+      else
+        error += "; give";
+      error += " the GPU's memory with --gpu-memory (e.g. 79.11GiB)";
       return std::nullopt;
     }
     return it->second;

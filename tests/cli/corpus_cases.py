@@ -108,6 +108,8 @@ CASES = [
      "text": only_line_ending("crlf_flat.yaml", b"\r\n")},
     {"name": "plan --gpu: a misspelt preset gets a did-you-mean",
      "args": ["plan", LLAMA, "--gpu", "h100-80gbb"], "exit": 2, "stderr": ["did you mean 'h100-80gb'?"]},
+    {"name": "plan --gpu: another GPU (b200) is no typo of h200: no guess, the size flag instead",
+     "args": ["plan", LLAMA, "--gpu", "b200"], "exit": 2, "stderr": ["--gpu-memory"], "not_stderr": ["did you mean"]},
     {"name": "plan --gpu: a family name lists its presets",
      "args": ["plan", LLAMA, "--gpu", "A100"], "exit": 2, "stderr": ["did you mean one of 'a100-40gb', 'a100-80gb'?",
                                                                      "--gpu-memory"]},
