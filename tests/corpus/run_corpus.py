@@ -34,6 +34,10 @@ ALLOWED_EXITS = set(range(0, 13))
 
 def run(binary, args):
     env = dict(os.environ)
+    # The judgements are of shardcheck's defaults (accelerate 1.14.0, torch 2.14.1, transformers 5.12.1): an
+    # active virtualenv or conda environment would make check read other releases from it.
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        env.pop(var, None)
     env["NO_COLOR"] = "1"
     env["HF_HUB_OFFLINE"] = "1"
     try:
