@@ -72,8 +72,7 @@ void check(LintContext& ctx) {
           sev = Severity::warning;
           consequence =
               "DistributedType() is applied only to strings, so no paradigm matches and `accelerate launch` falls "
-              "back to its single-process launcher (what 'NO' does; 'MULTI_GPU' or 'FSDP' would be lost the same "
-              "way)";
+              "back to its single-process launcher, which is what 'NO' does";
         } else {
           consequence =
               "process_config sets num_processes to 1 only for the string 'NO', so accelerate launch fails with "
