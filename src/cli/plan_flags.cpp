@@ -4,7 +4,6 @@
 #include "shardcheck/training_args.hpp"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
 #include <tuple>
 
@@ -150,10 +149,30 @@ bool gpu_memory(const PlanFlags& f, const CliContext& ctx, MemoryOptions& opts, 
     const auto it = presets->find(name);
     if (it == presets->end()) {
       std::vector<std::string> names;
-      for (const auto& [preset, bytes] : *presets) names.push_back(preset);
-      const std::string guess = did_you_mean(name, names);
-      error = fmt::format("expected one of {} for --gpu, found '{}'{}", fmt::join(names, ", "), name,
-                          guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess));
+      std::string list;
+      for (const auto& [preset, bytes] : *presets) {
+        names.push_back(preset);
+        list += (list.empty() ? "" : ", ") + preset;
+      }
+      error = fmt::format("expected one of {} for --gpu, found '{}'", list, f.gpu);
+      // A suggestion keeps the GPU model (`h100` of h100-80gb): one letter off `b200` is another GPU,
+      // not a typo of h200. A family name (`a100`, `H100`) gets the presets it starts.
+      const auto model = [](std::string_view s) { return ascii_lower(std::string(s.substr(0, s.find('-')))); };
+      std::vector<std::string> same_model;
+      for (const auto& n : names)
+        if (model(n) == model(f.gpu)) same_model.push_back(n);
+      std::string family;
+      std::size_t count = 0;
+      for (const auto& n : names)
+        if (!f.gpu.empty() && ascii_lower(n).starts_with(ascii_lower(f.gpu)))
+          family += (count++ ? ", '" : "'") + n + "'";
+      if (const std::string guess = did_you_mean(f.gpu, same_model); !guess.empty())
+        error += fmt::format("; did you mean '{}'? Otherwise give", guess);
+      else if (count)
+        error += fmt::format("; did you mean {}{}? Otherwise give", count > 1 ? "one of " : "", family);
+      else
+        error += "; give";
+      error += " the GPU's memory with --gpu-memory (e.g. 79.11GiB)";
       return false;
     }
     opts.gpu_memory = it->second;

@@ -535,6 +535,15 @@ constexpr FindingCode kCodes[] = {
      "(`ParallelismConfig is only compatible DistributedType.FSDP (version 2) or DistributedType.Multi{Device}"
      "...`), before the model is prepared. The lint rule parallelism-requires-fsdp2 says the same of an "
      "accelerate file; this is the check for flags and the environment."},
+    {"SET009", Severity::note, ExitCode::ok, "The accelerate config does not run FSDP",
+     "accelerate 1.14 commands/launch.py _validate_launch_command sets use_fsdp = (distributed_type == "
+     "DistributedType.FSDP), and multi_gpu, use_deepspeed and the other paradigms from the same key, unless a "
+     "launch flag chooses one; only then does the launcher export ACCELERATE_USE_FSDP and the FSDP_* settings "
+     "(utils/launch.py prepare_multi_gpu_env). A config with distributed_type MULTI_GPU runs DDP (every rank "
+     "holds the whole model, its gradients and optimizer states), DEEPSPEED hands the model to DeepSpeed, NO "
+     "runs one process. check plans FSDP jobs, so it says so and plans nothing rather than showing FSDP units, "
+     "memory and wrapping advice for a job that never shards with FSDP. ACCELERATE_USE_FSDP=true in the "
+     "job's environment makes the Accelerator use FSDP anyway, and then the plan is made."},
 
     {"PLAN022", Severity::error, ExitCode::findings, "A tensor-parallel split transformers refuses while loading",
      "transformers 5.12.1 (integrations/tensor_parallel.py) cuts each parameter of the model's tp plan while "

@@ -11,13 +11,29 @@ namespace {
 
 // Fields of ClusterConfig (accelerate commands/config/config_args.py, v0.20.0..v1.14.0) that are no
 // field of transformers' TrainingArguments (training_args.py, v4.40..v5) nor of TRL's configs. Left out
-// on purpose: use_cpu and debug (TrainingArguments has both) and fp16 (both files).
-constexpr std::array<std::string_view, 22> kAccelerateOnly = {
-    "compute_environment", "distributed_type", "fsdp_config",   "deepspeed_config",       "megatron_lm_config",
-    "num_processes",       "num_machines",     "machine_rank",  "main_training_function", "main_process_ip",
-    "main_process_port",   "rdzv_backend",     "same_network",  "downcast_bf16",          "tpu_env",
-    "tpu_use_cluster",     "tpu_use_sudo",     "dynamo_config", "parallelism_config",     "fp8_config",
-    "enable_cpu_affinity", "gpu_ids"};
+// on purpose: use_cpu and debug (TrainingArguments has both), fp16 (both files) and fsdp_config
+// (TrainingArguments.fsdp_config, the dict or file of `--fsdp full_shard ...`, is a recipe key too).
+constexpr std::array<std::string_view, 21> kAccelerateOnly = {"compute_environment",
+                                                              "distributed_type",
+                                                              "deepspeed_config",
+                                                              "megatron_lm_config",
+                                                              "num_processes",
+                                                              "num_machines",
+                                                              "machine_rank",
+                                                              "main_training_function",
+                                                              "main_process_ip",
+                                                              "main_process_port",
+                                                              "rdzv_backend",
+                                                              "same_network",
+                                                              "downcast_bf16",
+                                                              "tpu_env",
+                                                              "tpu_use_cluster",
+                                                              "tpu_use_sudo",
+                                                              "dynamo_config",
+                                                              "parallelism_config",
+                                                              "fp8_config",
+                                                              "enable_cpu_affinity",
+                                                              "gpu_ids"};
 
 // Fields of transformers' TrainingArguments (training_args.py) and of TRL's ScriptArguments /
 // ModelConfig / SFTConfig / DPOConfig (trl/scripts/utils.py, trl/trainer/model_config.py,
@@ -79,9 +95,18 @@ FileKindEvidence file_kind_evidence(const std::vector<std::string>& top_level_ke
   return e;
 }
 
-bool looks_like_training_args(const FileKindEvidence& e) { return e.training.size() >= 2 && e.accelerate.empty(); }
+// One kind's keys must outnumber the other's by far: real recipes carry a stray accelerate key or two
+// (open-r1's GRPO demo has `num_processes: 7` among 35 TRL keys; a recipe named fsdp_config.yaml ends with
+// num_processes and mixed_precision), and a file with keys of both kinds in like numbers is neither.
+constexpr std::size_t kOutnumber = 3;
 
-bool looks_like_accelerate_config(const FileKindEvidence& e) { return e.accelerate.size() >= 2 && e.training.empty(); }
+bool looks_like_training_args(const FileKindEvidence& e) {
+  return e.training.size() >= 2 && e.training.size() > kOutnumber * e.accelerate.size();
+}
+
+bool looks_like_accelerate_config(const FileKindEvidence& e) {
+  return e.accelerate.size() >= 2 && e.accelerate.size() > kOutnumber * e.training.size();
+}
 
 std::string evidence_list(const std::vector<std::string>& keys) {
   constexpr std::size_t kShown = 4;

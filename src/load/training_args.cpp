@@ -92,8 +92,13 @@ TrainingArgs::Trl::Names names(const std::string& path, const std::string& key, 
   return out;
 }
 
-// The ModelConfig fields of TRL (trl/trainer/model_config.py, trl 0.27 - 1.x) besides dtype.
+// The ModelConfig fields of TRL (trl/trainer/model_config.py, trl 0.27 - 1.x) besides dtype. A
+// LLaMA-Factory file (`llamafactory-cli train FILE`: FinetuningArguments' stage and finetuning_type,
+// hparams/finetuning_args.py) shares model_name_or_path and lora_* names with it but is read by
+// LLaMA-Factory's own parser, which picks the dtype from bf16/fp16 (model/model_utils infer_optim_dtype)
+// and builds LoRA from lora_rank/lora_target: TRL's ModelConfig and its float32 default never see it.
 void load_trl_fields(const std::string& path, const YAML::Node& root, TrainingArgs::Trl& t) {
+  if (root["finetuning_type"] && root["stage"]) return;
   for (const auto& kv : root) {
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : "";
     t.model_config = t.model_config || key == "model_name_or_path" || key == "use_peft" || key.starts_with("lora_") ||

@@ -8,6 +8,8 @@
 #include "shardcheck/accelerate_schema.hpp"
 #include "shardcheck/effective_settings.hpp"
 #include "shardcheck/finding_codes.hpp"
+#include "shardcheck/lint.hpp"
+#include "shardcheck/text.hpp"
 #include "shardcheck/trl_model_config.hpp"
 #include "shardcheck/validate_settings.hpp"
 
@@ -42,6 +44,36 @@ bool regexes_compile(const PreflightRequest& req, PreflightResult& r) {
     }
   }
   return true;
+}
+
+// Whether `accelerate launch` runs this config with FSDP at all. `_validate_launch_command`
+// (commands/launch.py, v1.14.0) sets use_fsdp = distributed_type == DistributedType.FSDP (and the
+// other paradigms likewise) unless a --use_fsdp/--multi_gpu/... flag was given; ACCELERATE_USE_FSDP in
+// the job's environment also makes the Accelerator build an FSDP plugin. A MULTI_GPU, DEEPSPEED, NO,
+// ... config therefore never shards with FSDP: planning its (absent or unused) fsdp_config would show
+// FSDP units, memory and advice for a job that replicates the model (DDP) or hands it to DeepSpeed.
+// A missing or non-string distributed_type is the linter's finding; the plan then goes on as before.
+bool runs_fsdp(const ConfigDoc& doc, const AccelerateSchema& schema, const LintOptions& lo,
+               const std::vector<EnvVar>& env, PreflightResult& r) {
+  DiagnosticSink quiet;
+  LintContext ctx(doc, schema, lo, quiet);
+  const YamlEntry* e = ctx.top("distributed_type");
+  const std::string dt = ctx.distributed_type();
+  if (!e || dt.empty() || dt == "FSDP") return true;
+  for (const auto& v : env)
+    if (v.name == "ACCELERATE_USE_FSDP" && (ascii_lower(v.value) == "true" || v.value == "1")) return true;
+  const bool ddp = dt.rfind("MULTI_", 0) == 0;
+  r.sink.report(finding(
+      "SET009", doc.value_location(*e),
+      fmt::format("distributed_type is {}: accelerate launch does not use FSDP for this config ({}), so there is no "
+                  "FSDP plan to check",
+                  dt,
+                  ddp                 ? "DDP: every rank holds the whole model, its gradients and optimizer states"
+                  : dt == "NO"        ? "one process, nothing distributed"
+                  : dt == "DEEPSPEED" ? "DeepSpeed shards it by its own zero_stage"
+                                      : "another paradigm shards or places it"),
+      "set `distributed_type: FSDP` (with an fsdp_config) to run and check it with FSDP"));
+  return false;
 }
 
 }  // namespace
@@ -99,6 +131,14 @@ bool lint_accelerate_config(const PreflightRequest& req, PreflightResult& r) {
         r.config_doc->path);
   }
   if (req.lint) r.sink.append(lint_sink);
+  // A training recipe given as --config: the finding says where it goes; a plan of accelerate's
+  // defaults beside it would only mislead.
+  for (const auto& d : lint_sink.items())
+    if (d.code == "training-args-as-config") {
+      if (!req.lint) r.sink.report(d);
+      return false;
+    }
+  if (!runs_fsdp(*effective, *schema, lo, req.env, r)) return false;
   apply_accelerate_config(*effective, *schema, req.env, r.settings);
   return true;
 }

@@ -152,19 +152,20 @@ void check(LintContext& ctx) {
   std::string message;
   if (empty_block)
     message = fmt::format(
-        "`fsdp_config` is empty: the {} FSDP key{} below it ({}) are not indented, so YAML makes "
-        "them top-level keys and every FSDP option is ignored",
-        flat.size(), flat.size() == 1 ? "" : "s", lines);
+        "`fsdp_config` is empty: the {} FSDP key{} below it ({}) {} not indented, so YAML makes "
+        "{} top-level key{}, which accelerate refuses (no FSDP option reaches it)",
+        flat.size(), flat.size() == 1 ? "" : "s", lines, flat.size() == 1 ? "is" : "are",
+        flat.size() == 1 ? "it a" : "them", flat.size() == 1 ? "" : "s");
   else if (!fsdp_entry)
     message = fmt::format(
         "{} FSDP key{} at the top level ({}) and no `fsdp_config`: accelerate reads FSDP options "
-        "only from `fsdp_config`, so every one is ignored",
+        "only from `fsdp_config` and refuses unknown top-level keys",
         flat.size(), flat.size() == 1 ? "" : "s", lines);
   else
     message = fmt::format(
         "{} FSDP key{} outside `fsdp_config` ({}): accelerate reads FSDP options only from "
-        "`fsdp_config`, so {} ignored",
-        flat.size(), flat.size() == 1 ? "" : "s", lines, flat.size() == 1 ? "it is" : "they are");
+        "`fsdp_config` and refuses unknown top-level keys",
+        flat.size(), flat.size() == 1 ? "" : "s", lines);
   Plan plan = plan_fix(ctx, flat);
   std::string help = fmt::format(
       "accelerate refuses the file: `ValueError: The config file at {} had unknown keys ({}), please try upgrading "

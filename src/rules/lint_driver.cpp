@@ -48,7 +48,36 @@ std::string fix_to_fixpoint(std::string text, const std::string& path, const Acc
   return text;
 }
 
+namespace {
+
+// The line break the file uses: its first one ("\r\n", a lone "\r" or "\n"). PyYAML and accelerate read
+// all three (text mode), and an editor keeps what it finds; an edit that brings its own "\n" into a CR
+// or CRLF file would leave it with mixed line ends.
+std::string_view line_break_of(std::string_view text) {
+  const std::size_t i = text.find_first_of("\r\n");
+  if (i == std::string_view::npos || text[i] == '\n') return "\n";
+  return i + 1 < text.size() && text[i + 1] == '\n' ? std::string_view("\r\n") : std::string_view("\r");
+}
+
+std::string with_line_break(std::string_view s, std::string_view eol) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\r' || s[i] == '\n') {
+      if (s[i] == '\r' && i + 1 < s.size() && s[i + 1] == '\n') ++i;
+      out += eol;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string apply_edits(std::string_view text, std::vector<TextEdit> edits) {
+  const std::string_view eol = line_break_of(text);
+  if (eol != "\n")
+    for (auto& e : edits) e.text = with_line_break(e.text, eol);
   // Insertions before replacements at the same offset, then file order.
   std::stable_sort(edits.begin(), edits.end(), [](const TextEdit& a, const TextEdit& b) {
     if (a.offset != b.offset) return a.offset < b.offset;

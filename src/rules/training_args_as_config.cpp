@@ -18,8 +18,9 @@ const Rule kTrainingArgsAsConfig{
         "ClusterConfig field (`ValueError: The config file at ... had unknown keys`), and before that "
         "`accelerate launch --config_file` never sees the training settings. The recipe is read by the training "
         "script (HfArgumentParser / TrlParser), so shardcheck takes it with --training-args. A file with two or more "
-        "such keys and no accelerate-only key (compute_environment, distributed_type, fsdp_config, num_processes, "
-        "...) is reported once, instead of one unknown-key error per line.",
+        "such keys and more than three times as many of them as accelerate-only keys (compute_environment, "
+        "distributed_type, num_processes, ...: a recipe may carry a stray one, as open-r1's GRPO demo carries "
+        "num_processes) is reported once, instead of one unknown-key error per line.",
     .fix = "",
     .check = nullptr,  // decided before the rules run (lint_driver.cpp): the other rules would only add noise
 };
@@ -33,9 +34,14 @@ std::optional<Diagnostic> training_args_as_config(const ConfigDoc& doc) {
   const YamlEntry* first = doc.root->find(kind.training.front());
   Diagnostic d = loader_finding(
       kTrainingArgsAsConfig.id, doc.key_location(*first),
-      fmt::format("this looks like Trainer/TRL training arguments ({}), not an accelerate config: it has no "
-                  "accelerate key (compute_environment, distributed_type, fsdp_config, ...)",
-                  evidence_list(kind.training)),
+      kind.accelerate.empty()
+          ? fmt::format("this looks like Trainer/TRL training arguments ({}), not an accelerate config: it has no "
+                        "accelerate key (compute_environment, distributed_type, num_processes, ...)",
+                        evidence_list(kind.training))
+          : fmt::format("this looks like Trainer/TRL training arguments ({}), not an accelerate config: it has only "
+                        "{} accelerate key{} ({}) among them",
+                        evidence_list(kind.training), kind.accelerate.size(), kind.accelerate.size() == 1 ? "" : "s",
+                        evidence_list(kind.accelerate)),
       "give it to `shardcheck plan` or `check` with --training-args, and the accelerate config (the file of "
       "`accelerate launch --config_file`) with --config");
   return d;

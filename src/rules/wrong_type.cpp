@@ -24,7 +24,10 @@ const Rule kWrongType{
         "environment variables, str(value): booleans go through str_to_bool (utils/environment.py), which accepts "
         "y/yes/t/true/on/1 and n/no/f/false/off/0 in any case and raises `ValueError: invalid truth value ...` for "
         "anything else; integers go through int(). fsdp_transformer_layer_cls_to_wrap is split on commas, so a YAML "
-        "list becomes the string \"['A', 'B']\" and no class matches.",
+        "list becomes the string \"['A', 'B']\" and no class matches. A section (fsdp_config, deepspeed_config, "
+        "dynamo_config, ...) is copied into the launch arguments only when it is a mapping: anything else is never "
+        "read (a warning), except deepspeed_config under DEEPSPEED, whose launcher calls .keys() on it, and "
+        "parallelism_config, which turns use_parallelism_config on (errors).",
     .fix = "turn a YAML list of class names into the comma-separated string accelerate expects",
     .check = wrong_type::check,
 };
@@ -135,7 +138,29 @@ void check(LintContext& ctx) {
         bad("a comma-separated string of class names");
       }
     } else if (k.type == "mapping") {
-      if (n.kind != YamlNode::Kind::mapping) bad("a mapping");
+      if (n.kind != YamlNode::Kind::mapping) {
+        // _validate_launch_command (commands/launch.py, v1.14.0) copies a section's keys into the launch
+        // arguments only `if isinstance(attr, dict)`; any other value is set as an argument of the same
+        // name that nothing reads. It fails only where a launcher calls dict methods on it: the DeepSpeed
+        // launcher's `defaults.deepspeed_config.keys()`, and a parallelism_config that is not {} turns
+        // use_parallelism_config on.
+        const bool used = (e.key == "deepspeed_config" && ctx.distributed_type() == "DEEPSPEED") ||
+                          e.key == "parallelism_config" || k.only == "sagemaker";
+        if (used)
+          bad("a mapping", e.key == "deepspeed_config"
+                               ? "the DeepSpeed launcher calls `defaults.deepspeed_config.keys()` and fails with "
+                                 "AttributeError; put the settings under the key, or name a JSON file with "
+                                 "`deepspeed_config_file:` inside it"
+                               : "");
+        else
+          bad("a mapping",
+              fmt::format(
+                  "accelerate launch copies `{}` only from a mapping, so this value is never read; put the "
+                  "settings under the key as a mapping{}",
+                  e.key,
+                  e.key == "deepspeed_config" ? ", or name a JSON file with `deepspeed_config_file:` inside it" : ""),
+              {}, Severity::warning);
+      }
     } else if (k.type == "list") {
       if (scalar) bad("a list", {}, {}, Severity::warning);
     }

@@ -23,7 +23,10 @@ const Rule kYaml11ImplicitType{
         "`mixed_precision: no` therefore loads as False: v0.19.0 (PR #1386) turned that back into 'no', but v0.34.0 "
         "(1a6af0bd) dropped the line, and from v0.34.0 `accelerate launch` fails with `AttributeError: 'bool' object "
         "has no attribute 'lower'` (Ziems/arbor PR #156). `distributed_type: NO` is converted with DistributedType() "
-        "only when it is a str. For integer FSDP settings the value is exported as str(value) and read with int(): "
+        "only when it is a str: the launcher then matches no paradigm and runs its single-process launcher, which is "
+        "what 'NO' does (a warning), but process_config no longer sees 'NO' and leaves num_processes at -1 when the "
+        "key is absent, so the launch fails (an error). For integer FSDP settings the value is exported as str(value) "
+        "and read with int(): "
         "'1e8' and '100000000.0' both fail with `ValueError: invalid literal for int() with base 10`. The files "
         "`accelerate config` writes quote these values ('NO', 'no').",
     .fix = "quote YAML-1.1 booleans; write scientific-notation integers out in full",
@@ -62,7 +65,19 @@ void check(LintContext& ctx) {
               fmt::format("accelerate {} still maps False to 'no', but v0.34.0 and later crash on it", v.str());
         }
       } else if (k.name == "distributed_type") {
-        consequence = "DistributedType() is applied only to strings, so no paradigm matches";
+        // BaseConfig.__post_init__ converts only a str; commands/launch.py then matches no paradigm and
+        // launch_command falls through to simple_launcher, the launcher of 'NO' (v1.14.0). Only
+        // process_config's `distributed_type == DistributedType.NO` default of num_processes misses it.
+        if (ctx.top("num_processes")) {
+          sev = Severity::warning;
+          consequence =
+              "DistributedType() is applied only to strings, so no paradigm matches and `accelerate launch` falls "
+              "back to its single-process launcher, which is what 'NO' does";
+        } else {
+          consequence =
+              "process_config sets num_processes to 1 only for the string 'NO', so accelerate launch fails with "
+              "`You need to manually pass in `--num_processes` using this config yaml.`";
+        }
       } else if (!k.env.empty()) {
         consequence = fmt::format("it is exported as {}={}, which is not one of the accepted values", k.env,
                                   s.boolean ? "True" : "False");
