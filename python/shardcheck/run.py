@@ -19,12 +19,12 @@ class PreflightError(RuntimeError):
 
 
 def find_binary():
-    """The shardcheck program: $SHARDCHECK_BINARY, this environment's bin/ (the wheel's place), the
-    bin/ of a `cmake --install` prefix this package sits under (share/shardcheck/python/shardcheck),
-    then PATH."""
+    """The shardcheck program: $SHARDCHECK_BINARY; the bin/ four levels above this package, which is
+    the wheel's (<env>/lib/pythonX.Y/site-packages/shardcheck, <env>/bin) and `cmake --install`'s
+    (<prefix>/share/shardcheck/python/shardcheck, <prefix>/bin); this environment's bin/; then PATH."""
     here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [os.environ.get("SHARDCHECK_BINARY", ""), os.path.join(sys.prefix, "bin", "shardcheck"),
-                  os.path.join(here, "..", "..", "..", "..", "bin", "shardcheck")]
+    candidates = [os.environ.get("SHARDCHECK_BINARY", ""), os.path.join(here, "..", "..", "..", "..", "bin", "shardcheck"),
+                  os.path.join(sys.prefix, "bin", "shardcheck")]
     for path in candidates:
         if path and os.path.isfile(path) and os.access(path, os.X_OK):
             return os.path.normpath(path)

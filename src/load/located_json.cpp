@@ -11,6 +11,7 @@
 
 namespace shardcheck::detail {
 namespace {
+namespace located {  // named: a unity batch shares one translation unit with other readers' helpers
 
 struct Failure {
   std::size_t offset;
@@ -138,7 +139,10 @@ class Reader {
     for (int i = 0; i < 4; ++i, ++p_) {
       if (p_ >= t_.size()) fail("expected 4 hexadecimal digits after \\u");
       const char h = t_[p_];
-      const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      const int d = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
       if (d < 0) fail("expected 4 hexadecimal digits after \\u");
       u = u * 16 + static_cast<unsigned>(d);
     }
@@ -255,6 +259,7 @@ class Reader {
   std::size_t p_ = 0;
 };
 
+}  // namespace located
 }  // namespace
 
 const LocatedJson* LocatedJson::find(std::string_view key) const {
@@ -283,8 +288,8 @@ const char* LocatedJson::type_name() const {
 
 std::variant<LocatedJson, LocatedJsonError> parse_located_json(std::string_view text, std::size_t max_depth) {
   try {
-    return Reader(text, max_depth).document();
-  } catch (const Failure& f) {
+    return located::Reader(text, max_depth).document();
+  } catch (const located::Failure& f) {
     return LocatedJsonError{f.offset, f.message};
   }
 }

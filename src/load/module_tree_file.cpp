@@ -20,12 +20,16 @@
 
 namespace shardcheck {
 namespace {
+// Named inside the anonymous namespace: a unity batch (scripts/build.sh) shares one translation unit
+// with other loaders' helpers of the same names.
+namespace tree_file {
 
 using detail::LocatedJson;
 using JType = LocatedJson::Type;
 
 constexpr std::size_t kMaxBytes = std::size_t{512} << 20;
-constexpr std::size_t kMaxDepth = 64;                // the schema needs 6; a config dict a few more
+
+constexpr std::size_t kMaxDepth = 64;                      // the schema needs 6; a config dict a few more
 constexpr std::int64_t kMaxNumel = std::int64_t{1} << 50;  // per tensor: far above any real one
 
 // One finding that stops the read.
@@ -39,12 +43,23 @@ struct Bad {
 std::optional<DType> torch_dtype(std::string_view n) {
   if (n.starts_with("torch.")) n.remove_prefix(6);
   static constexpr std::array<std::pair<std::string_view, DType>, 17> kNames{{
-      {"float32", DType::F32},       {"bfloat16", DType::BF16},    {"float16", DType::F16},
-      {"float64", DType::F64},       {"int8", DType::I8},          {"uint8", DType::U8},
-      {"int16", DType::I16},         {"int32", DType::I32},        {"int64", DType::I64},
-      {"uint16", DType::U16},        {"uint32", DType::U32},       {"uint64", DType::U64},
-      {"bool", DType::BOOL},         {"float8_e4m3fn", DType::F8_E4M3}, {"float8_e5m2", DType::F8_E5M2},
-      {"complex64", DType::C64},     {"float8_e8m0fnu", DType::F8_E8M0},
+      {"float32", DType::F32},
+      {"bfloat16", DType::BF16},
+      {"float16", DType::F16},
+      {"float64", DType::F64},
+      {"int8", DType::I8},
+      {"uint8", DType::U8},
+      {"int16", DType::I16},
+      {"int32", DType::I32},
+      {"int64", DType::I64},
+      {"uint16", DType::U16},
+      {"uint32", DType::U32},
+      {"uint64", DType::U64},
+      {"bool", DType::BOOL},
+      {"float8_e4m3fn", DType::F8_E4M3},
+      {"float8_e5m2", DType::F8_E5M2},
+      {"complex64", DType::C64},
+      {"float8_e8m0fnu", DType::F8_E8M0},
   }};
   for (const auto& [name, d] : kNames)
     if (name == n) return d;
@@ -68,9 +83,12 @@ std::vector<std::string> code_points(const std::string& s) {
   for (std::size_t i = 0; i < s.size();) {
     std::size_t n = 1;
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0xf0) n = 4;
-    else if (c >= 0xe0) n = 3;
-    else if (c >= 0xc0) n = 2;
+    if (c >= 0xf0)
+      n = 4;
+    else if (c >= 0xe0)
+      n = 3;
+    else if (c >= 0xc0)
+      n = 2;
     out.push_back(s.substr(i, n));
     i += n;
   }
@@ -114,8 +132,8 @@ class TreeReader {
   static const LocatedJson& member(const LocatedJson& obj, std::string_view key, const std::string& where) {
     if (const LocatedJson* v = obj.find(key)) return *v;
     throw Bad{"TREE003", obj.offset,
-              fmt::format("{}: expected a member \"{}\", found an object without it", where.empty() ? "the file" : where,
-                          key)};
+              fmt::format("{}: expected a member \"{}\", found an object without it",
+                          where.empty() ? "the file" : where, key)};
   }
 
   // An optional member: nullptr when absent or null.
@@ -124,7 +142,8 @@ class TreeReader {
     return v && v->type != JType::null ? v : nullptr;
   }
 
-  static const std::string& text(const LocatedJson& v, const std::string& where, std::string_view expected = "a string") {
+  static const std::string& text(const LocatedJson& v, const std::string& where,
+                                 std::string_view expected = "a string") {
     expect(v, JType::string, where, expected);
     return v.text;
   }
@@ -255,7 +274,8 @@ class TreeReader {
       expect(chain, JType::array, where, "an array of class names (type.__mro__), the class first");
       std::vector<std::string> names;
       for (const auto& n : chain.items) names.push_back(text(n, where, "an array of class names"));
-      if (names.empty() || names.front() != cls) bad(chain, where, fmt::format("an array that starts with \"{}\"", cls));
+      if (names.empty() || names.front() != cls)
+        bad(chain, where, fmt::format("an array that starts with \"{}\"", cls));
       tree.class_chains[cls] = std::move(names);
     }
   }
@@ -314,13 +334,15 @@ class TreeReader {
     tree.base_model_path = module_path(model, "base_model_path");
     tree.input_embeddings = module_path(model, "input_embeddings");
     tree.output_embeddings = module_path(model, "output_embeddings");
-    tree.held_no_split = held(member(model, "no_split_modules", "model"), "model.no_split_modules", tree.no_split_modules);
+    tree.held_no_split =
+        held(member(model, "no_split_modules", "model"), "model.no_split_modules", tree.no_split_modules);
     if (const LocatedJson* d = optional(model, "no_split_modules_declared")) {
-      expect(*d, JType::object, "model.no_split_modules_declared", "an object {\"class\": ..., \"value\": ...} or null");
-      tree.held_no_split->declared_by = text(member(*d, "class", "model.no_split_modules_declared"),
-                                             "model.no_split_modules_declared.class");
-      tree.held_no_split->declared_text = text(member(*d, "value", "model.no_split_modules_declared"),
-                                               "model.no_split_modules_declared.value");
+      expect(*d, JType::object, "model.no_split_modules_declared",
+             "an object {\"class\": ..., \"value\": ...} or null");
+      tree.held_no_split->declared_by =
+          text(member(*d, "class", "model.no_split_modules_declared"), "model.no_split_modules_declared.class");
+      tree.held_no_split->declared_text =
+          text(member(*d, "value", "model.no_split_modules_declared"), "model.no_split_modules_declared.value");
     }
     if (const LocatedJson* k = optional(model, "keep_in_fp32_modules"))
       held(*k, "model.keep_in_fp32_modules", tree.keep_in_fp32_modules);
@@ -353,16 +375,17 @@ class TreeReader {
   }
 
   const ResolveOptions& options_;
-  std::unordered_map<std::string, int> index_;  // module path -> index
-  std::unordered_set<std::string> names_;       // parameter and buffer full names
+  std::unordered_map<std::string, int> index_;                       // module path -> index
+  std::unordered_set<std::string> names_;                            // parameter and buffer full names
   std::vector<std::pair<const LocatedJson*, std::string>> tied_at_;  // each tied_to, in tree order
 };
 
+}  // namespace tree_file
 }  // namespace
 
 std::optional<ModuleTree> parse_module_tree_file(std::string_view text, const std::string& path,
                                                  const ResolveOptions& options, DiagnosticSink& sink) {
-  auto parsed = detail::parse_located_json(text, kMaxDepth);
+  auto parsed = detail::parse_located_json(text, tree_file::kMaxDepth);
   if (const auto* e = std::get_if<detail::LocatedJsonError>(&parsed)) {
     const auto [line, column] = detail::line_column(text, e->offset);
     sink.report(finding("TREE002", in_file(path, line, column), "not valid JSON: " + e->message,
@@ -370,12 +393,12 @@ std::optional<ModuleTree> parse_module_tree_file(std::string_view text, const st
     return std::nullopt;
   }
   try {
-    ModuleTree tree = TreeReader(options).read(std::get<detail::LocatedJson>(parsed));
+    ModuleTree tree = tree_file::TreeReader(options).read(std::get<detail::LocatedJson>(parsed));
     tree.config_path = path;
     tree.source_file = path;
     finalize_counts(tree);
     return tree;
-  } catch (const Bad& b) {
+  } catch (const tree_file::Bad& b) {
     const auto [line, column] = detail::line_column(text, b.offset);
     sink.report(finding(b.code, in_file(path, line, column), b.message, "docs/module-tree.md describes the schema"));
     return std::nullopt;
@@ -389,12 +412,15 @@ std::optional<ModuleTree> load_module_tree_file(const std::string& path, const R
   if (!std::filesystem::is_directory(path, ec)) in.open(path, std::ios::binary);
   std::string text;
   const bool opened = static_cast<bool>(in);
-  if (!opened || !util::read_bounded(in, kMaxBytes, text)) {
-    const char* what = !opened ? (std::filesystem::is_directory(path, ec) ? "expected a module-tree file, found a directory"
-                                                                           : "cannot open the module-tree file")
-                               : (text.size() > kMaxBytes ? "expected a module-tree file of at most 512 MiB, found a longer one"
-                                                          : "cannot read the module-tree file");
-    sink.report(finding("TREE001", in_file(path), what, "give the file `python3 -m shardcheck dump ... -o FILE` wrote"));
+  if (!opened || !util::read_bounded(in, tree_file::kMaxBytes, text)) {
+    const char* what =
+        !opened
+            ? (std::filesystem::is_directory(path, ec) ? "expected a module-tree file, found a directory"
+                                                       : "cannot open the module-tree file")
+            : (text.size() > tree_file::kMaxBytes ? "expected a module-tree file of at most 512 MiB, found a longer one"
+                                                  : "cannot read the module-tree file");
+    sink.report(
+        finding("TREE001", in_file(path), what, "give the file `python3 -m shardcheck dump ... -o FILE` wrote"));
     return std::nullopt;
   }
   return parse_module_tree_file(text, path, options, sink);
