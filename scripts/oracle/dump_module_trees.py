@@ -12,16 +12,19 @@ Writes fixtures/module-trees/:
   * string-no-split-attribute.json, string-no-split-class.json: the seed's failure, a Llama whose
     _no_split_modules is a string (assigned to the object; declared by a trust_remote_code-style
     subclass), as scripts/oracle/no_split_string_probe.py builds them;
-  * outside-*.json: models the registry does not describe.
+  * string-no-split-remote-code.json: the same through `python3 -m shardcheck dump --trust-remote-code`
+    of fixtures/remote-code/string-no-split (a repository whose own modeling file declares the string);
+  * outside-*.json: models the registry does not describe (scripts/oracle/outside_oracle.py writes the
+    ones it checks against real FSDP).
 """
 import os
 import sys
 
 import torch
-import transformers
 from transformers import LlamaConfig, LlamaForCausalLM
 
 import shardcheck
+from shardcheck.__main__ import main as shardcheck_main
 from shardcheck.build import build_model
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -64,29 +67,16 @@ def string_no_split():
     by_attribute._no_split_modules = "LlamaDecoderLayer"
     write("string-no-split-class", by_class)
     write("string-no-split-attribute", by_attribute)
-
-
-def outside_registry():
-    """Architectures transformers has and the registry does not, from their config class's defaults
-    shrunk to toy sizes."""
-    small = dict(vocab_size=37, hidden_size=24, intermediate_size=52, num_hidden_layers=2, num_attention_heads=4,
-                 num_key_value_heads=2, max_position_embeddings=64)
-    for model_type in sys.argv[1:] or ["lfm2", "dbrx", "zamba2"]:
-        try:
-            config = transformers.AutoConfig.for_model(model_type, **small)
-            with torch.device("meta"):
-                model = transformers.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-        except Exception as e:  # noqa: BLE001
-            print(f"{model_type}: not built ({type(e).__name__}: {e})", file=sys.stderr)
-            continue
-        write("outside-" + model_type, model)
+    os.environ.setdefault("HF_MODULES_CACHE", "/tmp/hf_modules")
+    remote = os.path.join(REPO, "fixtures", "remote-code", "string-no-split")
+    shardcheck_main(["dump", remote, "--trust-remote-code", "-o", os.path.join(OUT, "string-no-split-remote-code.json")])
+    print("string-no-split-remote-code")
 
 
 def main():
     os.makedirs(OUT, exist_ok=True)
     registry_fixtures()
     string_no_split()
-    outside_registry()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,13 @@ CASES = [
      "args": ["check", "--no-env", "--module-tree", ATTRIBUTE, "--world-size", "2"], "exit": 1,
      "stdout": ["ValueError: Could not find the transformer layer class L in the model.",
                 "Make it a list: _no_split_modules = [\"LlamaDecoderLayer\"]"]},
+    {"name": "check --module-tree: a trust_remote_code class declaring the string (its characters made a set by "
+             "transformers' post_init) fails as accelerate fails under PYTHONHASHSEED=0",
+     "args": ["check", "--no-env", "--module-tree", TREES + "/string-no-split-remote-code.json", "--world-size", "2"],
+     "exit": 1,
+     # fixtures/module-trees/string-no-split-accelerate.json, "class": the real run's message
+     "stdout": ["ValueError: Could not find the transformer layer class d in the model.",
+                "class StringLlamaForCausalLM declares _no_split_modules = 'LlamaDecoderLayer', a string"]},
     {"name": "check --module-tree: an explicit class list wraps the same model cleanly",
      "args": ["check", "--no-env", "--module-tree", ATTRIBUTE, "--world-size", "2", "--wrap-cls", "LlamaDecoderLayer"],
      "exit": 0, "stdout": ["0 error(s)"]},
