@@ -411,7 +411,7 @@ std::optional<ModuleTree> load_module_tree_file(const std::string& path, const R
   std::ifstream in;
   if (!std::filesystem::is_directory(path, ec)) in.open(path, std::ios::binary);
   std::string text;
-  const bool opened = static_cast<bool>(in);
+  const bool opened = in.is_open();
   if (!opened || !util::read_bounded(in, tree_file::kMaxBytes, text)) {
     const char* what =
         !opened

@@ -184,6 +184,42 @@ class BinaryTest(unittest.TestCase):
             self.skipTest("torch is installed")
 
 
+class CallbackTest(unittest.TestCase):
+    """ShardcheckCallback on a stand-in transformers module (TrainerCallback only) when the real one is
+    absent: the Trainer's events reach preflight with the arguments' world size."""
+
+    def setUp(self):
+        os.environ["SHARDCHECK_BINARY"] = ARGS.binary
+        self.stub = "transformers" not in sys.modules and not _importable("transformers")
+        if self.stub:
+            sys.modules["transformers"] = type(sys)("transformers")
+            sys.modules["transformers"].TrainerCallback = type("TrainerCallback", (), {})
+        sys.modules.pop("shardcheck.callback", None)
+
+    def tearDown(self):
+        if self.stub:
+            del sys.modules["transformers"]
+        sys.modules.pop("shardcheck.callback", None)
+
+    def test_on_init_end_stops_the_string_model(self):
+        args = type("Args", (), {"world_size": 2})()
+        callback = shardcheck.ShardcheckCallback()
+        with self.assertRaises(shardcheck.PreflightError), contextlib.redirect_stderr(io.StringIO()):
+            callback.on_init_end(args, None, None, model=StringNoSplitModel())
+        callback.on_train_begin(args, None, None, model=StringNoSplitModel())  # checked once, at init
+
+    def test_on_train_begin_checks_when_added_late(self):
+        args = type("Args", (), {"world_size": 2})()
+        with contextlib.redirect_stderr(io.StringIO()):
+            shardcheck.ShardcheckCallback().on_train_begin(args, None, None, model=FakeModel())
+
+
+def _importable(name):
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
 class TorchTest(unittest.TestCase):
     """Plain torch modules, when this Python has torch."""
 

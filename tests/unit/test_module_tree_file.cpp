@@ -53,10 +53,12 @@ std::vector<std::string> plan_facts(const PreflightResult& r) {
   return out;
 }
 
+// The error findings, each as its code and its message up to the first class name accelerate may
+// pick from a set (which one depends on the process's string hashing: both name one of the same).
 std::string errors(const PreflightResult& r) {
   std::string s;
   for (const auto& d : r.sink.items())
-    if (d.severity == Severity::error) s += d.code + ": " + d.message + "\n";
+    if (d.severity == Severity::error) s += d.code + ": " + d.message.substr(0, d.message.find(" class ")) + "\n";
   return s;
 }
 
@@ -64,7 +66,10 @@ TEST_CASE("module tree: every registry fixture's dump plans as the registry path
   int compared = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(SHARDCHECK_FIXTURES_DIR) / "models")) {
     const fs::path dump = kTrees / (entry.path().filename().string() + ".json");
-    if (!fs::exists(dump)) continue;  // toyformer: transformers has no such model
+    // toyformer: transformers has no such model. deepseek_v3: an FP8 checkpoint, which from_pretrained
+    // quantizes (its config.json's quantization_config) and from_config, which `dump` builds with, does
+    // not; the dump is of the unquantized model.
+    if (!fs::exists(dump) || entry.path().filename() == "deepseek_v3") continue;
     for (int version : {1, 2}) {
       CAPTURE(dump.filename().string());
       CAPTURE(version);
@@ -81,7 +86,7 @@ TEST_CASE("module tree: every registry fixture's dump plans as the registry path
       ++compared;
     }
   }
-  CHECK(compared == 2 * 17);
+  CHECK(compared == 2 * 16);
 }
 
 // Architectures the registry lacks (scripts/oracle/outside_oracle.py): each dumped, and prepared for
