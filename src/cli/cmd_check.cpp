@@ -120,7 +120,8 @@ void register_check(CLI::App& app, CliContext& ctx) {
   auto f = std::make_shared<CheckFlags>();
   CLI::App* cmd = app.add_subcommand("check", "Pre-flight for CI: lint + resolve + plan + fit, one exit code");
   cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]");
-  cmd->add_option("--model", f->model_flag, "The same as the positional MODEL (one of the two, or --module-tree, is required)");
+  cmd->add_option("--model", f->model_flag,
+                  "The same as the positional MODEL (one of the two, or --module-tree, is required)");
   cmd->add_flag("--no-tree", f->no_tree,
                 "Accepted for symmetry with plan: check prints the unit table, never the tree");
   cmd->add_option("--format", f->format, "Output format")->check(one_of(kFindingFormats));

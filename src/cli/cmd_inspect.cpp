@@ -93,8 +93,8 @@ void register_inspect(CLI::App& app, CliContext& ctx) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand("inspect", "Print the module tree, parameter counts and dtypes of a model");
   cmd->add_option(
-         "model", args->model,
-         "Model directory (config.json, safetensors headers), its config.json, or a Hub id org/name[@revision]");
+      "model", args->model,
+      "Model directory (config.json, safetensors headers), its config.json, or a Hub id org/name[@revision]");
   cmd->add_option("--module-tree", args->module_tree,
                   "The model from a dump of the live object (python3 -m shardcheck dump; docs/module-tree.md)");
   cmd->add_option("--format", args->format, "Output format")->check(one_of({"text", "json"}));

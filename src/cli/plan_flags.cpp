@@ -374,13 +374,13 @@ static bool module_tree_flags_agree(const PlanFlags& f, std::string& error) {
     return false;
   }
   if (f.module_tree.empty()) return true;
-  std::string clash = !f.model.empty()               ? "a MODEL (" + f.model + ")"
-                      : f.config_only                ? "--config-only"
-                      : f.dequantize                 ? "--dequantize"
-                      : !f.load_dtype.empty()        ? "--load-dtype"
+  std::string clash = !f.model.empty()                 ? "a MODEL (" + f.model + ")"
+                      : f.config_only                  ? "--config-only"
+                      : f.dequantize                   ? "--dequantize"
+                      : !f.load_dtype.empty()          ? "--load-dtype"
                       : !f.attn_implementation.empty() ? "--attn-implementation"
-                      : f.adapter.load_in_4bit       ? "--load-in-4bit"
-                                                     : "";
+                      : f.adapter.load_in_4bit         ? "--load-in-4bit"
+                                                       : "";
   if (clash.empty()) return true;
   error = fmt::format(
       "expected --module-tree alone to give the model, as it was built (its dtypes and layers), found {} too", clash);

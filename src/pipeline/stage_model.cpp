@@ -84,7 +84,7 @@ void apply_peft_caller(FsdpSettings& s, const std::optional<Bnb4bitConfig>& bnb)
 
 // --module-tree: the tree from the dump, and the adapter's files (when there is one) read after it.
 static std::optional<LoadedModel> load_dumped_model(const PreflightRequest& req, const ResolveOptions& resolve,
-                                             PreflightResult& r) {
+                                                    PreflightResult& r) {
   r.tree = load_module_tree_file(req.module_tree, resolve, r.sink);
   if (!r.tree) return std::nullopt;
   const bool peft = r.adapter.has_value() || !req.adapter_path.empty();

@@ -163,8 +163,8 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
       if (!present.count(other)) missing.push_back(other);
     // A dump's list, tuple or string iterates in one order on every rank; a set (or a registry tree on
     // 5.x, where post_init makes it one) in the order of each process's string hashing.
-    const bool set_order = tree.held_no_split ? tree.held_no_split->type.ends_with("set")
-                                              : tree.transformers >= Version{5, 0, 0};
+    const bool set_order =
+        tree.held_no_split ? tree.held_no_split->type.ends_with("set") : tree.transformers >= Version{5, 0, 0};
     if (missing.size() > 1 && s.wrap_classes.source == "model _no_split_modules" && set_order)
       message += fmt::format(" (_no_split_modules is a set in transformers 5.x, so the class named may be any of: {})",
                              fmt::join(missing, ", "));
