@@ -26,6 +26,9 @@ def main(argv=None):
     except ImportError as e:
         print(f"shardcheck dump: needs torch and transformers in this Python ({e})", file=sys.stderr)
         return 3
+    except Exception as e:  # noqa: BLE001 - transformers' own error, said in one line, not a traceback
+        print(f"shardcheck dump: transformers cannot build {args.model}: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     tree = dump_model(model)
     if args.output == "-":
         json.dump(tree, sys.stdout, indent=1, allow_nan=False)
