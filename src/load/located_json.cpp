@@ -97,7 +97,7 @@ class Reader {
       ws();
       if (p_ >= t_.size() || t_[p_] != ':') fail("expected ':' after a member name");
       ++p_;
-      v.members.emplace_back(std::move(key), value(depth));
+      v.members.push_back(LocatedMember{std::move(key), value(depth)});
       ws();
       if (p_ < t_.size() && t_[p_] == ',') {
         ++p_;

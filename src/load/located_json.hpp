@@ -19,6 +19,8 @@
 
 namespace shardcheck::detail {
 
+struct LocatedMember;  // a vector of an incomplete type is allowed, a pair of one is not (clang)
+
 struct LocatedJson {
   enum class Type : unsigned char { null, boolean, number, string, array, object };
   Type type = Type::null;
@@ -29,12 +31,17 @@ struct LocatedJson {
   double number = 0;           // every number
   std::string text;            // string: its decoded value
   std::vector<LocatedJson> items;
-  std::vector<std::pair<std::string, LocatedJson>> members;  // object, in document order
+  std::vector<LocatedMember> members;  // object, in document order
 
   // The member named `key`, or nullptr (also when this is not an object).
   const LocatedJson* find(std::string_view key) const;
   // "an object", "an array", "a string", "an integer", "a number", "a boolean", "null".
   const char* type_name() const;
+};
+
+struct LocatedMember {
+  std::string key;
+  LocatedJson value;
 };
 
 struct LocatedJsonError {
