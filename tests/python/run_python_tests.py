@@ -214,6 +214,40 @@ class CallbackTest(unittest.TestCase):
             shardcheck.ShardcheckCallback().on_train_begin(args, None, None, model=FakeModel())
 
 
+class TransformersTest(unittest.TestCase):
+    """A real transformers model and Trainer, when this Python has them (the real-stack chroot:
+    ORACLE2_MOUNT=wt40 scripts/oracle2_run.sh env SHARDCHECK_RULES=/wt40/rules python3
+    tests/python/run_python_tests.py --binary build/shardcheck --source .)."""
+
+    def setUp(self):
+        if not (_importable("torch") and _importable("transformers") and _importable("accelerate")):
+            self.skipTest("torch, transformers or accelerate is not installed")
+        os.environ["SHARDCHECK_BINARY"] = ARGS.binary
+        import torch
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        config = LlamaConfig(vocab_size=37, hidden_size=20, intermediate_size=52, num_hidden_layers=2,
+                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+        with torch.device("meta"):
+            self.model = LlamaForCausalLM(config)
+        self.model._no_split_modules = "LlamaDecoderLayer"  # the seed's failure, on the live object
+
+    def test_preflight_raises_accelerates_error(self):
+        with self.assertRaises(shardcheck.PreflightError) as caught, contextlib.redirect_stderr(io.StringIO()):
+            shardcheck.preflight(self.model, world_size=2)
+        # fixtures/module-trees/string-no-split-accelerate.json, "attribute": accelerate 1.14.0's message
+        self.assertIn("ValueError: Could not find the transformer layer class L in the model.", str(caught.exception))
+
+    def test_trainer_with_the_callback_stops_at_init(self):
+        from transformers import Trainer, TrainingArguments
+
+        with tempfile.TemporaryDirectory() as out, contextlib.redirect_stderr(io.StringIO()):
+            args = TrainingArguments(output_dir=out, use_cpu=True, report_to=[])
+            with self.assertRaises(shardcheck.PreflightError):
+                Trainer(model=self.model.to_empty(device="cpu"), args=args,
+                        callbacks=[shardcheck.ShardcheckCallback(world_size=2)])
+
+
 def _importable(name):
     import importlib.util
 
