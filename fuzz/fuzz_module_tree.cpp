@@ -1,4 +1,4 @@
-// libFuzzer harness: --module-tree files (src/load/module_tree_file.cpp, docs/module-tree.md). Hostile
+// libFuzzer harness: --module-tree files (src/resolve/module_tree_file.cpp, docs/module-tree.md). Hostile
 // JSON, hostile schema values and self-contradicting trees must give one finding with a position,
 // never a crash, a hang or an overflow; a tree that loads is wrapped and planned under FSDP1 and FSDP2
 // with TRANSFORMER_BASED_WRAP from its own _no_split_modules. The position-keeping JSON reader

@@ -600,7 +600,7 @@ constexpr FindingCode kCodes[] = {
      "(20) at non-singleton dimension 2\" (fixtures/fuzz, use_orig_params=True). A class list naming ModuleList, or "
      "one container class, ends here; with one rank per shard group the unit holds whole weights and runs."},
 
-    // ---- module-tree files, --module-tree (src/load/module_tree_file.cpp, docs/module-tree.md) ----
+    // ---- module-tree files, --module-tree (src/resolve/module_tree_file.cpp, docs/module-tree.md) ----
     {"TREE001", Severity::error, ExitCode::io, "The module-tree file cannot be read",
      "--module-tree names a file written by `python3 -m shardcheck dump` or shardcheck.dump_model (the "
      "Python helper shipped with shardcheck). It does not exist, is a directory, cannot be read, or is "
