@@ -2,9 +2,10 @@
 """Builds a Python wheel that carries the static shardcheck CLI and its rules, for ML environments
 that install tools with pip (`pip install shardcheck-*.whl`, no compiler, no network).
 
-The wheel has no Python code: the binary goes to the environment's bin/ (the wheel's .data/scripts/)
-and the rules to <env>/share/shardcheck/rules (.data/data/), the installed layout the binary
-looks for beside itself (src/util/rules_dir.cpp). Its platform tag is manylinux_2_<N>_<arch>, N the
+The binary goes to the environment's bin/ (the wheel's .data/scripts/) and the rules to
+<env>/share/shardcheck/rules (.data/data/), the installed layout the binary looks for beside itself
+(src/util/rules_dir.cpp); the Python helper (python/shardcheck, standard library only) goes to
+site-packages, where `import shardcheck` finds it and it finds the binary in the environment's bin/. Its platform tag is manylinux_2_<N>_<arch>, N the
 newest GLIBC_2.N symbol version the binary needs (PEP 600), read from the binary itself.
 
   build_wheel.py --binary build/shardcheck --rules rules --out dist/
@@ -43,6 +44,8 @@ def main():
     ap.add_argument("--binary", required=True, help="the built shardcheck (static CLI build)")
     ap.add_argument("--rules", required=True, help="the rules/ directory")
     ap.add_argument("--out", required=True, help="directory the .whl is written to")
+    ap.add_argument("--python", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"),
+                    help="the directory holding the shardcheck Python package (default: the source tree's python/)")
     args = ap.parse_args()
 
     version_line = subprocess.run([args.binary, "--version"], check=True, capture_output=True, text=True).stdout
@@ -70,6 +73,11 @@ def main():
             rel = os.path.relpath(path, args.rules).replace(os.sep, "/")
             with open(path, "rb") as f:
                 entries.append((f"{data_dir}/data/share/{NAME}/rules/{rel}", f.read(), 0o644))
+    package = os.path.join(args.python, NAME)
+    for fn in sorted(os.listdir(package)):
+        if fn.endswith(".py"):
+            with open(os.path.join(package, fn), "rb") as f:
+                entries.append((f"{NAME}/{fn}", f.read(), 0o644))
     metadata = (
         "Metadata-Version: 2.1\n"
         f"Name: {NAME}\n"

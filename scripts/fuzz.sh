@@ -23,6 +23,7 @@ seed_dir() {  # harness name -> directory of seed inputs
     fuzz_settings) echo fuzz/corpus/settings ;;
     fuzz_adapter) echo fixtures/adapters fixtures/peft-oracle/adapters ;;
     fuzz_training_args) echo fixtures/training-args ;;
+    fuzz_module_tree) echo fixtures/module-trees fuzz/corpus/module_tree ;;
     *) echo fuzz/corpus ;;
   esac
 }

@@ -19,6 +19,8 @@ enum class ExitCode : int {
   unknown_model = 11,          // model_type not in the registry and no checkpoint to infer from
   bad_adapter = 12,            // adapter_config.json is not valid JSON, has a field of the wrong type, or
                                // is for a PEFT method other than LoRA
+  bad_module_tree = 13,        // a --module-tree file is not JSON, breaks docs/module-tree.md's schema or
+                               // contradicts itself
   // 20-29: `shardcheck smoke` (src/smoke) — a verification failure is distinct from a job that
   // could not run, and each way of not running has its own code.
   smoke_wrong = 20,               // wrong elements after all-gather / reduce-scatter, or --weights bytes differ

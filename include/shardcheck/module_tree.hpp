@@ -89,6 +89,19 @@ struct ModuleTree {
   std::vector<Module> modules;          // modules[0] is the root; parents precede children (pre-order)
   std::unordered_map<std::string, std::vector<std::string>> class_chains;  // class -> itself + bases (isinstance)
   std::vector<std::string> no_split_modules;
+  // A module-tree dump's _no_split_modules as the live object held it (docs/module-tree.md); nullopt
+  // for a tree from the registry. accelerate iterates the attribute as it is (`list(no_split_modules)`,
+  // utils/dataclasses.py set_auto_wrap_policy, 1.14.0), so `no_split_modules` above holds what that
+  // iteration gives: a string's characters, a set's items in the order the dumping process saw.
+  struct HeldNoSplit {
+    std::string type;  // list, tuple, set, frozenset, str, none
+    std::string text;  // type str: the string itself
+    // A class of the model whose own _no_split_modules is a string (transformers 5.x post_init then
+    // holds set(string), its characters): that class and the string; "" when none.
+    std::string declared_by, declared_text;
+  };
+  std::optional<HeldNoSplit> held_no_split;
+  std::string source_file;  // the module-tree file it was read from ("" for a registry tree)
   // _keep_in_fp32_modules(_strict), the composite's own and its sub-models' (post_init unions them).
   std::vector<std::string> keep_in_fp32_modules, keep_in_fp32_modules_strict;
   std::vector<TiedWeight> tied;   // alias -> target, as applied

@@ -23,6 +23,9 @@ namespace shardcheck {
 struct PreflightRequest {
   std::string rules_dir;
   std::string model;  // directory or config.json
+  // --module-tree: a dump of the live model (shardcheck/module_tree_file.hpp) read instead of `model`
+  // through config.json and the registry; "" for none.
+  std::string module_tree;
   bool config_only = false;
   ResolveOptions resolve;
   std::optional<std::string> accelerate_config;  // path of the accelerate YAML

@@ -63,10 +63,10 @@ int run_check(CheckFlags f, const CliContext& ctx) {
     return to_int(ExitCode::usage);
   }
   if (f.model.empty()) f.model = f.model_flag;
-  if (f.model.empty()) {
+  if (f.model.empty() && f.module_tree.empty()) {
     std::fprintf(stderr,
                  "shardcheck check: expected a model: a directory, its config.json or a Hub id, as "
-                 "`check MODEL` or `check --model MODEL`\n");
+                 "`check MODEL` or `check --model MODEL`, or a dump of it as `--module-tree FILE`\n");
     return to_int(ExitCode::usage);
   }
   platform::use_huge_page_heap();  // a short-lived process about to build large tables
@@ -120,7 +120,8 @@ void register_check(CLI::App& app, CliContext& ctx) {
   auto f = std::make_shared<CheckFlags>();
   CLI::App* cmd = app.add_subcommand("check", "Pre-flight for CI: lint + resolve + plan + fit, one exit code");
   cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]");
-  cmd->add_option("--model", f->model_flag, "The same as the positional MODEL (one of the two is required)");
+  cmd->add_option("--model", f->model_flag,
+                  "The same as the positional MODEL (one of the two, or --module-tree, is required)");
   cmd->add_flag("--no-tree", f->no_tree,
                 "Accepted for symmetry with plan: check prints the unit table, never the tree");
   cmd->add_option("--format", f->format, "Output format")->check(one_of(kFindingFormats));

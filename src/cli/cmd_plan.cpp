@@ -57,7 +57,8 @@ int run_plan(const PlanFlags& f, const CliContext& ctx) {
 void register_plan(CLI::App& app, CliContext& ctx) {
   auto f = std::make_shared<PlanFlags>();
   CLI::App* cmd = app.add_subcommand("plan", "Simulate FSDP auto-wrap and sharding: units, per-rank shards, memory");
-  cmd->add_option("model", f->model, "Model directory, its config.json, or a Hub id org/name[@revision]")->required();
+  cmd->add_option("model", f->model,
+                  "Model directory, its config.json, or a Hub id org/name[@revision] (or --module-tree FILE)");
   cmd->add_option("--format", f->format, "Output format (html: one self-contained page to open in a browser)")
       ->check(one_of({"text", "json", "html"}));
   cmd->add_flag("--no-tree", f->no_tree, "Text: only the unit table, not the module tree with unit marks");

@@ -26,6 +26,7 @@ const char* kExitCodeTable = R"(Exit codes:
   4  invalid config.json              10  unparsable accelerate config
   5  invalid safetensors header      11  model or adapter shardcheck cannot lay out
                                       12  invalid adapter_config.json
+                                      13  invalid --module-tree file
  smoke (LibTorch runner):
  20  wrong elements / bytes differ    25  master unreachable
  21  ranks never joined (--timeout)   26  busbw below 0.9 x --expect-busbw

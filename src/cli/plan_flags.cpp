@@ -302,6 +302,9 @@ std::function<void(FsdpSettings&)> settings_overrides(const PlanFlags& f, std::o
 
 void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
   cmd->add_option("--config", f.config, "accelerate config file (FSDP settings are read from it)");
+  cmd->add_option("--module-tree", f.module_tree,
+                  "The model from a dump of the live object (python3 -m shardcheck dump; docs/module-tree.md) "
+                  "instead of MODEL");
   cmd->add_option("--env-file", f.env_file, "Read FSDP_*/ACCELERATE_* variables from this file instead of the shell");
   cmd->add_flag("--no-env", f.no_env, "Ignore FSDP_*/ACCELERATE_* variables of the shell");
   cmd->add_option("--world-size", f.world_size, "Total number of ranks");
@@ -406,10 +409,33 @@ void add_plan_flags(CLI::App* cmd, PlanFlags& f) {
                   "that span machines");
 }
 
+// --module-tree replaces MODEL, and the flags that say how from_pretrained would load it: the dump
+// holds the model as loaded (its dtypes, its quantised layers).
+static bool module_tree_flags_agree(const PlanFlags& f, std::string& error) {
+  if (f.model.empty() && f.module_tree.empty()) {
+    error = "expected a model (a directory, its config.json or a Hub id) or --module-tree FILE";
+    return false;
+  }
+  if (f.module_tree.empty()) return true;
+  std::string clash = !f.model.empty()                 ? "a MODEL (" + f.model + ")"
+                      : f.config_only                  ? "--config-only"
+                      : f.dequantize                   ? "--dequantize"
+                      : !f.load_dtype.empty()          ? "--load-dtype"
+                      : !f.attn_implementation.empty() ? "--attn-implementation"
+                      : f.adapter.load_in_4bit         ? "--load-in-4bit"
+                                                       : "";
+  if (clash.empty()) return true;
+  error = fmt::format(
+      "expected --module-tree alone to give the model, as it was built (its dtypes and layers), found {} too", clash);
+  return false;
+}
+
 std::optional<PreflightRequest> make_request(const PlanFlags& f, const CliContext& ctx, std::string& error) {
   PreflightRequest req;
   req.rules_dir = ctx.rules_dir;
-  req.model = f.model;
+  req.model = f.module_tree.empty() ? f.model : f.module_tree;  // the file settings' findings fall back to
+  req.module_tree = f.module_tree;
+  if (!module_tree_flags_agree(f, error)) return std::nullopt;
   req.config_only = f.config_only;
   req.resolve.attn_implementation = f.attn_implementation;
   req.resolve.dequantize = f.dequantize;

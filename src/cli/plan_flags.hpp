@@ -14,6 +14,7 @@ namespace shardcheck::cli {
 
 struct PlanFlags {
   std::string model, config, env_file, format = "text";
+  std::string module_tree;  // --module-tree FILE: the model from a dump (docs/module-tree.md)
   bool no_env = false, config_only = false, no_tree = false, dequantize = false;
   std::string transformers_version, torch_version, accelerate_version, attn_implementation;
   std::string peft_version, bitsandbytes_version, trl_version;

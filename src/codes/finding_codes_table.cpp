@@ -609,6 +609,30 @@ constexpr FindingCode kCodes[] = {
      "(20) at non-singleton dimension 2\" (fixtures/fuzz, use_orig_params=True). A class list naming ModuleList, or "
      "one container class, ends here; with one rank per shard group the unit holds whole weights and runs."},
 
+    // ---- module-tree files, --module-tree (src/resolve/module_tree_file.cpp, docs/module-tree.md) ----
+    {"TREE001", Severity::error, ExitCode::io, "The module-tree file cannot be read",
+     "--module-tree names a file written by `python3 -m shardcheck dump` or shardcheck.dump_model (the "
+     "Python helper shipped with shardcheck). It does not exist, is a directory, cannot be read, or is "
+     "longer than 512 MiB (a dump of a 405B model is a few MB). Give the path the dump wrote."},
+    {"TREE002", Severity::error, ExitCode::bad_module_tree, "The module-tree file is not valid JSON",
+     "A module-tree file is one JSON object (RFC 8259, UTF-8). The message gives the line and column of the "
+     "first byte that breaks the grammar, what the reader expected there and what it found. An object that "
+     "holds one member name twice is refused as well: Python's json.load would silently keep the last, so "
+     "the file is not what the helper wrote. Dump the model again."},
+    {"TREE003", Severity::error, ExitCode::bad_module_tree, "A module-tree field is missing or has the wrong type",
+     "Every field of docs/module-tree.md is checked where it is read: the message names the field's place "
+     "(modules[12].parameters[0].shape), its line and column, what the schema expects and what the file "
+     "holds. The first problem stops the read, since what follows would be read against a wrong tree."},
+    {"TREE004", Severity::error, ExitCode::bad_module_tree, "The module-tree format_version is not this shardcheck's",
+     "The file's format_version is not the one this shardcheck reads (docs/module-tree.md says what "
+     "changed between versions). Dump the model with the Python helper of the same shardcheck release (it "
+     "ships in the same wheel and `cmake --install` tree as the binary)."},
+    {"TREE005", Severity::error, ExitCode::bad_module_tree, "The module tree contradicts itself",
+     "The fields have the right types but describe no torch module tree: a module listed before its parent "
+     "(named_modules() lists a parent first), a path or attribute listed twice, a tied_to that names no "
+     "earlier untied parameter or one of another shape or dtype (tied names share one Parameter), a "
+     "model.class that is not the root's class, or an embeddings path that is no module."},
+
     // ---- PEFT adapters (src/load/adapter_config.cpp, src/resolve/peft_model.cpp; PEFT007, PEFT011,
     // PEFT014 and PEFT015 are checks of src/check/) ----
     {"PEFT001", Severity::error, ExitCode::bad_adapter, "adapter_config.json is not a JSON object",

@@ -8,6 +8,7 @@
 
 #include "pipeline/stages.hpp"
 #include "shardcheck/adapter.hpp"
+#include "shardcheck/module_tree_file.hpp"
 #include "shardcheck/quantization.hpp"
 #include "util/stage_timer.hpp"
 
@@ -81,8 +82,24 @@ void apply_peft_caller(FsdpSettings& s, const std::optional<Bnb4bitConfig>& bnb)
 
 }  // namespace
 
+// --module-tree: the tree from the dump, and the adapter's files (when there is one) read after it.
+static std::optional<LoadedModel> load_dumped_model(const PreflightRequest& req, const ResolveOptions& resolve,
+                                                    PreflightResult& r) {
+  r.tree = load_module_tree_file(req.module_tree, resolve, r.sink);
+  if (!r.tree) return std::nullopt;
+  const bool peft = r.adapter.has_value() || !req.adapter_path.empty();
+  AdapterFiles adapter_files(req.rules_dir, req.adapter_path, r.adapter);
+  if (peft) adapter_files.finish();
+  r.sink.append(adapter_files.adapter_sink);
+  if (peft && !r.adapter) return std::nullopt;
+  if (r.adapter) r.adapter->prepare_kbit = r.adapter->prepare_kbit || req.prepare_kbit;
+  LoadedModel out{LoadedTree{}, std::move(adapter_files.rules), std::move(adapter_files.rules_sink)};
+  return out;
+}
+
 std::optional<LoadedModel> load_model_files(const PreflightRequest& req, const ResolveOptions& resolve,
                                             PreflightResult& r) {
+  if (!req.module_tree.empty()) return load_dumped_model(req, resolve, r);
   std::optional<LoraAdapter>& adapter = r.adapter;
   std::string model = req.model, adapter_path = req.adapter_path;
   const std::size_t errors_before_adapter = r.sink.count(Severity::error);

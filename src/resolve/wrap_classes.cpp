@@ -20,6 +20,26 @@ bool has_class(const ModuleTree& tree, const std::string& name) {
   return std::any_of(tree.modules.begin(), tree.modules.end(), [&](const Module& m) { return m.cls == name; });
 }
 
+// A dumped model whose _no_split_modules is a string, or the set transformers made of one: what to
+// say and what to write instead. "" when the attribute is a list of names.
+std::string string_no_split_help(const ModuleTree& tree) {
+  if (!tree.held_no_split) return {};
+  const ModuleTree::HeldNoSplit& h = *tree.held_no_split;
+  if (h.type == "str")
+    return fmt::format(
+        "_no_split_modules is the string '{0}', not a list: accelerate iterates it (list(model._no_split_modules), "
+        "utils/dataclasses.py set_auto_wrap_policy, 1.14.0), one character at a time. Make it a list: "
+        "_no_split_modules = [\"{0}\"]. ",
+        h.text);
+  if (!h.declared_by.empty())
+    return fmt::format(
+        "class {0} declares _no_split_modules = '{1}', a string: transformers' post_init (modeling_utils.py, "
+        "5.12.1) holds set('{1}'), its characters, and accelerate looks each one up as a class. Make it a "
+        "list: _no_split_modules = [\"{1}\"]. ",
+        h.declared_by, h.declared_text);
+  return {};
+}
+
 }  // namespace
 
 // peft 0.20 utils/other.py fsdp_auto_wrap_policy: the names in FSDP_TRANSFORMER_CLS_TO_WRAP (which
@@ -141,8 +161,11 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
     std::vector<std::string> missing;
     for (const auto& other : s.wrap_classes.value)
       if (!present.count(other)) missing.push_back(other);
-    if (missing.size() > 1 && s.wrap_classes.source == "model _no_split_modules" &&
-        tree.transformers >= Version{5, 0, 0})
+    // A dump's list, tuple or string iterates in one order on every rank; a set (or a registry tree on
+    // 5.x, where post_init makes it one) in the order of each process's string hashing.
+    const bool set_order =
+        tree.held_no_split ? tree.held_no_split->type.ends_with("set") : tree.transformers >= Version{5, 0, 0};
+    if (missing.size() > 1 && s.wrap_classes.source == "model _no_split_modules" && set_order)
       message += fmt::format(" (_no_split_modules is a set in transformers 5.x, so the class named may be any of: {})",
                              fmt::join(missing, ", "));
     if (s.wrap_classes.source == "model _no_split_modules") {
@@ -153,6 +176,7 @@ void resolve_wrap_classes(const ModuleTree& tree, FsdpSettings& s, DiagnosticSin
                  "fsdp_transformer_layer_cls_to_wrap: {}. ",
                  blocks) +
              help;
+      help = string_no_split_help(tree) + help;
     }
     sink.report(model_setting_finding("PLAN012", s.wrap_classes.source, tree.config_path, message, help));
     break;  // accelerate raises on the first class it cannot find

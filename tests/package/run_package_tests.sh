@@ -25,6 +25,10 @@ if "$prefix/bin/shardcheck" inspect "$model" >"$work/no-llama.out" 2>&1; then
   bad "the installed binary found llama without its installed rules entry (it read $src/rules?)"
 else ok; fi
 mv "$work/llama.yaml" "$prefix/share/shardcheck/rules/models/llama.yaml"
+# The Python helper installed beside the rules finds the installed binary (find_binary).
+if PYTHONPATH="$prefix/share/shardcheck/python" SHARDCHECK_BINARY= PATH=/usr/bin:/bin python3 -c \
+     "import shardcheck, sys; sys.exit(shardcheck.find_binary() != sys.argv[1])" "$prefix/bin/shardcheck"
+then ok; else bad "the installed Python helper did not find $prefix/bin/shardcheck"; fi
 # A moved prefix (an unpacked archive, a relocated virtualenv) still finds its rules.
 mv "$prefix" "$work/moved"
 if "$work/moved/bin/shardcheck" inspect "$model" >/dev/null 2>&1; then ok; else bad "inspect from a moved prefix failed"; fi

@@ -34,6 +34,9 @@ want = [("", 1500, 750)] + [(f"model.layers.{i}", 4360, 2180) for i in range(3)]
 sys.exit(0 if got == want else f"units {got}, expected {want}")
 PY
 then ok; else bad "plan from the wheel's binary"; fi
+# The Python helper: importable from the virtualenv, and it finds the virtualenv's binary.
+if "$work/venv/bin/python" -c "import shardcheck, sys; sys.exit(shardcheck.find_binary() != sys.argv[1])" "$venv_bin"
+then ok; else bad "import shardcheck / find_binary in the virtualenv"; fi
 # The rules it reads are the wheel's, in the virtualenv.
 rules=$work/venv/share/shardcheck/rules
 [[ -f $rules/models/llama.yaml ]] && ok || bad "no rules in the virtualenv"

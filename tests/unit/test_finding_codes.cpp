@@ -21,7 +21,7 @@ namespace {
 // Codes the sources can report: "PLAN012"-style literals anywhere in src/ (the catalogue itself
 // excluded), and the `//   ST001  ...` rows of the enum-numbered code tables.
 std::set<std::string> codes_in_sources() {
-  const std::regex literal(R"rx("((?:ST|IX|CFG|IO|REG|ARCH|MT|PLAN|FIT|HUB|SET|PEFT|TRL)[0-9]{3})")rx");
+  const std::regex literal(R"rx("((?:ST|IX|CFG|IO|REG|ARCH|MT|PLAN|FIT|HUB|SET|PEFT|TRL|TREE)[0-9]{3})")rx");
   const std::regex table_row(R"rx(\n//\s+((?:ST|IX)[0-9]{3})\s)rx");
   std::set<std::string> found;
   for (const auto& e : fs::recursive_directory_iterator(fs::path(SHARDCHECK_SOURCE_DIR) / "src")) {

@@ -55,6 +55,7 @@ const std::map<std::string, std::string> kPublicHeaders = {
     {"model_config", "load"},
     {"model_source", "load"},
     {"module_tree", "resolve"},
+    {"module_tree_file", "resolve"},
     {"optimizers", "load"},
     {"peft_model", "resolve"},
     {"preflight", "pipeline"},
