@@ -257,12 +257,34 @@ def draft(model_type: str, force: bool) -> int:
     if rec0 is None:
         print(f"{model_type}: default build failed: {err}", file=sys.stderr)
         return 1
-    base = Build(rec0)
+    base = base0 = Build(rec0)
     print(f"{model_type}: {base.rec['class']}, {len(base.modules)} modules", file=sys.stderr)
+    used = reaching_fields(model_type, over, base.cfg)
+    # Integer fields whose default 0 leaves modules out (Cohere2-MoE's num_shared_experts, GraniteMoE
+    # shared's shared_intermediate_size): the fit starts from a build with each set to 1, so that those
+    # modules are drafted from what transformers builds, and the default (0) is a flipped build whose
+    # missing modules give their condition. The default record stays the default config's.
+    gates = []
+    for k, v in int_fields(base0.cfg).items():
+        if v == 0 and used(k, [1]):
+            r1, _ = build(model_type, {"model_type": model_type, **over, k: 1})
+            if r1 is not None and {m for m, _ in r1["modules"]} - {m for m, _ in rec0["modules"]}:
+                gates.append(k)
+    gate_flips = []
+    if gates:
+        over = {**over, **{k: 1 for k in gates}}
+        rg, err = build(model_type, {"model_type": model_type, **over})
+        if rg is None:
+            over, gates = BASE_OVERRIDES.get(model_type, {}), []
+        else:
+            base = Build(rg)
+            for k in gates:
+                r0, _ = build(model_type, {"model_type": model_type, **over, k: 0})
+                if r0 is not None:
+                    gate_flips.append((k, Build(r0)))
     ints = int_fields(base.cfg)
     builds = [("base", None, base)]
     changed = {}
-    used = reaching_fields(model_type, over, base.cfg)
     for k, v in ints.items():
         if not used(k, perturbations(k, v)[:1]):
             continue
@@ -273,7 +295,7 @@ def draft(model_type: str, force: bool) -> int:
                 builds.append((k, nv, Build(rec)))
                 changed[k] = nv
                 break
-    flips = []
+    flips = list(gate_flips)
     for k, v in bool_fields(base.cfg).items():
         if k != "tie_word_embeddings" and not used(k, [not v]):
             continue
@@ -300,12 +322,14 @@ def draft(model_type: str, force: bool) -> int:
     builds.append(("vary", None, vary))
 
     # Which fields move what: a value observed per build for a key; deps = fields whose change moved it.
-    def deps_of(values: dict) -> set:
+    def deps_of(values: dict, direct_only: bool = False) -> set:
         base_v = values.get("base")
         out = set()
         for (k, _, b) in builds[1:-1]:
             if k in values and values[k] != base_v:
                 out.add(k)
+                if direct_only:
+                    continue
                 # Fields the config derives from k (head_dim from hidden_size) moved with it.
                 for f, fv in int_fields(b.cfg).items():
                     if base.cfg.get(f) != fv:
@@ -321,7 +345,12 @@ def draft(model_type: str, force: bool) -> int:
             values[k if k not in values else f"{k}#"] = v
             obs.append((b.ints, v))
         d = deps_of(values)
-        f = fit(obs, d, prefer)
+        # The fields whose own change moved the value first: the fields the config derives along with
+        # them (Zamba2's attention_hidden_size with hidden_size) can crowd the few a formula may use.
+        direct = deps_of(values, direct_only=True)
+        f = fit(obs, direct, prefer) if direct != d and len(d) > 6 else None
+        if f is None:
+            f = fit(obs, d, prefer)
         if f is None:
             # Fall back to all fields (a field whose single change did not build).
             f = fit(obs, set(int_fields(base.cfg)) & (d | set(prefer)), prefer)
@@ -918,7 +947,7 @@ def draft(model_type: str, force: bool) -> int:
     for f in sorted(used_fields):
         if f in aliases and f in base.cfg and f not in derived:
             derived[f] = f"({aliases[f]} ?? {json.dumps(base.cfg[f])})"
-    defaults = {f: base.cfg[f] for f in sorted(used_fields) if f in base.cfg and f not in derived}
+    defaults = {f: base0.cfg[f] for f in sorted(used_fields) if f in base0.cfg and f not in derived}
     out.append("")
     out.append("config:")
     out.append("  # The config class's defaults (5.12.1) for the fields the formulas read.")
@@ -953,7 +982,7 @@ def draft(model_type: str, force: bool) -> int:
     os.makedirs(cfgdir, exist_ok=True)
     with open(os.path.join(cfgdir, f"{model_type}.json"), "w") as fh:
         json.dump(vary_cfg, fh, indent=1, sort_keys=True)
-    for name, rec in ((f"default-{model_type}", base.rec), (f"vary-{model_type}", vary.rec)):
+    for name, rec in ((f"default-{model_type}", base0.rec), (f"vary-{model_type}", vary.rec)):
         rec = dict(rec)
         rec["name"] = name
         with open(os.path.join(hf_record.OUT, name + ".json"), "w") as fh:
