@@ -464,7 +464,9 @@ def draft(model_type: str, force: bool) -> int:
 
     def index_predicates(b: Build):
         cfg = b.cfg
-        out = []
+        # The first block alone (RWKV's pre_ln) before any field: a field larger than every index
+        # (vocab_size) would otherwise pass for it.
+        out = [("i == 0", lambda c, i: i == 0)]
         for k, v in cfg.items():
             if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
                 for val in sorted(set(v)):
