@@ -75,7 +75,7 @@ DEFAULT_OVERRIDES = {
 def sources():
     """(name, config dict) pairs."""
     out = []
-    for mt in REGISTRY_TYPES + [t for t in CANDIDATE_TYPES + VLM_TYPES if t not in REGISTRY_TYPES]:
+    for mt in dict.fromkeys(REGISTRY_TYPES + [t for t in CANDIDATE_TYPES + VLM_TYPES if t not in REGISTRY_TYPES]):
         try:
             cfg = AutoConfig.for_model(mt, **DEFAULT_OVERRIDES.get(mt, {}))
         except Exception as e:  # noqa: BLE001
