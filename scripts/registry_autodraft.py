@@ -953,7 +953,7 @@ def draft(model_type: str, force: bool) -> int:
     out.append("")
     out.append("config:")
     out.append("  # The config class's defaults (5.12.1) for the fields the formulas read.")
-    out.append("  defaults:")
+    out.append("  defaults:" + ("" if defaults else " {}"))
     for f, v in defaults.items():
         out.append(f"    {f}: {json.dumps(v)}")
     if derived:
