@@ -59,7 +59,7 @@ CANDIDATE_TYPES = ["cohere", "cohere2", "olmo", "olmoe", "granitemoe", "phimoe",
 # Vision-language model types, recorded whole (vision tower, projector, language model).
 VLM_TYPES = ["llava", "llava_next", "llava_onevision", "paligemma", "qwen2_vl", "qwen2_5_vl", "mllama", "idefics3",
              "gemma3", "smolvlm", "vipllava", "llava_next_video", "video_llava", "shieldgemma2", "aya_vision",
-             "cohere2_vision", "deepseek_vl", "aria", "mistral3", "lighton_ocr", "internvl", "lfm2_vl", "qwen3_vl", "qwen3_5"]
+             "cohere2_vision", "deepseek_vl", "aria", "mistral3", "lighton_ocr", "internvl", "lfm2_vl", "qwen3_vl", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe"]
 
 
 # Fields transformers' own default config leaves unset although the model needs them (the default
