@@ -42,12 +42,11 @@ def check(binary: str, path: str, work: str) -> str | None:
         return "diagnostics: " + "; ".join(f"[{x.get('code')}] {x.get('message')}" for x in errs)[:600]
     if out["architecture"] != rec["class"]:
         return f"class {out['architecture']} != {rec['class']}"
-    tied = {a for a, _ in out.get("tied", [])}
     ours, mods = [], {}
     for m in out["modules"]:
         for p_ in m["params"]:
             full = f"{m['path']}.{p_['name']}" if m["path"] else p_["name"]
-            if p_.get("buffer") or p_.get("tied_to") or full in tied:
+            if p_.get("buffer") or p_.get("tied_to"):
                 continue
             ours.append((full, p_["shape"]))
             mods[m["path"]] = m["class"]

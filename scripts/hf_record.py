@@ -52,12 +52,14 @@ REGISTRY_TYPES = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join
 
 # Types not in the registry yet, recorded for drafting their registry files (draft_registry.py).
 CANDIDATE_TYPES = ["cohere", "cohere2", "olmo", "olmoe", "granitemoe", "phimoe", "deepseek_v2", "helium",
-                   "glm", "glm4", "smollm3", "seed_oss", "arcee", "apertus"]
+                   "glm", "glm4", "smollm3", "seed_oss", "arcee", "apertus", "vipllava", "llava_next_video",
+                   "video_llava", "shieldgemma2", "aya_vision", "cohere2_vision", "deepseek_vl", "aria", "fuyu"]
 
 
 # Vision-language model types, recorded whole (vision tower, projector, language model).
 VLM_TYPES = ["llava", "llava_next", "llava_onevision", "paligemma", "qwen2_vl", "qwen2_5_vl", "mllama", "idefics3",
-             "gemma3", "smolvlm"]
+             "gemma3", "smolvlm", "vipllava", "llava_next_video", "video_llava", "shieldgemma2", "aya_vision",
+             "cohere2_vision", "deepseek_vl", "aria", "mistral3", "lighton_ocr", "internvl", "lfm2_vl", "qwen3_vl", "qwen3_5", "qwen3_5_moe", "qwen3_vl_moe"]
 
 
 # Fields transformers' own default config leaves unset although the model needs them (the default
@@ -73,7 +75,7 @@ DEFAULT_OVERRIDES = {
 def sources():
     """(name, config dict) pairs."""
     out = []
-    for mt in REGISTRY_TYPES + [t for t in CANDIDATE_TYPES + VLM_TYPES if t not in REGISTRY_TYPES]:
+    for mt in dict.fromkeys(REGISTRY_TYPES + [t for t in CANDIDATE_TYPES + VLM_TYPES if t not in REGISTRY_TYPES]):
         try:
             cfg = AutoConfig.for_model(mt, **DEFAULT_OVERRIDES.get(mt, {}))
         except Exception as e:  # noqa: BLE001
@@ -98,7 +100,18 @@ def head_kind(model_type: str) -> str:
 def record(name: str, cfg_dict: dict) -> dict:
     cfg_dict = dict(cfg_dict)
     model_type = cfg_dict.get("model_type")
-    cfg = AutoConfig.for_model(model_type, **{k: v for k, v in cfg_dict.items() if k != "model_type"})
+    try:
+        cfg = AutoConfig.for_model(model_type, **{k: v for k, v in cfg_dict.items() if k != "model_type"})
+    except ValueError as e:
+        if "unknown kwargs" not in str(e):
+            raise
+        # DBRX's attn_config / ffn_config classes refuse the generic keys their own to_dict() writes
+        # (_name_or_path, output_attentions): read the nested dicts without them.
+        generic = {"_name_or_path", "output_attentions", "output_hidden_states", "return_dict", "torchscript",
+                   "transformers_version", "dtype", "torch_dtype", "use_return_dict"}
+        cfg = AutoConfig.for_model(model_type, **{
+            k: ({a: b for a, b in v.items() if a not in generic} if isinstance(v, dict) else v)
+            for k, v in cfg_dict.items() if k != "model_type"})
     with torch.device("meta"):
         # Vision-language models: the class a fine-tuning script builds for image + text input (some,
         # like mllama, also map to a text-only causal LM class).
@@ -160,12 +173,12 @@ def dump(doc: dict) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--only", default="*")
+    ap.add_argument("--only", default="*", help="glob(s) of record names, comma-separated")
     a = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
     failed = 0
     for name, cfg in sources():
-        if not fnmatch.fnmatch(name, a.only):
+        if not any(fnmatch.fnmatch(name, pat) for pat in a.only.split(",")):
             continue
         try:
             doc = record(name, cfg)

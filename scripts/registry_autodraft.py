@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib.util
 import itertools
 import json
 import os
@@ -54,19 +55,39 @@ for line in open(os.path.join(REPO, "rules", "models", "_torch.yaml")):
 SKIP_FIELDS = re.compile(r"(_token_id|_token_ids|^chunk_size_feed_forward$|^num_labels$|seed|^transformers_version$)")
 
 
+# Builds are the slow part (a full-size model on meta, seconds each on shared cores). When this folder
+# exists (inside the chroot, /tmp/autodraft-cache-<checkout>), each build's record is kept there, so
+# that re-drafting after a change to the fitting below costs no build. Dev-time only.
+CACHE = os.path.join("/tmp", "autodraft-cache-" + os.path.basename(REPO))
+
+
 def build(model_type: str, cfg_dict: dict):
     """(config dict, modules [(path, cls)], params {name: shape}) or None when transformers refuses."""
+    path = None
+    if os.path.isdir(CACHE):
+        import hashlib
+        key = hashlib.sha256(json.dumps([transformers.__version__, model_type, cfg_dict], sort_keys=True,
+                                        default=str).encode()).hexdigest()[:32]
+        path = os.path.join(CACHE, f"{model_type}-{key}.json")
+        if os.path.exists(path):
+            got = json.load(open(path))
+            return got.get("rec"), got.get("err")
     try:
-        rec = hf_record.record("x", cfg_dict)
+        rec, err = hf_record.record("x", cfg_dict), None
     except Exception as e:  # noqa: BLE001
-        return None, f"{type(e).__name__}: {str(e)[:160]}"
-    return rec, None
+        rec, err = None, f"{type(e).__name__}: {str(e)[:160]}"
+    if path:
+        with open(path + ".tmp", "w") as f:
+            f.write(json.dumps({"rec": hf_record.finite(rec) if rec else None, "err": err}, default=str))
+        os.rename(path + ".tmp", path)
+    return rec, err
 
 
 class Build:
     def __init__(self, rec: dict):
         self.rec = rec
         self.cfg = rec["config"]
+        self.ints = int_fields(self.cfg)  # one dict per build: fit() memoises on its identity
         self.modules = [tuple(m) for m in rec["modules"]]
         self.cls = dict(self.modules)
         self.params = {n: s for n, s, _ in rec["params"]}
@@ -143,11 +164,30 @@ def templates(fields):
             out.append((f"({a} + {k} * {b}) * {d}", lambda c, a=a, b=b, d=d, k=k: (c[a] + k * c[b]) * c[d]))
     for a, b, d, e in itertools.permutations(fields, 4):
         out.append((f"{a} * {b} + {d} * {e}", lambda c, a=a, b=b, d=d, e=e: c[a] * c[b] + c[d] * c[e]))
+        out.append((f"{a} * {b} + 2 * {d} * {e}", lambda c, a=a, b=b, d=d, e=e: c[a] * c[b] + 2 * c[d] * c[e]))
+        out.append((f"2 * {a} * {b} + 2 * {d} * {e}", lambda c, a=a, b=b, d=d, e=e: 2 * c[a] * c[b] + 2 * c[d] * c[e]))
+        out.append((f"{a} + 2 * {b} * {d} * {e}", lambda c, a=a, b=b, d=d, e=e: c[a] + 2 * c[b] * c[d] * c[e]))
+        out.append((f"2 * {a} + 2 * {b} * {d} + {e}", lambda c, a=a, b=b, d=d, e=e: 2 * c[a] + 2 * c[b] * c[d] + c[e]))
+        out.append((f"{a} + 2 * {b} * {d}", lambda c, a=a, b=b, d=d, e=e: c[a] + 2 * c[b] * c[d]))
+    # Mamba-2 mixers: in_proj = 2 * intermediate + 2 * n_groups * d_state + n_heads, intermediate = expand * hidden.
+    for a, b, d, e, f in itertools.permutations(fields, 5):
+        out.append((f"2 * {a} * {b} + 2 * {d} * {e} + {f}",
+                    lambda c, a=a, b=b, d=d, e=e, f=f: 2 * c[a] * c[b] + 2 * c[d] * c[e] + c[f]))
     return out
+
+
+_FIT_MEMO: dict = {}
 
 
 def fit(obs, deps, prefer=()):
     """The simplest formula over the fields `deps` reproducing every (cfg, value) observation."""
+    key = (tuple((id(c), v) for c, v in obs), tuple(sorted(deps)), tuple(prefer))
+    if key not in _FIT_MEMO:
+        _FIT_MEMO[key] = _fit(obs, deps, prefer)
+    return _FIT_MEMO[key]
+
+
+def _fit(obs, deps, prefer=()):
     vals = {v for _, v in obs}
     if not deps:
         return str(obs[0][1]) if len(vals) == 1 else None
@@ -179,19 +219,75 @@ PREFER = ("hidden_size", "d_model", "n_embd", "intermediate_size", "num_attentio
 BASE_OVERRIDES = hf_record.DEFAULT_OVERRIDES
 
 
+def reaching_fields(model_type: str, over: dict, base_cfg: dict):
+    """A test whether changing a config field can reach the model: the field, or a field the config
+    class derives from it (layer_types from an interval, head_dim from hidden_size), is named in the
+    model's modeling file. A field no modeling code reads (max_position_embeddings of a rotary model,
+    rope or dropout settings) cannot move a shape; skipping it saves a full model build (seconds on
+    shared cores). Without the file nothing is skipped."""
+    try:
+        mod = type(AutoConfig.for_model(model_type, **over)).__module__.replace(".configuration_", ".modeling_")
+        text = open(importlib.util.find_spec(mod).origin).read()
+    except Exception:  # noqa: BLE001
+        return lambda k, values: True
+    words = set(re.findall(r"[A-Za-z_][A-Za-z_0-9]*", text))
+    # The config class's attribute_map: modeling code reads config.hidden_size, config.json has n_embd.
+    amap = getattr(type(AutoConfig.for_model(model_type, **over)), "attribute_map", None) or {}
+    words |= {real for alias, real in amap.items() if alias in words}
+
+    def used(k, values):
+        if k in words:
+            return True
+        for nv in values:
+            try:
+                cfg = AutoConfig.for_model(model_type, **over, **{k: nv}).to_dict()
+            except Exception:  # noqa: BLE001
+                return True
+            if any(f in words for f, fv in cfg.items() if base_cfg.get(f) != fv):
+                return True
+        return False
+    return used
+
+
 def draft(model_type: str, force: bool) -> int:
+    _FIT_MEMO.clear()
     over = BASE_OVERRIDES.get(model_type, {})
     base_cfg = AutoConfig.for_model(model_type, **over).to_dict()
     rec0, err = build(model_type, base_cfg)
     if rec0 is None:
         print(f"{model_type}: default build failed: {err}", file=sys.stderr)
         return 1
-    base = Build(rec0)
+    base = base0 = Build(rec0)
     print(f"{model_type}: {base.rec['class']}, {len(base.modules)} modules", file=sys.stderr)
+    used = reaching_fields(model_type, over, base.cfg)
+    # Integer fields whose default 0 leaves modules out (Cohere2-MoE's num_shared_experts, GraniteMoE
+    # shared's shared_intermediate_size): the fit starts from a build with each set to 1, so that those
+    # modules are drafted from what transformers builds, and the default (0) is a flipped build whose
+    # missing modules give their condition. The default record stays the default config's.
+    gates = []
+    for k, v in int_fields(base0.cfg).items():
+        if v == 0 and used(k, [1]):
+            r1, _ = build(model_type, {"model_type": model_type, **over, k: 1})
+            if r1 is not None and {m for m, _ in r1["modules"]} - {m for m, _ in rec0["modules"]}:
+                gates.append(k)
+    gate_flips = []
+    if gates:
+        over = {**over, **{k: 1 for k in gates}}
+        rg, err = build(model_type, {"model_type": model_type, **over})
+        if rg is None:
+            over, gates = BASE_OVERRIDES.get(model_type, {}), []
+        else:
+            base = Build(rg)
+            for k in gates:
+                r0, _ = build(model_type, {"model_type": model_type, **over, k: 0})
+                if r0 is not None:
+                    gate_flips.append((k, Build(r0)))
     ints = int_fields(base.cfg)
     builds = [("base", None, base)]
     changed = {}
     for k, v in ints.items():
+        if not used(k, perturbations(k, v)[:1]):
+            continue
         for nv in perturbations(k, v):
             # The defaults with one field given: the config class derives the rest (layer_types, head_dim).
             rec, err = build(model_type, {"model_type": model_type, **over, k: nv})
@@ -199,31 +295,41 @@ def draft(model_type: str, force: bool) -> int:
                 builds.append((k, nv, Build(rec)))
                 changed[k] = nv
                 break
-    flips = []
+    flips = list(gate_flips)
     for k, v in bool_fields(base.cfg).items():
+        if k != "tie_word_embeddings" and not used(k, [not v]):
+            continue
         rec, err = build(model_type, {"model_type": model_type, **over, k: not v})
         if rec is not None:
             flips.append((k, Build(rec)))
     # The second record: the single-field changes combined, as many as still build.
     vary_cfg = {"model_type": model_type, **over}
-    for k, nv in changed.items():
-        trial = dict(vary_cfg)
-        trial[k] = nv
-        rec, _ = build(model_type, trial)
-        if rec is not None and all(rec["config"].get(f) == v for f, v in trial.items()):
-            vary_cfg = trial
-    vrec, _ = build(model_type, vary_cfg)
+    # All at once first (one build); field by field only when the combination does not build.
+    everything = {**vary_cfg, **changed}
+    vrec, _ = build(model_type, everything)
+    if vrec is not None and all(vrec["config"].get(f) == v for f, v in everything.items()):
+        vary_cfg = everything
+    else:
+        for k, nv in changed.items():
+            trial = dict(vary_cfg)
+            trial[k] = nv
+            rec, _ = build(model_type, trial)
+            if rec is not None and all(rec["config"].get(f) == v for f, v in trial.items()):
+                vary_cfg = trial
+        vrec, _ = build(model_type, vary_cfg)
     vary_cfg = vrec["config"]
     vary = Build(vrec)
     builds.append(("vary", None, vary))
 
     # Which fields move what: a value observed per build for a key; deps = fields whose change moved it.
-    def deps_of(values: dict) -> set:
+    def deps_of(values: dict, direct_only: bool = False) -> set:
         base_v = values.get("base")
         out = set()
         for (k, _, b) in builds[1:-1]:
             if k in values and values[k] != base_v:
                 out.add(k)
+                if direct_only:
+                    continue
                 # Fields the config derives from k (head_dim from hidden_size) moved with it.
                 for f, fv in int_fields(b.cfg).items():
                     if base.cfg.get(f) != fv:
@@ -237,9 +343,14 @@ def draft(model_type: str, force: bool) -> int:
             if v is None:
                 continue
             values[k if k not in values else f"{k}#"] = v
-            obs.append((int_fields(b.cfg), v))
+            obs.append((b.ints, v))
         d = deps_of(values)
-        f = fit(obs, d, prefer)
+        # The fields whose own change moved the value first: the fields the config derives along with
+        # them (Zamba2's attention_hidden_size with hidden_size) can crowd the few a formula may use.
+        direct = deps_of(values, direct_only=True)
+        f = fit(obs, direct, prefer) if direct != d and len(d) > 6 else None
+        if f is None:
+            f = fit(obs, d, prefer)
         if f is None:
             # Fall back to all fields (a field whose single change did not build).
             f = fit(obs, set(int_fields(base.cfg)) & (d | set(prefer)), prefer)
@@ -353,7 +464,9 @@ def draft(model_type: str, force: bool) -> int:
 
     def index_predicates(b: Build):
         cfg = b.cfg
-        out = []
+        # The first block alone (RWKV's pre_ln) before any field: a field larger than every index
+        # (vocab_size) would otherwise pass for it.
+        out = [("i == 0", lambda c, i: i == 0)]
         for k, v in cfg.items():
             if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
                 for val in sorted(set(v)):
@@ -371,6 +484,26 @@ def draft(model_type: str, force: bool) -> int:
         out.append(("i == 0", lambda c, i: i == 0))
         out.append(("i % 2 == 1", lambda c, i: i % 2 == 1))
         out.append(("i % 2 == 0", lambda c, i: i % 2 == 0))
+        # Layer-placement fields (Jamba's attn_layer_period / attn_layer_offset, ERNIE 4.5 MoE's
+        # moe_layer_interval / moe_layer_start_index / moe_layer_end_index): offsets, ranges and their
+        # conjunctions, over the integer fields whose name says they place layers.
+        lf = [k for k, v in cfg.items() if isinstance(v, int) and not isinstance(v, bool)
+              and re.search(r"layer|interval|period|offset|step|start|end|freq|every", k) and not SKIP_FIELDS.search(k)
+              and k not in ("num_hidden_layers", "n_layer", "num_layers")]
+        simple = []
+        for a in lf:
+            simple.append((f"i <= {a}", lambda c, i, a=a: i <= c[a]))
+            simple.append((f"i >= {a}", lambda c, i, a=a: i >= c[a]))
+            simple.append((f"(i + 1) % {a} == 0", lambda c, i, a=a: c[a] > 0 and (i + 1) % c[a] == 0))
+            simple.append((f"i % {a} == 0", lambda c, i, a=a: c[a] > 0 and i % c[a] == 0))
+            for b in lf:
+                if a != b:
+                    out.append((f"i % {a} == {b}", lambda c, i, a=a, b=b: c[a] > 0 and i % c[a] == c[b]))
+        for (s1, f1), (s2, f2) in itertools.combinations(simple, 2):
+            out.append((f"{s1} and {s2}", lambda c, i, f1=f1, f2=f2: f1(c, i) and f2(c, i)))
+        if len(simple) <= 24:
+            for (s1, f1), (s2, f2), (s3, f3) in itertools.combinations(simple, 3):
+                out.append((f"{s1} and {s2} and {s3}", lambda c, i, f1=f1, f2=f2, f3=f3: f1(c, i) and f2(c, i) and f3(c, i)))
         return out
 
     def find_predicate(list_path: str, in_group) -> str | None:
@@ -512,6 +645,35 @@ def draft(model_type: str, force: bool) -> int:
         for c in new_args:
             args[c] = sorted(set(args[c]) | set(new_args[c]))
 
+    # A child whose class depends on the layer index (GLM-4-MoE's dense first layers, AFMoE's
+    # num_dense_layers): one entry per class, each with its condition on `i` found over every build,
+    # instead of a class argument (the registry's `class:` is a name, not an expression).
+    multi: dict = {}
+    for cls in list(args):
+        for key in [k for k in args[cls] if k.startswith("child:") and k.endswith(":class")]:
+            name = key.split(":")[1]
+            insts = by_class[cls]
+            lists = {p.rsplit(".", 1)[0] for p in insts if "." in p}
+            if len(lists) != 1 or not all(p.rsplit(".", 1)[-1].isdigit() for p in insts):
+                continue
+            lst = lists.pop()
+            kids: dict = {}
+            for p in insts:
+                if f"{p}.{name}" in base.cls:
+                    kids.setdefault(base.cls[f"{p}.{name}"], f"{p}.{name}")
+            if len(kids) < 2:
+                continue
+            preds = {}
+            for cc in list(kids)[1:]:
+                pr = find_predicate(lst, lambda b, it, cc=cc, name=name: b.cls.get(f"{it}.{name}") == cc)
+                if pr is None:
+                    break
+                preds[cc] = pr
+            if len(preds) != len(kids) - 1:
+                continue
+            multi[(cls, name)] = (kids, preds)
+            args[cls] = [k for k in args[cls] if not (k.startswith(f"child:{name}:") and not k.endswith(":if"))]
+
     # Arg names: readable where possible, unique per class.
     names_taken: dict = {}
 
@@ -630,7 +792,7 @@ def draft(model_type: str, force: bool) -> int:
             for icls in classes_here:
                 for a in args.get(icls, []):
                     paths_i = [x for x in itemsp if base.cls[x] == icls]
-                    vals = [memo[x][a] for x in paths_i]
+                    vals = [memo[x][a] if memo[x][a] is not None or not a.endswith(":if") else "false" for x in paths_i]
                     if len({json.dumps(v) for v in vals}) == 1:
                         iargs[arg_name(icls, a)] = vals[0]
                     else:
@@ -671,6 +833,23 @@ def draft(model_type: str, force: bool) -> int:
             if cond_s:
                 return f"      {name}: {{class: {ccls}, args: {{{a_s}}}, if: '{cond_s}'}}", ccls, None
             return f"      {name}: {{class: {ccls}, args: {{{a_s}}}}}", ccls, None
+        if (cls, name) in multi:
+            kids, preds = multi[(cls, name)]
+            lines_m = []
+            for n_, (cc, kp) in enumerate(kids.items()):
+                c = preds[cc] if n_ else " and ".join(f"not ({preds[x]})" for x in list(kids)[1:])
+                if cond_s:
+                    c = f"({cond_s}) and {c}"
+                if builtin_params(cc):
+                    ca = memo[kp]
+                else:
+                    ca = {arg_name(cc, a): memo[kp][a] for a in args.get(cc, [])}
+                parts = [f'class: "{cc}"'] + ([f"name: {name}"] if n_ else [])
+                if ca:
+                    parts.append("args: {" + ", ".join(f"{k}: {fmt(v)}" for k, v in ca.items()) + "}")
+                parts.append(f"if: '{c}'")
+                lines_m.append(f"      {name if not n_ else f'{name}_{n_}'}: {{{', '.join(parts)}}}")
+            return "\n".join(lines_m), None, list(kids)
         cargs = {arg_name(ccls, a): ref(cls, f"{key}:arg:{a}", memo[cp][a]) for a in args.get(ccls, [])}
         cref = ref(cls, f"{key}:class", ccls)
         if cref != ccls:
@@ -684,12 +863,30 @@ def draft(model_type: str, force: bool) -> int:
             return f'      {name}: "{ccls}"', ccls, None
         return f"      {name}: {{{', '.join(parts)}}}", ccls, None
 
+    def merged_items(cls):
+        """The items (children, parameters) of every instance of cls, in registration order: Bamba's
+        decoder layer holds `mamba` at some indices and `self_attn` at others. An item missing from
+        some instances gets its `if` from the arguments (a per-index condition where it is a list item)."""
+        paths = by_class[cls]
+        out = list(content[paths[0]][1])
+        keys = [k for k, _ in out]
+        for p in paths[1:]:
+            last = -1
+            for k, spec in content[p][1]:
+                if k in keys:
+                    last = keys.index(k)
+                    continue
+                last += 1
+                out.insert(last, (k, spec))
+                keys.insert(last, k)
+        return out
+
     def emit_class(cls):
         if cls in seen or cls in ("ModuleList", "ModuleDict") or builtin_params(cls):
             return
         seen.add(cls)
         path = by_class[cls][0]
-        _, items = content[path]
+        items = merged_items(cls)
         lines = [f'  "{cls}":']
         if args.get(cls):
             lines.append("    args: {" + ", ".join(f"{arg_name(cls, a)}: null" for a in args[cls]) + "}")
@@ -740,7 +937,7 @@ def draft(model_type: str, force: bool) -> int:
         # Derived in the config class: moved when another field alone changed.
         movers = [k for (k, _, b) in builds[1:-1] if k != f and b.cfg.get(f) != base.cfg.get(f)]
         if movers and f not in ("num_hidden_layers",):
-            obs = [(int_fields(b.cfg), b.cfg[f]) for (_, _, b) in builds if isinstance(b.cfg.get(f), int)]
+            obs = [(b.ints, b.cfg[f]) for (_, _, b) in builds if isinstance(b.cfg.get(f), int)]
             dd = set(movers)
             fx = fit(obs, dd - {f}, PREFER)
             if fx:
@@ -752,11 +949,11 @@ def draft(model_type: str, force: bool) -> int:
     for f in sorted(used_fields):
         if f in aliases and f in base.cfg and f not in derived:
             derived[f] = f"({aliases[f]} ?? {json.dumps(base.cfg[f])})"
-    defaults = {f: base.cfg[f] for f in sorted(used_fields) if f in base.cfg and f not in derived}
+    defaults = {f: base0.cfg[f] for f in sorted(used_fields) if f in base0.cfg and f not in derived}
     out.append("")
     out.append("config:")
     out.append("  # The config class's defaults (5.12.1) for the fields the formulas read.")
-    out.append("  defaults:")
+    out.append("  defaults:" + ("" if defaults else " {}"))
     for f, v in defaults.items():
         out.append(f"    {f}: {json.dumps(v)}")
     if derived:
@@ -787,7 +984,7 @@ def draft(model_type: str, force: bool) -> int:
     os.makedirs(cfgdir, exist_ok=True)
     with open(os.path.join(cfgdir, f"{model_type}.json"), "w") as fh:
         json.dump(vary_cfg, fh, indent=1, sort_keys=True)
-    for name, rec in ((f"default-{model_type}", base.rec), (f"vary-{model_type}", vary.rec)):
+    for name, rec in ((f"default-{model_type}", base0.rec), (f"vary-{model_type}", vary.rec)):
         rec = dict(rec)
         rec["name"] = name
         with open(os.path.join(hf_record.OUT, name + ".json"), "w") as fh:

@@ -600,13 +600,32 @@ std::optional<ModuleTree> expand_arch_tree(const ModelConfig& config, const Arch
   }
 
   // Tied weights (tie_word_embeddings): the alias keeps its place in the tree, shares the storage.
+  // named_parameters() keeps the name it meets first (pre-order over modules, a module's own parameters
+  // in registration order): the alias's, where its module comes first (RobertaForCausalLM registers
+  // lm_head before roberta, so torch names the shared weight lm_head.decoder.weight). The later name
+  // is the one that refers to the other.
   const Value* tie = globals.lookup()("tie_word_embeddings");
   if (tie && tie->truthy()) {
+    auto position = [&tree](const std::string& full) {
+      const auto dot = full.rfind('.');
+      const std::string mod = dot == std::string::npos ? "" : full.substr(0, dot);
+      const std::string name = dot == std::string::npos ? full : full.substr(dot + 1);
+      for (std::size_t i = 0; i < tree.modules.size(); ++i) {
+        if (tree.modules[i].path != mod) continue;
+        const auto& ps = tree.modules[i].params;
+        for (std::size_t j = 0; j < ps.size(); ++j)
+          if (ps[j].name == name) return std::pair<std::size_t, std::size_t>(i, j);
+      }
+      return std::pair<std::size_t, std::size_t>(tree.modules.size(), 0);
+    };
     for (const auto& t : arch.tied_weights) {
       ParamInfo* alias = find_param(tree, t.alias);
       ParamInfo* target = find_param(tree, t.target);
       if (!alias || !target) continue;  // e.g. a base-model root without lm_head
-      alias->tied_to = t.target;
+      if (position(t.alias) < position(t.target))
+        target->tied_to = t.alias;
+      else
+        alias->tied_to = t.target;
       tree.tied.push_back(t);
     }
   }

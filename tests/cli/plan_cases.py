@@ -418,13 +418,20 @@ CASES += [
      "stderr": ["transformers 5.12.1 has no native FSDP2 plan", "[SET005]"]},
 ]
 
-# A composite model planned as its text part alone is not the job's plan (ARCH002, exit 11): mistral3,
-# which the registry does not describe (fixtures/check/mistral3, a tiny hand-written config).
+# A composite model planned as its text part alone is not the job's plan (ARCH002, exit 11): aya_vision,
+# which the registry does not describe (fixtures/check/aya_vision, a tiny hand-written config: a SigLIP
+# tower and a llama text_config).
 CASES += [
-    {"name": "plan: mistral3 (llama text_config) is refused as a whole-model plan (ARCH002, exit 11, no verdict)",
-     "args": ["plan", "{src}/fixtures/check/mistral3", "--world-size", "2"], "exit": 11,
+    {"name": "plan: aya_vision (llama text_config) is refused as a whole-model plan (ARCH002, exit 11, no verdict)",
+     "args": ["plan", "{src}/fixtures/check/aya_vision", "--world-size", "2"], "exit": 11,
      "stderr": ["composite model the registry does not describe", "[ARCH002]"],
      "stdout": ["no fit verdict: shardcheck cannot lay out this model"], "not_stdout": ["fits in"]},
+    # mistral3 is described whole (rules/models/mistral3.yaml, issue #39): the Pixtral tower and a llama
+    # text model; Mistral3PreTrainedModel declares no _no_split_modules, so the class list is the
+    # sub-models' union and accelerate finds every class it names.
+    {"name": "plan: mistral3 (llama text_config) is planned whole: Pixtral tower and language model",
+     "args": ["plan", "{src}/fixtures/check/mistral3", "--world-size", "2"], "exit": 0,
+     "stdout": ["Mistral3ForConditionalGeneration", "PixtralAttentionLayer", "LlamaDecoderLayer", "fit in"]},
     # llava is described whole: its vision tower and language model, and accelerate's default class list
     # (the union _no_split_modules) names CLIPTextEmbeddings, which the model lacks (real accelerate
     # raises the same: fixtures/oracle2/llava-fsdp1-tf-w3.json).

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -42,6 +43,9 @@ RecordTree build_config_only(const json& config, const std::string& transformers
   return b;
 }
 
+// The model types conforming at two configs or more when this was last raised (rules/models, issue #39).
+constexpr int kConformingTypes = 185;
+
 std::string join_path(const std::string& module, const std::string& name) {
   return module.empty() ? name : module + "." + name;
 }
@@ -56,10 +60,18 @@ TEST_CASE("hf records: config-only trees equal what transformers 5.12.1 builds")
     if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   int compared = 0;
+  // The distinct configs each model_type was compared at: the record's own type and the types of its
+  // sub-configs (a composite's vision tower and text model are built and compared with it).
+  std::map<std::string, std::set<std::string>> configs_of;
   for (const auto& file : files) {
     const json rec = test::read_json(file);
     const std::string name = rec.at("name").get<std::string>();
     CAPTURE(name);
+    const json& cfg = rec.at("config");
+    configs_of[cfg.value("model_type", "")].insert(cfg.dump());
+    for (const auto& [key, sub] : cfg.items())
+      if (sub.is_object() && sub.contains("model_type") && sub.at("model_type").is_string())
+        configs_of[sub.at("model_type").get<std::string>()].insert(sub.dump());
     const RecordTree b =
         build_config_only(rec.at("config"), rec.at("versions").at("transformers").get<std::string>(), work / name);
     REQUIRE_MESSAGE(b.tree.has_value(), "no tree:\n" << b.errors);
@@ -111,4 +123,18 @@ TEST_CASE("hf records: config-only trees equal what transformers 5.12.1 builds")
   fs::remove_all(work);
   MESSAGE("compared " << compared << " transformers records");
   CHECK(compared >= 50);
+
+  // Every registry model type is compared at two configs or more (its transformers default and a
+  // varied or published one), and the registry does not shrink: a type dropped or left without its
+  // second record fails here.
+  int types = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(SHARDCHECK_SOURCE_DIR) / "rules" / "models")) {
+    const std::string stem = e.path().stem().string();
+    if (e.path().extension() != ".yaml" || stem.starts_with("_")) continue;
+    CAPTURE(stem);
+    CHECK(configs_of[stem].size() >= 2);
+    types += configs_of[stem].size() >= 2;
+  }
+  MESSAGE(types << " model types conform at two configs or more");
+  CHECK(types >= kConformingTypes);
 }
