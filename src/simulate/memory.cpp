@@ -795,7 +795,7 @@ std::vector<GlobalRank> mesh_ranks(const FsdpSettings& s) {
 }
 
 std::string gpu_label(const MemoryEstimate& m) {
-  const std::string size = human_bytes(m.gpu_memory);
+  std::string size = human_bytes(m.gpu_memory);
   if (m.gpu_name.empty()) return size;
   return fmt::format("{} ({}{})", size, m.gpu_name, m.gpu_assumed ? ", assumed: set --gpu or --gpu-memory" : "");
 }

@@ -13,8 +13,8 @@ using namespace shardcheck;
 using nlohmann::json;
 
 TEST_CASE("mesh_ranks places every global rank where accelerate's device mesh does") {
-  const json rec = test::read_json(std::filesystem::path(SHARDCHECK_FIXTURES_DIR) / "oracle2" / "accelerate" /
-                                   "mesh-ranks.json");
+  const json rec =
+      test::read_json(std::filesystem::path(SHARDCHECK_FIXTURES_DIR) / "oracle2" / "accelerate" / "mesh-ranks.json");
   int cases = 0;
   for (const json& c : rec.at("cases")) {
     FsdpSettings s;

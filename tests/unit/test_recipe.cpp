@@ -159,8 +159,9 @@ TEST_CASE("TRL's DPO: chosen and rejected rows, the reference model's forward, a
   };
   const auto reference_part = [](const StepPeak& s) -> std::uint64_t {
     for (const StepMoment& m : s.moments)
-      for (const StepPart& p : m.parts)
-        if (p.what.starts_with("reference forward")) return p.bytes;
+      if (m.name == "reference forward")
+        for (const StepPart& p : m.parts)
+          if (p.what.starts_with("reference forward")) return p.bytes;
     return 0;
   };
   const PreflightResult sft = run(PreferenceReference::none, false);
