@@ -71,7 +71,8 @@ std::optional<std::map<std::string, std::uint64_t>> load_gpu_presets(const std::
 // loop builds torch.optim.AdamW (foreach).
 bool set_recipe(const PlanFlags& f, const std::optional<TrainingArgs>& args, const CliContext& ctx,
                 PreflightRequest& req, std::string& error) {
-  if (args || f.caller == "trainer") req.memory.loop = TrainingLoop::trainer;
+  // TRL's trainers are transformers Trainers: --trainer means the Trainer's loop too.
+  if (args || f.caller == "trainer" || !f.trainer.empty()) req.memory.loop = TrainingLoop::trainer;
   std::string optim = f.optim;
   if (optim.empty() && args && args->optim) optim = args->optim->value;
   if (optim.empty()) optim = req.memory.loop == TrainingLoop::trainer ? "adamw_torch_fused" : "adamw_torch";

@@ -584,3 +584,28 @@ CASES += [
               "--no-env", "--no-tree"], "exit": 1,
      "stderr": ["GptOssForCausalLM does not support an attention implementation", "[ARCH005]"]},
 ]
+
+
+def dpo_step(doc):
+    # trl v1.9.0: DataCollatorForPreference puts chosen and rejected in one batch (2 rows of 512 tokens),
+    # DPOTrainer is a Trainer (adamw_torch_fused, its default with torch >= 2.8), and the reference
+    # model's forward is a moment of the step.
+    m = doc["memory"]
+    if m["activations"]["tokens"] != 1024:
+        return f"tokens {m['activations']['tokens']}, expected 2 x 512"
+    parts = [p["what"] for p in m["step"]["peak"]["parts"]]
+    if "optimizer states (adamw_torch_fused)" not in parts:
+        return f"peak parts {parts}"
+    if "reference forward" not in [p["moment"] for p in m["step"]["phases"]]:
+        return f"phases {[p['moment'] for p in m['step']['phases']]}"
+    return None
+
+
+CASES += [
+    {"name": "plan --trainer dpo: chosen and rejected rows, the Trainer's optimizer, the reference forward",
+     "args": ["plan", "{src}/fixtures/oracle2/peak/models/l256", "--world-size", "2", "--fsdp-version", "2",
+              "--seq-len", "512", "--micro-batch", "1", "--trainer", "dpo", "--no-env", "--format", "json"],
+     "json": dpo_step},
+    {"name": "plan --trainer with an unknown trainer is a usage error",
+     "args": ["plan", LLAMA, "--trainer", "ppo", "--no-env"], "exit": 2, "stderr": ["--trainer"]},
+]
