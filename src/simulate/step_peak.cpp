@@ -60,10 +60,11 @@ struct Live {
   std::uint64_t held = 0;       // the loop's `outputs`: logits and KV cache
   std::uint64_t logits = 0;     // the loss's T x V tensors of this micro-batch
   std::uint64_t optim_temp = 0;
-  std::uint64_t reference = 0;  // a preference trainer's reference forward: its parameters and logits
+  std::uint64_t reference = 0;       // a preference trainer's reference forward: its parameters and logits
+  std::uint64_t reference_kept = 0;  // DPO's reference model between its forwards (sharded, FSDP1's root)
   std::uint64_t total() const {
     return params + optimizer + buffers + grads + held_grads + acts + recompute + unsharded + comm + held + logits +
-           optim_temp + reference;
+           optim_temp + reference + reference_kept;
   }
 };
 
@@ -306,6 +307,7 @@ StepMoment moment_of(const Best& b, const std::vector<UnitStep>& units, const ch
   add("logits and loss tensors", l.logits);
   add("optimizer step temporaries", l.optim_temp);
   add("reference forward (unsharded parameters, logits)", l.reference);
+  add("reference model between forwards", l.reference_kept);
   return m;
 }
 
@@ -346,9 +348,9 @@ StepPeak replay_step(const ShardPlan& plan, const ModuleTree& tree, const FsdpSe
   // _post_forward_reshard keeps the root's parameters for a backward that never comes): from its first
   // forward on, its unsharded root stays on every rank.
   if (opts.reference == PreferenceReference::model) {
-    base.buffers += state.params;
+    base.reference_kept = state.params;
     if (plan.fsdp_version == 1 && !units.empty() && unit_bytes::is_root(plan.units.front()))
-      base.buffers += units.front().unsharded;
+      base.reference_kept += units.front().unsharded;
   }
   std::uint64_t held_grads = 0;  // the last micro-batch finds every unit's unsharded gradient
   for (const auto& u : units) held_grads += u.held_grad;
